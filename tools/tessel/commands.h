@@ -1,0 +1,19 @@
+// The subcommands of the `tessel` tool; each file registers one with CLI11 and reports errors as
+// diagnostics on stderr with a non-zero exit status.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tessel::cli {
+
+/// Set by a subcommand's callback; main() returns it.
+int &exitCode();
+
+void addInfoCommand(CLI::App &app);
+void addRunCommand(CLI::App &app);
+void addConformanceCommand(CLI::App &app);
+
+/// Prints a diagnostic as "tessel: error: <file: node ...: message>" and sets the exit code to 1.
+void reportError(const std::string &message);
+
+}  // namespace tessel::cli

@@ -1,0 +1,98 @@
+// `tessel conformance [DIR...] [--target T] [--json FILE] [--expected-failures FILE]`: runs ONNX
+// backend-test cases and ends with "conformance: N passed, M failed, K unsupported".
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "runtime/conformance.h"
+
+namespace tessel::cli {
+
+namespace {
+
+struct ConformanceArgs {
+  std::vector<std::string> dirs;
+  std::string target = "ref";
+  std::string jsonPath;
+  std::string expectedFailuresPath;
+  std::string filter;
+  bool verbose = false;
+};
+
+const char *outcomeName(CaseOutcome outcome) {
+  switch (outcome) {
+    case CaseOutcome::Passed: return "passed";
+    case CaseOutcome::Failed: return "failed";
+    case CaseOutcome::Unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+void runConformance(const ConformanceArgs &args) {
+  std::vector<std::string> dirs = args.dirs.empty() ? defaultConformanceDirs() : args.dirs;
+  auto cases = findConformanceCases(dirs);
+  if (!cases.ok()) return reportError(cases.diag().str());
+  std::map<std::string, std::string> expected;
+  if (!args.expectedFailuresPath.empty()) {
+    auto read = readExpectedFailures(args.expectedFailuresPath);
+    if (!read.ok()) return reportError(read.diag().str());
+    expected = std::move(read).value();
+  }
+  ConformanceOptions options;
+  options.target = args.target;
+  int passed = 0, failed = 0, unsupported = 0;
+  std::vector<std::string> unexpected, nowPassing;
+  nlohmann::json report = nlohmann::json::array();
+  for (const std::string &dir : *cases) {
+    if (!args.filter.empty() && dir.find(args.filter) == std::string::npos) continue;
+    CaseResult result = runConformanceCase(dir, options);
+    switch (result.outcome) {
+      case CaseOutcome::Passed: ++passed; break;
+      case CaseOutcome::Failed: ++failed; break;
+      case CaseOutcome::Unsupported: ++unsupported; break;
+    }
+    bool listed = expected.count(result.name) > 0;
+    if (result.outcome != CaseOutcome::Passed && !listed) unexpected.push_back(result.name + ": " + result.reason);
+    if (result.outcome == CaseOutcome::Passed && listed) nowPassing.push_back(result.name);
+    if (args.verbose || result.outcome != CaseOutcome::Passed) {
+      std::printf("%-11s %s%s%s\n", outcomeName(result.outcome), result.name.c_str(), result.reason.empty() ? "" : ": ",
+                  result.reason.c_str());
+      std::fflush(stdout);
+    }
+    report.push_back({{"name", result.name}, {"outcome", outcomeName(result.outcome)}, {"reason", result.reason},
+                      {"seconds", result.seconds}});
+  }
+  if (!args.jsonPath.empty()) {
+    std::ofstream out(args.jsonPath);
+    out << nlohmann::json{{"target", args.target}, {"passed", passed}, {"failed", failed},
+                          {"unsupported", unsupported}, {"cases", report}}.dump(1)
+        << "\n";
+  }
+  if (!args.expectedFailuresPath.empty()) {
+    for (const std::string &line : unexpected) std::printf("UNEXPECTED  %s\n", line.c_str());
+    for (const std::string &name : nowPassing) {
+      std::printf("NOW PASSING %s (remove it from %s)\n", name.c_str(), args.expectedFailuresPath.c_str());
+    }
+    if (!unexpected.empty() || !nowPassing.empty()) exitCode() = 1;
+  }
+  std::printf("conformance: %d passed, %d failed, %d unsupported\n", passed, failed, unsupported);
+}
+
+}  // namespace
+
+void addConformanceCommand(CLI::App &app) {
+  auto args = std::make_shared<ConformanceArgs>();
+  CLI::App *cmd = app.add_subcommand("conformance", "Run ONNX backend-test cases against a target");
+  cmd->add_option("dirs", args->dirs, "Case folders, or folders of cases (default: Debian's libonnx-testdata)");
+  cmd->add_option("--target", args->target, "Target to run on")->capture_default_str();
+  cmd->add_option("--json", args->jsonPath, "Write per-case results as JSON");
+  cmd->add_option("--expected-failures", args->expectedFailuresPath,
+                  "Fail unless exactly the listed cases fail (each line: name reason)");
+  cmd->add_option("--filter", args->filter, "Only cases whose path contains this text");
+  cmd->add_flag("-v,--verbose", args->verbose, "Print passing cases too");
+  cmd->callback([args] { runConformance(*args); });
+}
+
+}  // namespace tessel::cli
