@@ -7,9 +7,16 @@ namespace tessel {
 
 namespace {
 
+/// Static sizes, with symbolic dims (a batch, a sequence length) taken as 1.
 std::optional<std::vector<int64_t>> sizesOf(const Value *value) {
-  if (!value || !value->type().isTensor()) return std::nullopt;
-  return value->type().shape().sizes();
+  if (!value || !value->type().isTensor() || !value->type().shape().rankKnown()) return std::nullopt;
+  std::vector<int64_t> sizes;
+  for (const Dim &d : value->type().shape().dims()) {
+    if (d.isStatic()) sizes.push_back(d.size);
+    else if (d.isSymbolic()) sizes.push_back(1);
+    else return std::nullopt;
+  }
+  return sizes;
 }
 
 }  // namespace

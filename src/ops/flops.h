@@ -9,7 +9,8 @@
 
 namespace tessel {
 
-/// FLOPs of one execution of `node`, or nullopt when a shape it needs is not static.
+/// FLOPs of one execution of `node` with symbolic dims taken as 1, or nullopt when a shape it
+/// needs is unknown.
 std::optional<int64_t> estimateFlops(const Node &node);
 
 }  // namespace tessel

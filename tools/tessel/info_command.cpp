@@ -60,7 +60,7 @@ void printInfo(const std::string &path) {
   bool complete = true;
   countOps(graph, histogram, flops, complete);
   std::printf("flops: %s%s\n", humanCount(static_cast<double>(flops)).c_str(),
-              complete ? "" : " (lower bound: some shapes are not static)");
+              complete ? " (symbolic dims taken as 1)" : " (lower bound: some shapes are unknown)");
   int total = 0;
   for (const auto &[op, n] : histogram) total += n;
   std::printf("ops: %d nodes\n", total);
