@@ -79,7 +79,10 @@ Expected<std::vector<Activation>> parseActivations(const Node &node, const std::
                                                    int64_t numDirections) {
   std::vector<std::string> names = node.attrStrings("activations");
   if (names.empty()) names = defaults;
-  if (numDirections == 2 && names.size() == defaults.size()) names.insert(names.end(), names.begin(), names.end());
+  if (numDirections == 2 && names.size() == defaults.size()) {
+    const std::vector<std::string> oneDirection = names;
+    names.insert(names.end(), oneDirection.begin(), oneDirection.end());
+  }
   if (static_cast<int64_t>(names.size()) != static_cast<int64_t>(defaults.size()) * numDirections) {
     return makeError(ErrorCode::InvalidArgument, "{}: activations has {} values; expected {} ({} per direction)",
                      node.opType(), names.size(), defaults.size() * numDirections, defaults.size());

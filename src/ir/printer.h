@@ -1,0 +1,48 @@
+// The text form of the graph IR: MLIR-flavoured, deterministic, and complete enough that the
+// parser (parser.h) rebuilds the same IR from it, so print -> parse -> print is byte-identical when
+// large tensors are printed in full. Every stage of the compiler can be dumped with it, and pass
+// tests (tests/passes/*.tsl.txt) are written in it.
+//
+//   model opset(ai.onnx=13) ir_version=8 producer="pytorch" {
+//   func @main(%x: f32[batch,3], %w: f32[4,3] = dense<f32[4,3] ... hash=9c0e...>) -> (%y: f32[batch,4]) {
+//     const %b = dense<f32[4]: 0.5, -1, 0, 2>
+//     %t = Transpose(%w) {perm = [1, 0]} : f32[3,4]
+//     %m, _ = ai.onnx.ml.Foo(%x, _, %t) {alpha = 1.0, then_branch = func @then() -> (...) {...}} name="n1"
+//     return %y
+//   }
+//   }
+//
+// Values print as %name (quoted when not [A-Za-z0-9_.]+); `_` marks an omitted optional input or
+// output; ops outside ai.onnx print qualified by their domain; `: types` after a node gives its
+// outputs' types. Initializers that are also graph inputs print as defaults in the signature,
+// the others as `const` lines. Floats print in the shortest form that reads back exactly; NaNs
+// other than the canonical one print as `nan(0xBITS)`. Subgraphs print inline, indented.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace tessel {
+
+struct PrintOptions {
+  /// Print tensors of more than maxInlineElements elements as `dense<f32[64,3,7,7] ... hash=H>`
+  /// (H: a hash of the contents). The parser rejects elided tensors: turn this off to round-trip.
+  bool elideLargeTensors = true;
+  int64_t maxInlineElements = 16;
+  /// Print `: type, ...` after each node. Graph input and output types always print.
+  bool printValueTypes = true;
+};
+
+/// The whole model: a header with opsets and metadata, then the top-level graph.
+std::string printModel(const Model &model, const PrintOptions &options = {});
+/// One graph as a `func`, with subgraphs inline. `indent` spaces precede every line but the first.
+std::string printGraph(const Graph &graph, const PrintOptions &options = {}, int indent = 0);
+/// A type as it appears in signatures: "f32[1,3,?,batch]", "seq<i64[*]>", "opt<f32[2]>", "?".
+/// Dim symbols that are not identifiers print quoted.
+std::string printType(const Type &type);
+/// A tensor literal: `dense<i64[2]: 1, 2>`, or its elided form when options say so.
+std::string printTensor(const Tensor &tensor, const PrintOptions &options = {});
+
+}  // namespace tessel

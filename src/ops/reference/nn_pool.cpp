@@ -1,0 +1,247 @@
+// Reference kernels of the pools: MaxPool (with its Indices output), AveragePool, LpPool, their
+// Global forms, and MaxUnpool. Every windowed pool enumerates, once per spatial plane, which input
+// elements each output window covers (geometry from nn_common, shared with Conv), then reduces
+// each channel plane over those windows in double.
+#include <cmath>
+#include <limits>
+
+#include "ops/reference/nn_common.h"
+
+namespace tessel::ref {
+
+namespace {
+
+/// The input elements one output window covers.
+struct Window {
+  std::vector<int64_t> offsets;       // Row-major offsets within a plane, of positions inside the input.
+  std::vector<int64_t> columnMajor;   // The same positions, column-major (MaxPool storage_order = 1).
+  int64_t paddedCount = 0;            // Positions inside the input plus its pads (count_include_pad).
+};
+
+/// One Window per output position of a plane, in row-major order.
+std::vector<Window> enumerateWindows(const WindowGeometry &g) {
+  const size_t rank = g.spatialRank();
+  std::vector<Window> windows(static_cast<size_t>(numElements(g.outSizes)));
+  std::vector<int64_t> out(rank, 0);
+  for (Window &window : windows) {
+    std::vector<int64_t> k(rank, 0);
+    for (int64_t kFlat = 0; kFlat < numElements(g.kernel); ++kFlat, nextIndex(k, g.kernel)) {
+      int64_t rowMajor = 0, columnMajor = 0, columnStride = 1;
+      bool inInput = true, inPadded = true;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t pos = out[d] * g.strides[d] + k[d] * g.dilations[d] - g.padBegin[d];
+        inInput = inInput && pos >= 0 && pos < g.inSizes[d];
+        inPadded = inPadded && pos >= -g.padBegin[d] && pos < g.inSizes[d] + g.padEnd[d];
+        rowMajor = rowMajor * g.inSizes[d] + pos;
+        columnMajor += pos * columnStride;
+        columnStride *= g.inSizes[d];
+      }
+      if (inPadded) ++window.paddedCount;
+      if (!inInput) continue;
+      window.offsets.push_back(rowMajor);
+      window.columnMajor.push_back(columnMajor);
+    }
+    nextIndex(out, g.outSizes);
+  }
+  return windows;
+}
+
+/// Checks X is [N, C, spatial...] and reads the pool's window geometry (kernel_shape required).
+Expected<WindowGeometry> readPoolWindow(const KernelContext &ctx, bool ceilMode) {
+  const Tensor &x = ctx.tensor(0);
+  if (x.rank() < 3) {
+    return makeError(ErrorCode::ShapeMismatch, "X has shape {}; expected [N, C, spatial...] with at least 3 dims",
+                     formatSizes(x.sizes()));
+  }
+  std::vector<int64_t> inSpatial(x.sizes().begin() + 2, x.sizes().end());
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, readKernelShape(ctx.node(), inSpatial.size(), {}));
+  return forwardWindow(ctx.node(), inSpatial, std::move(kernel), ceilMode);
+}
+
+std::vector<int64_t> pooledSizes(const Tensor &x, const std::vector<int64_t> &spatial) {
+  std::vector<int64_t> sizes = {x.size(0), x.size(1)};
+  sizes.insert(sizes.end(), spatial.begin(), spatial.end());
+  return sizes;
+}
+
+/// Reduces each (n, c) plane of X over each window with `reduce(values of the window, window)`.
+template <class Reduce>
+std::vector<double> poolPlanes(const Tensor &x, const WindowGeometry &g, const std::vector<Window> &windows,
+                               Reduce reduce) {
+  std::vector<double> in = toDoubles(x);
+  const int64_t planes = x.size(0) * x.size(1);
+  const int64_t inPlane = numElements(g.inSizes);
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(planes) * windows.size());
+  std::vector<double> values;
+  for (int64_t p = 0; p < planes; ++p) {
+    for (const Window &window : windows) {
+      values.clear();
+      for (int64_t offset : window.offsets) values.push_back(in[static_cast<size_t>(p * inPlane + offset)]);
+      out.push_back(reduce(values, window, p));
+    }
+  }
+  return out;
+}
+
+/// The p of LpPool and GlobalLpPool.
+Expected<double> readP(const KernelContext &ctx) {
+  int64_t p = ctx.node().attrInt("p", 2);
+  if (p <= 0) return makeError(ErrorCode::InvalidArgument, "p is {}; expected a positive integer", p);
+  return static_cast<double>(p);
+}
+
+double lpNorm(const std::vector<double> &values, double p) {
+  double sum = 0.0;
+  for (double v : values) sum += std::pow(std::fabs(v), p);
+  return std::pow(sum, 1.0 / p);
+}
+
+/// Global pools: one window spanning every spatial element.
+template <class Reduce>
+Status globalPool(KernelContext &ctx, Reduce reduce) {
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
+  TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 3, /*orMore=*/true));
+  const Tensor &x = ctx.tensor(0);
+  std::vector<double> in = toDoubles(x);
+  const int64_t planes = x.size(0) * x.size(1);
+  const size_t plane = static_cast<size_t>(x.numel() / std::max<int64_t>(planes, 1));
+  std::vector<double> out(static_cast<size_t>(planes));
+  for (size_t p = 0; p < out.size(); ++p) {
+    out[p] = reduce(std::vector<double>(in.begin() + static_cast<std::ptrdiff_t>(p * plane),
+                                        in.begin() + static_cast<std::ptrdiff_t>((p + 1) * plane)));
+  }
+  ctx.setOutput(0, fromDoubles(x.dtype(), pooledSizes(x, std::vector<int64_t>(x.rank() - 2, 1)), out));
+  return Status::success();
+}
+
+}  // namespace
+
+Status refMaxPool(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(
+      expectDType(ctx, 0, {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::UInt8}));
+  const Tensor &x = ctx.tensor(0);
+  TESSEL_ASSIGN_OR_RETURN(WindowGeometry g, readPoolWindow(ctx, ctx.node().attrInt("ceil_mode", 0) != 0));
+  const int64_t storageOrder = ctx.node().attrInt("storage_order", 0);
+  if (storageOrder != 0 && storageOrder != 1) {
+    return makeError(ErrorCode::InvalidArgument, "storage_order is {}; expected 0 (row major) or 1 (column major)",
+                     storageOrder);
+  }
+  std::vector<Window> windows = enumerateWindows(g);
+  const int64_t inPlane = numElements(g.inSizes);
+  std::vector<int64_t> indices;
+  std::vector<double> y = poolPlanes(x, g, windows, [&](const std::vector<double> &values, const Window &w, int64_t p) {
+    double best = -std::numeric_limits<double>::infinity();
+    int64_t bestIndex = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i] > best || i == 0) {
+        best = values[i];
+        bestIndex = p * inPlane + (storageOrder == 0 ? w.offsets[i] : w.columnMajor[i]);
+      }
+    }
+    indices.push_back(bestIndex);
+    return best;
+  });
+  std::vector<int64_t> outSizes = pooledSizes(x, g.outSizes);
+  ctx.setOutput(0, fromDoubles(x.dtype(), outSizes, y));
+  if (ctx.wantsOutput(1)) ctx.setOutput(1, Tensor::fromVector<int64_t>(outSizes, indices));
+  return Status::success();
+}
+
+Status refAveragePool(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
+  const Tensor &x = ctx.tensor(0);
+  TESSEL_ASSIGN_OR_RETURN(WindowGeometry g, readPoolWindow(ctx, ctx.node().attrInt("ceil_mode", 0) != 0));
+  const bool countPads = ctx.node().attrInt("count_include_pad", 0) != 0;
+  std::vector<double> y = poolPlanes(x, g, enumerateWindows(g), [&](const std::vector<double> &values, const Window &w,
+                                                                   int64_t) {
+    double sum = 0.0;
+    for (double v : values) sum += v;
+    int64_t count = countPads ? w.paddedCount : static_cast<int64_t>(values.size());
+    return count == 0 ? 0.0 : sum / static_cast<double>(count);
+  });
+  ctx.setOutput(0, fromDoubles(x.dtype(), pooledSizes(x, g.outSizes), y));
+  return Status::success();
+}
+
+Status refLpPool(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
+  const Tensor &x = ctx.tensor(0);
+  TESSEL_ASSIGN_OR_RETURN(double p, readP(ctx));
+  TESSEL_ASSIGN_OR_RETURN(WindowGeometry g, readPoolWindow(ctx, ctx.node().attrInt("ceil_mode", 0) != 0));
+  std::vector<double> y = poolPlanes(x, g, enumerateWindows(g), [&](const std::vector<double> &values, const Window &,
+                                                                   int64_t) { return lpNorm(values, p); });
+  ctx.setOutput(0, fromDoubles(x.dtype(), pooledSizes(x, g.outSizes), y));
+  return Status::success();
+}
+
+Status refGlobalAveragePool(KernelContext &ctx) {
+  return globalPool(ctx, [](const std::vector<double> &values) {
+    double sum = 0.0;
+    for (double v : values) sum += v;
+    return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
+  });
+}
+
+Status refGlobalMaxPool(KernelContext &ctx) {
+  return globalPool(ctx, [](const std::vector<double> &values) {
+    double best = -std::numeric_limits<double>::infinity();
+    for (double v : values) best = std::max(best, v);
+    return best;
+  });
+}
+
+Status refGlobalLpPool(KernelContext &ctx) {
+  TESSEL_ASSIGN_OR_RETURN(double p, readP(ctx));
+  return globalPool(ctx, [p](const std::vector<double> &values) { return lpNorm(values, p); });
+}
+
+Status refMaxUnpool(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
+  TESSEL_RETURN_IF_ERROR(expectDType(ctx, 1, {DType::Int64}));
+  const Tensor &x = ctx.tensor(0);
+  const Tensor &indices = ctx.tensor(1);
+  if (indices.sizes() != x.sizes()) {
+    return makeError(ErrorCode::ShapeMismatch, "I has shape {}; expected X's shape {}", formatSizes(indices.sizes()),
+                     formatSizes(x.sizes()));
+  }
+  // Unpooling inverts the pool's size formula, which is what a transposed window computes:
+  // (in - 1) * stride + kernel - pads. Indices address that default layout.
+  TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 3, /*orMore=*/true));
+  std::vector<int64_t> inSpatial(x.sizes().begin() + 2, x.sizes().end());
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, readKernelShape(ctx.node(), inSpatial.size(), {}));
+  TESSEL_ASSIGN_OR_RETURN(WindowGeometry g, transposedWindow(ctx.node(), inSpatial, std::move(kernel)));
+  const std::vector<int64_t> defaultSizes = pooledSizes(x, g.outSizes);
+  std::vector<int64_t> outSizes = defaultSizes;
+  if (ctx.hasInput(2)) {
+    outSizes = ctx.tensor(2).toInt64Vector();
+    bool fits = outSizes.size() == x.rank() && outSizes[0] == x.size(0) && outSizes[1] == x.size(1);
+    for (size_t d = 2; fits && d < outSizes.size(); ++d) fits = outSizes[d] >= defaultSizes[d];
+    if (!fits) {
+      return makeError(ErrorCode::ShapeMismatch, "output_shape is {}; expected {} values, X's N and C, and spatial "
+                       "sizes at least the unpooled {}", formatSizes(outSizes), x.rank(), formatSizes(defaultSizes));
+    }
+  }
+  // A larger output_shape keeps each element's coordinates and leaves the extra positions zero.
+  std::vector<double> in = toDoubles(x);
+  std::vector<double> out(static_cast<size_t>(numElements(outSizes)), 0.0);
+  const std::vector<int64_t> defaultStrides = stridesOf(defaultSizes);
+  const std::vector<int64_t> outStrides = stridesOf(outSizes);
+  const int64_t *index = indices.data<int64_t>();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (index[i] < 0 || index[i] >= numElements(defaultSizes)) {
+      return makeError(ErrorCode::InvalidArgument, "I[{}] is {}; expected an index in [0, {}) of the unpooled {}", i,
+                       index[i], numElements(defaultSizes), formatSizes(defaultSizes));
+    }
+    int64_t rest = index[i], target = 0;
+    for (size_t d = 0; d < defaultSizes.size(); ++d) {
+      target += rest / defaultStrides[d] * outStrides[d];
+      rest %= defaultStrides[d];
+    }
+    out[static_cast<size_t>(target)] = in[i];
+  }
+  ctx.setOutput(0, fromDoubles(x.dtype(), outSizes, out));
+  return Status::success();
+}
+
+}  // namespace tessel::ref
