@@ -53,8 +53,15 @@ void runConformance(const ConformanceArgs &args) {
       case CaseOutcome::Failed: ++failed; break;
       case CaseOutcome::Unsupported: ++unsupported; break;
     }
-    bool listed = expected.count(result.name) > 0;
+    auto entry = expected.find(result.name);
+    bool listed = entry != expected.end();
     if (result.outcome != CaseOutcome::Passed && !listed) unexpected.push_back(result.name + ": " + result.reason);
+    // An entry "expect-error: TEXT" is a deliberately invalid case: it must fail with TEXT in its message.
+    const std::string kExpectError = "expect-error: ";
+    if (listed && result.outcome == CaseOutcome::Failed && entry->second.rfind(kExpectError, 0) == 0 &&
+        result.reason.find(entry->second.substr(kExpectError.size())) == std::string::npos) {
+      unexpected.push_back(result.name + ": failed with the wrong error: " + result.reason);
+    }
     if (result.outcome == CaseOutcome::Passed && listed) nowPassing.push_back(result.name);
     if (args.verbose || result.outcome != CaseOutcome::Passed) {
       std::printf("%-11s %s%s%s\n", outcomeName(result.outcome), result.name.c_str(), result.reason.empty() ? "" : ": ",
@@ -89,7 +96,8 @@ void addConformanceCommand(CLI::App &app) {
   cmd->add_option("--target", args->target, "Target to run on")->capture_default_str();
   cmd->add_option("--json", args->jsonPath, "Write per-case results as JSON");
   cmd->add_option("--expected-failures", args->expectedFailuresPath,
-                  "Fail unless exactly the listed cases fail (each line: name reason)");
+                  "Fail unless exactly the listed cases fail (each line: name reason; a reason "
+                  "'expect-error: TEXT' also requires TEXT in the error)");
   cmd->add_option("--filter", args->filter, "Only cases whose path contains this text");
   cmd->add_flag("-v,--verbose", args->verbose, "Print passing cases too");
   cmd->callback([args] { runConformance(*args); });
