@@ -92,7 +92,8 @@ class ModelParser : public LiteralParser {
     } else if (field.text == "metadata") {
       TESSEL_RETURN_IF_ERROR(expect(TokenKind::LBrace, "to open the metadata").status());
       while (!at(TokenKind::RBrace)) {
-        if (!model.metadata.empty()) TESSEL_RETURN_IF_ERROR(expect(TokenKind::Comma, "between metadata entries").status());
+        if (!model.metadata.empty())
+          TESSEL_RETURN_IF_ERROR(expect(TokenKind::Comma, "between metadata entries").status());
         TESSEL_ASSIGN_OR_RETURN(std::string key, parseString("as a metadata key"));
         TESSEL_RETURN_IF_ERROR(expect(TokenKind::Equal, "after the metadata key").status());
         TESSEL_ASSIGN_OR_RETURN(std::string value, parseString("as a metadata value"));
@@ -181,11 +182,11 @@ class ModelParser : public LiteralParser {
     size_t index = 0;
     while (at(TokenKind::ValueName)) {
       Token name = peek();
-      TESSEL_ASSIGN_OR_RETURN(Value *value, parseUse(scope, "in 'return'"));
+      TESSEL_ASSIGN_OR_RETURN(Value * value, parseUse(scope, "in 'return'"));
       if (index >= declared.size() || declared[index].name.text != name.text) {
-        return errorAt(name, fmt::format("'return' lists '%{}' where the signature of '@{}' declares {}", name.text,
-                                         graph.name(),
-                                         index < declared.size() ? "'%" + declared[index].name.text + "'" : "no more outputs"));
+        return errorAt(
+            name, fmt::format("'return' lists '%{}' where the signature of '@{}' declares {}", name.text, graph.name(),
+                              index < declared.size() ? "'%" + declared[index].name.text + "'" : "no more outputs"));
       }
       value->setType(declared[index].type);
       graph.addOutput(value);
@@ -251,7 +252,7 @@ class ModelParser : public LiteralParser {
     std::vector<Value *> inputs;
     while (!at(TokenKind::RParen)) {
       if (!inputs.empty()) TESSEL_RETURN_IF_ERROR(expect(TokenKind::Comma, "between the inputs " + context).status());
-      TESSEL_ASSIGN_OR_RETURN(Value *input, parseUse(scope, "as an input " + context));
+      TESSEL_ASSIGN_OR_RETURN(Value * input, parseUse(scope, "as an input " + context));
       inputs.push_back(input);
     }
     take();
@@ -284,19 +285,23 @@ class ModelParser : public LiteralParser {
     Token colon = take();
     for (size_t i = 0;; ++i) {
       if (i >= node.outputs().size()) {
-        return errorAt(colon, fmt::format("node {} has {} outputs but more types", node.opType(), node.outputs().size()));
+        return errorAt(colon,
+                       fmt::format("node {} has {} outputs but more types", node.opType(), node.outputs().size()));
       }
       if (atWord("_")) {
         take();
-        if (node.output(i)) return errorAt(colon, fmt::format("type {} of node {} is '_' for a present output", i, node.opType()));
+        if (node.output(i))
+          return errorAt(colon, fmt::format("type {} of node {} is '_' for a present output", i, node.opType()));
       } else {
         TESSEL_ASSIGN_OR_RETURN(Type type, parseType());
-        if (!node.output(i)) return errorAt(colon, fmt::format("type {} of node {} is for an omitted output", i, node.opType()));
+        if (!node.output(i))
+          return errorAt(colon, fmt::format("type {} of node {} is for an omitted output", i, node.opType()));
         node.output(i)->setType(std::move(type));
       }
       if (!at(TokenKind::Comma)) {
         if (i + 1 != node.outputs().size()) {
-          return errorAt(colon, fmt::format("node {} has {} outputs but {} types", node.opType(), node.outputs().size(), i + 1));
+          return errorAt(
+              colon, fmt::format("node {} has {} outputs but {} types", node.opType(), node.outputs().size(), i + 1));
         }
         return Status::success();
       }
@@ -308,7 +313,8 @@ class ModelParser : public LiteralParser {
     take();
     while (!at(TokenKind::RBrace)) {
       if (!node.attributes().empty()) {
-        TESSEL_RETURN_IF_ERROR(expect(TokenKind::Comma, fmt::format("between the attributes of node {}", node.opType())).status());
+        TESSEL_RETURN_IF_ERROR(
+            expect(TokenKind::Comma, fmt::format("between the attributes of node {}", node.opType())).status());
       }
       if (!at(TokenKind::Ident) && !at(TokenKind::String)) return unexpected("an attribute name", "");
       Token name = take();
@@ -387,8 +393,8 @@ class ModelParser : public LiteralParser {
         item = Attribute(static_cast<float>(item.get<int64_t>()));
       }
       if (!items.empty() && item.kind() != items[0].kind()) {
-        return errorAt(start, fmt::format("list element is a {} but the list holds {}s",
-                                          attributeKindName(item.kind()), attributeKindName(items[0].kind())));
+        return errorAt(start, fmt::format("list element is a {} but the list holds {}s", attributeKindName(item.kind()),
+                                          attributeKindName(items[0].kind())));
       }
       items.push_back(std::move(item));
       if (at(TokenKind::RBracket)) break;

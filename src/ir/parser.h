@@ -10,9 +10,10 @@
 //                '->' '(' [%v ':' type {',' ...}] ')' '{' {stmt} 'return' [%v {',' %v}] '}'
 //   stmt      := 'const' %v '=' tensor [':' type]
 //              | [out {',' out} '='] op '(' [in {',' in}] ')' ['{' attr {',' attr} '}']
-//                ['name' '=' STR] ['domain' '=' STR] [':' (type | '_') {',' ...}]
+//                ['name' '=' STR] [':' (type | '_') {',' ...}]
 //   out, in   := %v | '_'                       (an omitted optional output or input)
-//   op        := Op | domain.Op | STR           (the last dotted part is the op type)
+//   op        := Op | domain.Op | STR | STR ':' STR   (the last dotted part, or the second string,
+//                                                      is the op type)
 //   attr      := name '=' (INT | FLOAT | STR | tensor | func | 'type' '<' type '>'
 //                          | '[' value {',' value} ']' | ('ints'|'floats'|...) '[' ']')
 //   type      := '?' | 'seq' '<' type '>' | 'opt' '<' type '>' | dtype '[' ('*' | [dim {',' dim}]) ']'
@@ -34,10 +35,10 @@
 
 namespace tessel {
 
-/// Parses a whole model. Errors are ParseError (or InvalidModel for names used before their
-/// definition) Diagnostics whose location reads "fileName:line:col", so str() gives
-/// "model.tsl.txt:3:14: expected ')' after the inputs of node 'conv1', got ','". The model's
-/// sourcePath is fileName; node sourceIndex is the node's position in its graph.
+/// Parses a whole model. Errors are ParseError Diagnostics whose location reads
+/// "fileName:line:col", so str() gives e.g. "model.tsl.txt:3:13: use of undefined value '%z'".
+/// The model's sourcePath is fileName; a node's sourceIndex is its position in its graph. The
+/// result is not verified beyond what parsing needs (names resolve); run verifyModel for the rest.
 Expected<Model> parseModel(std::string_view text, const std::string &fileName);
 /// Reads and parses a text IR file.
 Expected<Model> parseModelFile(const std::string &path);

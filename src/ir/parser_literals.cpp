@@ -49,9 +49,11 @@ T floatFromBits(uint64_t bits) {
 
 template <class T>
 constexpr int floatWidthBits() {
-  if constexpr (std::is_same_v<T, float>) return 32;
-  else if constexpr (std::is_same_v<T, double>) return 64;
-  else return static_cast<int>(sizeof(T{}.bits) * 8);
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    return static_cast<int>(sizeof(T) * 8);
+  } else {
+    return static_cast<int>(sizeof(T{}.bits) * 8);
+  }
 }
 
 template <class T>
@@ -99,8 +101,8 @@ Diagnostic LiteralParser::errorAt(const Token &token, std::string message) const
 }
 
 Diagnostic LiteralParser::unexpected(std::string_view what, std::string_view context) const {
-  return errorAt(token_, fmt::format("expected {}{}{}, got {}", what, context.empty() ? "" : " ", context,
-                                     describeToken(token_)));
+  return errorAt(
+      token_, fmt::format("expected {}{}{}, got {}", what, context.empty() ? "" : " ", context, describeToken(token_)));
 }
 
 Expected<Token> LiteralParser::expect(TokenKind kind, std::string_view context) {
@@ -117,7 +119,8 @@ Status LiteralParser::expectWord(std::string_view word, std::string_view context
 Expected<int64_t> LiteralParser::parseInt(std::string_view context) {
   if (!at(TokenKind::Integer)) return unexpected("an integer", context);
   int64_t value = 0;
-  if (!integerFromText(token_.text, value)) return errorAt(token_, fmt::format("integer {} does not fit in 64 bits", token_.text));
+  if (!integerFromText(token_.text, value))
+    return errorAt(token_, fmt::format("integer {} does not fit in 64 bits", token_.text));
   take();
   return value;
 }
@@ -145,7 +148,8 @@ Status LiteralParser::parseFloating(T &out, std::string_view context) {
   }
   if (atWord("inf")) {
     take();
-    out = fromFloatOrDouble<T>(negative ? -std::numeric_limits<Wide>::infinity() : std::numeric_limits<Wide>::infinity());
+    out =
+        fromFloatOrDouble<T>(negative ? -std::numeric_limits<Wide>::infinity() : std::numeric_limits<Wide>::infinity());
     return Status::success();
   }
   if (atWord("nan")) {
@@ -277,11 +281,13 @@ Expected<Tensor> LiteralParser::parseTensor() {
   Token typeToken = token_;
   TESSEL_ASSIGN_OR_RETURN(Type type, parseType());
   if (!type.isTensor() || !type.shape().isStatic()) {
-    return errorAt(typeToken, fmt::format("a tensor literal needs an element type and static sizes, got {}", type.str()));
+    return errorAt(typeToken,
+                   fmt::format("a tensor literal needs an element type and static sizes, got {}", type.str()));
   }
   if (at(TokenKind::Ellipsis)) {
-    return errorAt(token_, "this tensor was printed elided ('...'); print with elideLargeTensors=false "
-                           "(tessel opt without --elide-large-tensors) to get text that parses");
+    return errorAt(token_,
+                   "this tensor was printed elided ('...'); print with elideLargeTensors=false "
+                   "(tessel opt without --elide-large-tensors) to get text that parses");
   }
   std::vector<int64_t> sizes = *type.shape().sizes();
   if (type.dtype() == DType::Undefined) {

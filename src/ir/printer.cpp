@@ -2,12 +2,12 @@
 // a string; nothing here depends on hash-map order, so the output is deterministic.
 #include "ir/printer.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cmath>
 #include <limits>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "ir/lexer.h"
 

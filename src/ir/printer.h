@@ -3,20 +3,30 @@
 // large tensors are printed in full. Every stage of the compiler can be dumped with it, and pass
 // tests (tests/passes/*.tsl.txt) are written in it.
 //
-//   model opset(ai.onnx=13) ir_version=8 producer="pytorch" {
-//   func @main(%x: f32[batch,3], %w: f32[4,3] = dense<f32[4,3] ... hash=9c0e...>) -> (%y: f32[batch,4]) {
-//     const %b = dense<f32[4]: 0.5, -1, 0, 2>
+//   model opset(ai.onnx=13, com.microsoft=1) ir_version=8 producer="pytorch" {
+//   func @main(%x: f32[batch,3], %w: f32[4,3] = dense<f32[4,3] ... hash=0x9c0e4f12ab34cd56>) -> (%y: f32[batch,4]) {
+//     const %b = dense<f32[4]: 0.5, -1, 0, 2.5e-08>
 //     %t = Transpose(%w) {perm = [1, 0]} : f32[3,4]
-//     %m, _ = ai.onnx.ml.Foo(%x, _, %t) {alpha = 1.0, then_branch = func @then() -> (...) {...}} name="n1"
+//     %"onnx::Gemm_3" = Gemm(%x, %t, %b) {alpha = 1.0} name="fc" : f32[batch,4]
+//     _, %h, _ = com.microsoft.Fused(%"onnx::Gemm_3", _, %b) : _, f32[batch,4], _
+//     %y = If(%c) {
+//       then_branch = func @then() -> (%a: f32[batch,4]) {
+//         %a = Relu(%h)
+//         return %a
+//       },
+//       else_branch = ...
+//     }
 //     return %y
 //   }
 //   }
 //
 // Values print as %name (quoted when not [A-Za-z0-9_.]+); `_` marks an omitted optional input or
-// output; ops outside ai.onnx print qualified by their domain; `: types` after a node gives its
-// outputs' types. Initializers that are also graph inputs print as defaults in the signature,
-// the others as `const` lines. Floats print in the shortest form that reads back exactly; NaNs
-// other than the canonical one print as `nan(0xBITS)`. Subgraphs print inline, indented.
+// output; ops outside ai.onnx print qualified by their domain (`"dom":"Op"` when the names are not
+// identifiers); `: types` after a node gives its outputs' types. Initializers that are also graph
+// inputs print as defaults in the signature, the others as `const` lines. Floats print in the
+// shortest form that reads back exactly; NaNs other than the canonical one print as `nan(0xBITS)`.
+// Attributes print in the node's order; a node with subgraphs puts one attribute per line and its
+// subgraphs inline, indented. Empty lists carry their kind: `ints[]`, `floats[]`, ...
 #pragma once
 
 #include <cstdint>

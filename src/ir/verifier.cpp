@@ -2,11 +2,11 @@
 // first so a Use that points at an erased node is reported instead of dereferenced.
 #include "ir/verifier.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 namespace tessel {
 
@@ -80,8 +80,8 @@ class Verifier {
   }
 
   Diagnostic nodeError(const Node &node, const std::string &message) const {
-    Diagnostic diag = makeError(ErrorCode::InvalidModel, "{} (in graph '@{}')", message,
-                                node.graph() ? node.graph()->name() : "?");
+    Diagnostic diag =
+        makeError(ErrorCode::InvalidModel, "{} (in graph '@{}')", message, node.graph() ? node.graph()->name() : "?");
     diag.loc = locationOf(node, file_);
     return diag;
   }
@@ -123,8 +123,8 @@ class Verifier {
       }
       size_t matches = std::count(input->uses().begin(), input->uses().end(), Use{const_cast<Node *>(&node), i});
       if (matches != 1) {
-        return nodeError(node, fmt::format("input {} ({}) has {} entries for this node in its use list; expected 1",
-                                           i, valueLabel(input), matches));
+        return nodeError(node, fmt::format("input {} ({}) has {} entries for this node in its use list; expected 1", i,
+                                           valueLabel(input), matches));
       }
     }
     for (const auto &[name, attr] : node.attributes()) {
@@ -151,8 +151,8 @@ class Verifier {
         return nodeError(node, fmt::format("output {} ({}) is owned by another graph", i, valueLabel(output)));
       }
       if (output->isGraphInput() || output->hasInitializer()) {
-        return nodeError(node, fmt::format("output {} ({}) is also a graph input or initializer", i,
-                                           valueLabel(output)));
+        return nodeError(node,
+                         fmt::format("output {} ({}) is also a graph input or initializer", i, valueLabel(output)));
       }
       TESSEL_RETURN_IF_ERROR(defineValue(graph, scope, output, &node));
     }
@@ -164,12 +164,13 @@ class Verifier {
     for (const auto &value : graph.values()) {
       for (const Use &use : value->uses()) {
         if (!liveNodes_.count(use.user)) {
-          return graphError(graph, fmt::format("value {} has a use by a node that is not in the model",
-                                               valueLabel(value.get())));
+          return graphError(
+              graph, fmt::format("value {} has a use by a node that is not in the model", valueLabel(value.get())));
         }
         if (use.user->input(use.inputIndex) != value.get()) {
           return nodeError(*use.user, fmt::format("the use list of {} says this node reads it at input {}, but it "
-                                                  "does not", valueLabel(value.get()), use.inputIndex));
+                                                  "does not",
+                                                  valueLabel(value.get()), use.inputIndex));
         }
       }
     }
@@ -189,7 +190,8 @@ Status verifyGraph(const Graph &graph, const std::string &file) {
 }
 
 Status verifyModel(const Model &model) {
-  if (!model.graph) return Diagnostic{ErrorCode::InvalidModel, "the model has no graph", SourceLoc{model.sourcePath, "", "", -1}};
+  if (!model.graph)
+    return Diagnostic{ErrorCode::InvalidModel, "the model has no graph", SourceLoc{model.sourcePath, "", "", -1}};
   return verifyGraph(*model.graph, model.sourcePath);
 }
 

@@ -1,14 +1,17 @@
 // Shape and type inference for one node, delegated to the op's schema in ONNX's library. A
 // NodeContext presents a tessel Node through ONNX's InferenceContext interface: attributes and
 // input types become protos, inputs that are constants (initializers that cannot be fed, Constant
-// outputs) expose their data so Reshape and friends infer static shapes, and subgraph attributes
-// are inferred node by node through a SubgraphInferencer. The schema's result is merged into the
+// outputs) expose their data so Reshape and friends infer static shapes, values computed from
+// shapes (Shape -> Gather -> Concat -> Reshape) are worked out by ONNX's data-propagation functions
+// on demand (ShapeData), and subgraph attributes are inferred node by node (SubgraphInferencer). The schema's result is merged into the
 // node's output Values, keeping dims that are already known. ONNX's exceptions stop here and
 // become Diagnostics; nothing is thrown out of this file.
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
@@ -35,7 +38,8 @@ struct OpsetHint {
   int64_t version;
 
   int versionFor(const std::string &nodeDomain) const {
-    return canonicalDomain(nodeDomain) == domain ? static_cast<int>(version) : INT_MAX;
+    if (canonicalDomain(nodeDomain) != domain) return INT_MAX;
+    return static_cast<int>(std::clamp<int64_t>(version, 0, INT_MAX));  // Files may claim any version.
   }
 };
 
@@ -136,7 +140,7 @@ std::optional<Tensor> constantValue(const Value &value) {
 /// Infers a subgraph attribute for its owner's schema: the types ONNX passes in are merged into
 /// the subgraph's inputs, every node is inferred in order, and the outputs' types are returned.
 /// A node that cannot be inferred raises onnx::InferenceError, which the owner's schema passes on
-/// to inferNode.
+/// to inferNode; subgraph values typed before the failure keep their types.
 class SubgraphInferencer final : public onnx::GraphInferencer {
  public:
   SubgraphInferencer(Graph &graph, OpsetHint opset) : graph_(graph), opset_(std::move(opset)) {}
@@ -179,32 +183,120 @@ class SubgraphInferencer final : public onnx::GraphInferencer {
   std::vector<onnx::TypeProto> outputTypes_;
 };
 
+// ---- A node's attributes and input types as protos ----
+
+/// What ONNX's contexts read from a node, converted once. Graph attributes are stubs carrying
+/// only the subgraph's name; schemas reach subgraphs through getGraphAttributeInferencer.
+struct NodeProtos {
+  explicit NodeProtos(const Node &node) {
+    for (const auto &[name, attr] : node.attributes()) onnx_bridge::attributeToProto(name, attr, attributes[name]);
+    for (const Value *input : node.inputs()) {
+      inputTypes.emplace_back();
+      if (!input || input->type().kind() == Type::Kind::Unknown) continue;
+      inputTypes.back().emplace();
+      typeToProto(input->type(), *inputTypes.back());
+    }
+  }
+  const onnx::AttributeProto *attribute(const std::string &name) const {
+    auto it = attributes.find(name);
+    return it == attributes.end() ? nullptr : &it->second;
+  }
+  const onnx::TypeProto *inputType(size_t index) const {
+    return index < inputTypes.size() && inputTypes[index] ? &*inputTypes[index] : nullptr;
+  }
+
+  std::map<std::string, onnx::AttributeProto> attributes;
+  std::vector<std::optional<onnx::TypeProto>> inputTypes;
+};
+
+// ---- Partial data propagation ----
+
+// Bounds the recursion through producers; shape computations are short chains.
+constexpr int kMaxPropagationDepth = 64;
+
+/// The values of small integer tensors that ONNX's data-propagation functions can work out before
+/// run time (a Shape node's output, and what Gather, Slice, Concat, ... make of it), so that
+/// Reshape or Expand fed by such a chain gets static dims. Works backwards on demand from the value
+/// asked for, through producers whose schema has a propagation function, remembering results.
+class ShapeData {
+ public:
+  explicit ShapeData(OpsetHint opset) : opset_(std::move(opset)) {}
+  /// What is known of `value`'s elements, or nullptr.
+  const onnx::TensorShapeProto *of(const Value *value, int depth = 0);
+
+ private:
+  OpsetHint opset_;
+  // Element references stay valid across rehashing, so callers may hold results while it grows.
+  std::unordered_map<const Value *, std::optional<onnx::TensorShapeProto>> known_;
+};
+
+class PropagationContext final : public onnx::DataPropagationContext {
+ public:
+  PropagationContext(const Node &node, ShapeData &data, int depth)
+      : node_(node), protos_(node), data_(data), depth_(depth), outputTypes_(node.outputs().size()),
+        outputData_(node.outputs().size()) {}
+
+  const onnx::AttributeProto *getAttribute(const std::string &name) const override { return protos_.attribute(name); }
+  size_t getNumInputs() const override { return protos_.inputTypes.size(); }
+  const onnx::TypeProto *getInputType(size_t index) const override { return protos_.inputType(index); }
+  size_t getNumOutputs() const override { return outputTypes_.size(); }
+  const onnx::TypeProto *getOutputType(size_t index) const override {
+    return index < outputTypes_.size() ? &outputTypes_[index] : nullptr;
+  }
+  const onnx::TensorShapeProto *getInputData(size_t index) override { return data_.of(node_.input(index), depth_ + 1); }
+  void addOutputData(size_t index, onnx::TensorShapeProto &&data) override {
+    if (index < outputData_.size()) outputData_[index] = std::move(data);
+  }
+
+  std::optional<onnx::TensorShapeProto> &outputData(size_t index) { return outputData_[index]; }
+
+ private:
+  const Node &node_;
+  NodeProtos protos_;
+  ShapeData &data_;
+  int depth_;
+  std::vector<onnx::TypeProto> outputTypes_;  // Propagation functions read none; ONNX leaves them empty too.
+  std::vector<std::optional<onnx::TensorShapeProto>> outputData_;
+};
+
+const onnx::TensorShapeProto *ShapeData::of(const Value *value, int depth) {
+  if (!value || depth > kMaxPropagationDepth) return nullptr;
+  if (auto it = known_.find(value); it != known_.end()) return it->second ? &*it->second : nullptr;
+  std::optional<onnx::TensorShapeProto> &slot = known_[value];  // Empty while computed: no cycles.
+  if (std::optional<Tensor> tensor = constantValue(*value)) {
+    // As in ONNX: integer scalars and vectors only.
+    if ((tensor->dtype() == DType::Int64 || tensor->dtype() == DType::Int32) && tensor->rank() <= 1) {
+      slot.emplace();
+      for (int64_t v : tensor->toInt64Vector()) slot->add_dim()->set_dim_value(v);
+    }
+    return slot ? &*slot : nullptr;
+  }
+  const Node *producer = value->producer();
+  if (!producer) return nullptr;
+  const std::string domain = canonicalDomain(producer->domain());
+  const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(producer->opType(), opset_.versionFor(domain), domain);
+  if (!schema || !schema->has_data_propagation_function()) return nullptr;
+  PropagationContext context(*producer, *this, depth);
+  try {
+    schema->GetDataPropagationFunction()(context);
+  } catch (const std::exception &) {
+    return nullptr;  // Propagation only refines; the node's own inference reports real errors.
+  }
+  slot = std::move(context.outputData(value->producerOutputIndex()));
+  return slot ? &*slot : nullptr;
+}
+
 // ---- The node seen through ONNX's InferenceContext ----
 
 class NodeContext final : public onnx::InferenceContext {
  public:
-  NodeContext(const Node &node, OpsetHint opset) : node_(node), opset_(std::move(opset)) {
-    for (const auto &[name, attr] : node.attributes()) {
-      onnx_bridge::attributeToProto(name, attr, attributes_[name]);
-    }
-    for (const Value *input : node.inputs()) {
-      inputTypes_.emplace_back();
-      if (!input || input->type().kind() == Type::Kind::Unknown) continue;
-      inputTypes_.back().emplace();
-      typeToProto(input->type(), *inputTypes_.back());
-    }
-    inputData_.resize(node.inputs().size());
-    outputTypes_.resize(node.outputs().size());
-  }
+  NodeContext(const Node &node, OpsetHint opset)
+      : node_(node), opset_(std::move(opset)), protos_(node), shapeData_(opset_),
+        inputData_(node.inputs().size()), outputTypes_(node.outputs().size()) {}
 
-  const onnx::AttributeProto *getAttribute(const std::string &name) const override {
-    auto it = attributes_.find(name);
-    return it == attributes_.end() ? nullptr : &it->second;
-  }
-  size_t getNumInputs() const override { return inputTypes_.size(); }
-  const onnx::TypeProto *getInputType(size_t index) const override {
-    return index < inputTypes_.size() && inputTypes_[index] ? &*inputTypes_[index] : nullptr;
-  }
+  const onnx::AttributeProto *getAttribute(const std::string &name) const override { return protos_.attribute(name); }
+  size_t getNumInputs() const override { return protos_.inputTypes.size(); }
+  const onnx::TypeProto *getInputType(size_t index) const override { return protos_.inputType(index); }
   const onnx::TensorProto *getInputData(size_t index) const override {
     if (index >= inputData_.size() || !node_.input(index)) return nullptr;
     InputData &data = inputData_[index];
@@ -230,7 +322,9 @@ class NodeContext final : public onnx::InferenceContext {
     return inferencer.get();
   }
   const onnx::SparseTensorProto *getInputSparseData(size_t) const override { return nullptr; }
-  const onnx::TensorShapeProto *getSymbolicInput(size_t) const override { return nullptr; }
+  const onnx::TensorShapeProto *getSymbolicInput(size_t index) const override {
+    return index < inputData_.size() ? shapeData_.of(node_.input(index)) : nullptr;
+  }
 
   const onnx::TypeProto &outputType(size_t index) const { return outputTypes_[index]; }
 
@@ -242,18 +336,27 @@ class NodeContext final : public onnx::InferenceContext {
 
   const Node &node_;
   OpsetHint opset_;
-  std::map<std::string, onnx::AttributeProto> attributes_;
-  std::vector<std::optional<onnx::TypeProto>> inputTypes_;
+  NodeProtos protos_;
+  mutable ShapeData shapeData_;
   mutable std::vector<InputData> inputData_;
   std::vector<onnx::TypeProto> outputTypes_;
   std::map<std::string, std::unique_ptr<SubgraphInferencer>> inferencers_;
 };
 
+/// True when `type` (or its element) is a tensor whose element type is not known.
+bool lacksDType(const Type &type) {
+  if (type.kind() == Type::Kind::Sequence || type.kind() == Type::Kind::Optional) return lacksDType(type.element());
+  return type.isTensor() && type.dtype() == DType::Undefined;
+}
+
 /// Checks input types against the schema's type constraints, then runs the schema's inference (or,
 /// for ops defined by a function body, infers through the body). Returns false when the schema has
 /// neither, so nothing can be inferred.
 bool runSchemaInference(const onnx::OpSchema &schema, const Node &node, NodeContext &context) {
-  schema.CheckInputOutputType(context);
+  // ONNX's check cannot judge a tensor of unknown element type (it throws on one); inference can.
+  bool checkable = std::none_of(node.inputs().begin(), node.inputs().end(),
+                                [](const Value *v) { return v && lacksDType(v->type()); });
+  if (checkable) schema.CheckInputOutputType(context);
   if (schema.has_type_and_shape_inference_function()) {
     schema.GetTypeAndShapeInferenceFunction()(context);
     return true;

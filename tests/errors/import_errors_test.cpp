@@ -202,3 +202,40 @@ TEST(RunErrorsUnknownTarget, IsInvalidArgument) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// ONNX's own shape inference divides by strides; such values must be rejected before it runs.
+TEST(ImportErrors, ZeroStrideIsRejectedBeforeShapeInference) {
+  onnx::ModelProto proto = testing::makeModel(13, {1, 1, 4, 4});
+  auto *pool = testing::addNode(proto, "MaxPool", {"x"}, {"y"}, "pool");
+  auto *kernel = pool->add_attribute();
+  kernel->set_name("kernel_shape");
+  kernel->set_type(onnx::AttributeProto::INTS);
+  kernel->add_ints(2);
+  kernel->add_ints(2);
+  auto *strides = pool->add_attribute();
+  strides->set_name("strides");
+  strides->set_type(onnx::AttributeProto::INTS);
+  strides->add_ints(0);
+  strides->add_ints(1);
+  auto model = importOnnxBytes(proto.SerializeAsString(), "pool.onnx");
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.diag().str(), "pool.onnx: node 'pool' (MaxPool, #0): attribute 'strides' has value 0; it must be positive");
+}
+
+// Node structure is checked against the ONNX schema: a Conv without its weight input.
+TEST(ImportErrors, MissingRequiredInputMatchesSchema) {
+  onnx::ModelProto proto = testing::makeModel(13, {1, 1, 4, 4});
+  testing::addNode(proto, "Conv", {"x"}, {"y"}, "conv");
+  auto model = importOnnxBytes(proto.SerializeAsString(), "conv.onnx");
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.diag().code, ErrorCode::InvalidModel);
+  EXPECT_EQ(model.diag().loc.node, "conv");
+  EXPECT_NE(model.diag().message.find("does not match the Conv schema of opset 13"), std::string::npos)
+      << model.diag().str();
+}
+
+}  // namespace
+}  // namespace tessel

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+
+#include <onnx/checker.h>
 
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
@@ -41,21 +44,41 @@ std::string roundTripDifference(const Model &model, const ImportOptions &options
   return "";
 }
 
+/// ONNX's checker's complaint about `proto`, or "" when it has none.
+std::string checkerComplaint(const onnx::ModelProto &proto) {
+  try {
+    onnx::checker::check_model(proto);
+  } catch (const std::exception &error) {
+    return error.what();
+  }
+  return "";
+}
+
 /// Round-trips every model of one test-data folder; models the importer rejects are skipped.
+/// What is exported must also pass ONNX's checker whenever the original file does.
 void checkFolderRoundTrips(const std::string &dir, size_t minModels) {
   std::vector<std::string> paths = testModels(dir);
   if (paths.empty()) GTEST_SKIP() << "no ONNX test data under " << kTestDataRoot << "/" << dir;
-  size_t imported = 0;
+  size_t imported = 0, roundTripped = 0, checked = 0;
   std::vector<std::string> failures;
   for (const std::string &path : paths) {
     auto model = importOnnxFile(path);
     if (!model.ok()) continue;
     ++imported;
     std::string difference = roundTripDifference(*model);
-    if (!difference.empty()) failures.push_back(path + ": " + difference);
+    if (difference.empty()) ++roundTripped;
+    else failures.push_back(path + ": " + difference);
+    onnx::ModelProto original;
+    std::ifstream in(path, std::ios::binary);
+    if (!original.ParseFromIstream(&in) || !checkerComplaint(original).empty()) continue;
+    ++checked;
+    auto exported = exportOnnxProto(*model);
+    ASSERT_TRUE(exported.ok()) << exported.diag().str();
+    std::string complaint = checkerComplaint(*exported);
+    if (!complaint.empty()) failures.push_back(path + ": the checker rejects the export: " + complaint);
   }
   std::cout << dir << ": " << paths.size() << " models, " << imported << " imported, "
-            << imported - failures.size() << " round-tripped\n";
+            << roundTripped << " round-tripped, " << checked << " checked\n";
   EXPECT_GE(imported, minModels) << "too few models imported for the round trip to mean much";
   for (const std::string &failure : failures) ADD_FAILURE() << failure;
 }
@@ -75,6 +98,42 @@ Model emptyModel() {
   model.docString = "built by exporter_test";
   model.metadata = {{"author", "someone"}, {"license", "none"}};
   return model;
+}
+
+/// A small model for the equality checks: y = Transpose(x + w, perm) with a subgraph-free body.
+Model equalityModel() {
+  Model model = emptyModel();
+  Graph &g = *model.graph;
+  Value *x = g.addInput("x", Type::tensor(DType::Float32, Shape({Dim::symbolic("n"), Dim(2)})));
+  Value *w = g.addInitializer("w", Tensor::fromVector<float>({2}, {1.0f, 2.0f}));
+  Node *add = g.addNode("Add", {x, w}, {"sum"}, "add");
+  Node *transpose = g.addNode("Transpose", {add->output(0)}, {"y"}, "transpose");
+  transpose->setAttr("perm", std::vector<int64_t>{1, 0});
+  g.addOutput(transpose->output(0));
+  return model;
+}
+
+// The round-trip tests mean something only if modelsEqual notices each kind of difference.
+TEST(OnnxExporter, ModelsEqualSeesDifferences) {
+  std::string why;
+  EXPECT_TRUE(modelsEqual(equalityModel(), equalityModel(), why)) << why;
+  auto expectDiffers = [](const std::function<void(Model &)> &mutate, const std::string &mention) {
+    Model changed = equalityModel();
+    mutate(changed);
+    std::string why;
+    EXPECT_FALSE(modelsEqual(equalityModel(), changed, why)) << "missed a change to " << mention;
+    EXPECT_NE(why.find(mention), std::string::npos) << why;
+  };
+  auto node = [](Model &m, size_t i) { return std::next(m.graph->nodes().begin(), static_cast<long>(i))->get(); };
+  expectDiffers([](Model &m) { m.metadata.clear(); }, "metadata");
+  expectDiffers([](Model &m) { m.opsetImports[""] = 13; }, "opset");
+  expectDiffers([&](Model &m) { node(m, 1)->setAttr("perm", std::vector<int64_t>{0, 1}); }, "perm");
+  expectDiffers([&](Model &m) { node(m, 0)->setName("renamed"); }, "renamed");
+  expectDiffers([](Model &m) { m.graph->findValue("w")->setInitializer(Tensor::fromVector<float>({2}, {1.0f, 2.5f})); },
+                "'w'");
+  expectDiffers([](Model &m) { m.graph->inputs()[0]->setType(Type::tensor(DType::Float32, Shape::fromSizes({3, 2}))); },
+                "f32[3,2]");
+  expectDiffers([](Model &m) { m.graph->findValue("sum")->setType(Type::tensor(DType::Float16, Shape())); }, "f16");
 }
 
 TEST(OnnxExporter, KeepsMetadataSymbolicDimsAndInitializerInputs) {

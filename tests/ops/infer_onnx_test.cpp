@@ -176,6 +176,19 @@ TEST(InferOnnx, InputWithoutTypeIsReported) {
   Status status = inferOnnx(*b.node("Relu", {untyped}), kOpset);
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.diag().code, ErrorCode::TypeMismatch) << status.str();
+
+  Value *noDtype = b.input("no_dtype", Type::tensor(DType::Undefined, Shape::fromSizes({2})));
+  status = inferOnnx(*b.node("Relu", {noDtype}), kOpset);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.diag().code, ErrorCode::TypeMismatch) << status.str();
+}
+
+TEST(InferOnnx, OpsetOutOfRangeIsUnsupported) {
+  Graph g;
+  GraphBuilder b(g);
+  Node *relu = b.node("Relu", {b.input("x", f32({2}))});
+  EXPECT_EQ(inferOnnx(*relu, -1).diag().code, ErrorCode::UnsupportedOp);
+  EXPECT_TRUE(inferOnnx(*relu, int64_t{1} << 40).ok());  // Newest schema.
 }
 
 }  // namespace

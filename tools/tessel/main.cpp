@@ -23,6 +23,7 @@ int main(int argc, char **argv) {
   tessel::cli::addInfoCommand(app);
   tessel::cli::addRunCommand(app);
   tessel::cli::addConformanceCommand(app);
+  tessel::cli::addOptCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

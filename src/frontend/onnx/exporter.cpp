@@ -178,11 +178,13 @@ Expected<std::string> exportOnnxBytes(const Model &model) {
 
 Status exportOnnxFile(const Model &model, const std::string &path) {
   TESSEL_ASSIGN_OR_RETURN(std::string bytes, exportOnnxBytes(model));
+  SourceLoc where;
+  where.file = path;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Diagnostic{ErrorCode::IoError, "cannot open the file for writing", {path}};
+  if (!out) return Diagnostic{ErrorCode::IoError, "cannot open the file for writing", where};
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
-  if (!out) return Diagnostic{ErrorCode::IoError, fmt::format("failed writing {} bytes", bytes.size()), {path}};
+  if (!out) return Diagnostic{ErrorCode::IoError, fmt::format("failed writing {} bytes", bytes.size()), where};
   return Status::success();
 }
 

@@ -4,6 +4,7 @@
 #include "frontend/onnx/importer.h"
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -46,7 +47,6 @@ class Importer {
   }
 
   Status importModel(const onnx::ModelProto &proto) {
-    TESSEL_RETURN_IF_ERROR(importOpsets(proto));
     if (proto.functions_size() > 0) {
       return fileError(ErrorCode::UnsupportedOp, "model-local functions ({} defined, first '{}') are not supported",
                        proto.functions_size(), proto.functions(0).name());
@@ -63,19 +63,7 @@ class Importer {
     return Status::success();
   }
 
- private:
-  template <class... Args>
-  Diagnostic fileError(ErrorCode code, fmt::format_string<Args...> format, Args &&...args) {
-    Diagnostic d = makeError(code, format, std::forward<Args>(args)...);
-    d.loc.file = path_;
-    return d;
-  }
-
-  Diagnostic nodeError(const onnx::NodeProto &node, int index, Diagnostic diag) {
-    diag.loc = SourceLoc{path_, node.name(), node.op_type(), index};
-    return diag;
-  }
-
+  /// Reads opset_import into the model; rejects versions outside the supported range.
   Status importOpsets(const onnx::ModelProto &proto) {
     for (const auto &opset : proto.opset_import()) {
       std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
@@ -89,6 +77,19 @@ class Importer {
       return fileError(ErrorCode::InvalidModel, "the model imports no opset (opset_import is empty)");
     }
     return Status::success();
+  }
+
+ private:
+  template <class... Args>
+  Diagnostic fileError(ErrorCode code, fmt::format_string<Args...> format, Args &&...args) {
+    Diagnostic d = makeError(code, format, std::forward<Args>(args)...);
+    d.loc.file = path_;
+    return d;
+  }
+
+  Diagnostic nodeError(const onnx::NodeProto &node, int index, Diagnostic diag) {
+    diag.loc = SourceLoc{path_, node.name(), node.op_type(), index};
+    return diag;
   }
 
   Expected<Attribute> convertAttribute(const onnx::AttributeProto &a, const Scope &scope, Node *owner) {
@@ -275,6 +276,60 @@ class Importer {
   Model &model_;
 };
 
+/// Checks every node (subgraphs included) against its ONNX schema — input and output counts,
+/// required inputs, attribute names and kinds — and rejects attribute values that ONNX's own shape
+/// inference would divide by or loop on. Runs before that inference, which trusts its input.
+class NodeValidator {
+ public:
+  NodeValidator(const std::string &path, const std::map<std::string, int64_t> &opsets) : path_(path), opsets_(opsets) {}
+
+  Status validateGraph(const onnx::GraphProto &graph) {
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const onnx::NodeProto &node = graph.node(i);
+      Status status = validateNode(node);
+      if (!status.ok()) return withLocation(status, SourceLoc{path_, node.name(), node.op_type(), i});
+      for (const auto &attr : node.attribute()) {
+        if (attr.has_g()) TESSEL_RETURN_IF_ERROR(validateGraph(attr.g()));
+        for (const auto &g : attr.graphs()) TESSEL_RETURN_IF_ERROR(validateGraph(g));
+      }
+    }
+    return Status::success();
+  }
+
+ private:
+  Status validateNode(const onnx::NodeProto &node) {
+    for (const auto &attr : node.attribute()) {
+      if (attr.name() != "strides" && attr.name() != "dilations" && attr.name() != "kernel_shape" &&
+          attr.name() != "blocksize") {
+        continue;
+      }
+      for (int64_t v : attr.ints()) {
+        if (v <= 0) return makeError(ErrorCode::InvalidModel, "attribute '{}' has value {}; it must be positive", attr.name(), v);
+      }
+      if (attr.has_i() && attr.i() <= 0) {
+        return makeError(ErrorCode::InvalidModel, "attribute '{}' has value {}; it must be positive", attr.name(), attr.i());
+      }
+    }
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    auto opset = opsets_.find(domain);
+    if (opset == opsets_.end()) return Status::success();  // Reported with context during conversion.
+    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset->second), domain);
+    if (!schema) return Status::success();  // Unknown ops are reported during conversion.
+    try {
+      schema->Verify(node);
+    } catch (const std::exception &e) {
+      return makeError(ErrorCode::InvalidModel, "does not match the {} schema of opset {}: {}", node.op_type(),
+                       opset->second, firstLine(e.what()));
+    }
+    return Status::success();
+  }
+
+  static std::string firstLine(const std::string &text) { return text.substr(0, text.find('\n')); }
+
+  std::string path_;
+  const std::map<std::string, int64_t> &opsets_;
+};
+
 /// ONNX's shape inference on a copy; on failure the original (less typed) proto is used.
 void inferShapesInPlace(onnx::ModelProto &proto) {
   onnx::ModelProto copy = proto;
@@ -297,10 +352,12 @@ Expected<Model> importOnnxBytes(const std::string &bytes, const std::string &pat
                       fmt::format("not a valid ONNX protobuf ({} bytes): the file is truncated or corrupt", bytes.size()),
                       {path}};
   }
-  if (options.inferShapes) inferShapesInPlace(proto);
   Model model;
   model.sourcePath = path;
   Importer importer(path, model);
+  TESSEL_RETURN_IF_ERROR(importer.importOpsets(proto));
+  if (proto.has_graph()) TESSEL_RETURN_IF_ERROR(NodeValidator(path, model.opsetImports).validateGraph(proto.graph()));
+  if (options.inferShapes) inferShapesInPlace(proto);
   TESSEL_RETURN_IF_ERROR(importer.importModel(proto));
   return model;
 }

@@ -49,7 +49,13 @@ Status refLeakyRelu(KernelContext &ctx) {
 Status refPRelu(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(expectSameDType(ctx, 0, 1));
   const Tensor &x = ctx.tensor(0);
-  const Tensor &slope = ctx.tensor(1);
+  Tensor slope = ctx.tensor(1);
+  if (ctx.opset() < 7 && slope.numel() > 1 && slope.rank() < x.rank()) {
+    // Before unidirectional broadcasting (opset 7), a slope of fewer dims is per channel (axis 1).
+    std::vector<int64_t> sizes(x.rank() - 1, 1);
+    std::copy(slope.sizes().begin(), slope.sizes().end(), sizes.begin());
+    slope = slope.reshaped(sizes);
+  }
   TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, broadcastShapes({x.sizes(), slope.sizes()}));
   if (sizes != x.sizes()) {
     return makeError(ErrorCode::ShapeMismatch, "PRelu slope {} does not broadcast to the input's shape {}",

@@ -1,6 +1,7 @@
 // Reference kernels of the binary arithmetic ops: Add, Sub, Mul, Div, Pow, Mod and BitShift, with
 // numpy broadcasting (and the pre-opset-7 `broadcast`/`axis` form). Floats compute in double and
 // round once; integers compute in their own type and wrap on overflow; division by zero is an error.
+#include <algorithm>
 #include <functional>
 
 #include "ops/reference/elementwise_common.h"
@@ -69,7 +70,7 @@ Status sameTypeBinary(KernelContext &ctx, Fn fn, bool divides = false) {
   return dispatch<Set>(ctx, a.dtype(), [&]<class T>(TypeTag<T>) -> Status {
     if constexpr (kIsInt<T>) {
       if (divides && hasZero<T>(b)) {
-        return makeError(ErrorCode::RuntimeError, "{}: integer division by zero", ctx.node().opType());
+        return makeError(ErrorCode::RuntimeError, "integer division by zero: input 1 holds a 0");
       }
     }
     return setResult(ctx, mapBinary<T, T, T>(a, b, fn));

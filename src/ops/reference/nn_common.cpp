@@ -4,9 +4,25 @@
 
 #include <algorithm>
 
+#include "ops/reference/tensor_copy.h"
+
 namespace tessel::ref {
 
 namespace {
+
+/// Bound on window attributes (sizes, strides, pads), so that size arithmetic cannot overflow;
+/// any real model is many orders of magnitude below it.
+constexpr int64_t kMaxWindowValue = int64_t{1} << 40;
+
+Status checkMagnitudes(const char *name, const std::vector<int64_t> &values) {
+  for (int64_t v : values) {
+    if (v > kMaxWindowValue || v < -kMaxWindowValue) {
+      return makeError(ErrorCode::InvalidArgument, "{} {} has a value beyond {}", name, formatSizes(values),
+                       kMaxWindowValue);
+    }
+  }
+  return Status::success();
+}
 
 /// An attribute with one value per spatial axis (`perAxis` = 1) or two (`perAxis` = 2, pads), or
 /// `fallback` when absent.
@@ -18,6 +34,7 @@ Expected<std::vector<int64_t>> readAxisAttr(const Node &node, const char *name, 
     return makeError(ErrorCode::InvalidArgument, "{} has {} values; expected {} for {} spatial axes", name,
                      values.size(), spatialRank * perAxis, spatialRank);
   }
+  TESSEL_RETURN_IF_ERROR(checkMagnitudes(name, values));
   return values;
 }
 
@@ -64,15 +81,15 @@ int64_t ceilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a)
 
 Expected<std::vector<int64_t>> readKernelShape(const Node &node, size_t spatialRank,
                                                const std::vector<int64_t> &fromWeight) {
-  if (!node.hasAttr("kernel_shape")) {
-    if (fromWeight.empty()) return makeError(ErrorCode::InvalidArgument, "the kernel_shape attribute is required");
-    return fromWeight;
+  if (!node.hasAttr("kernel_shape") && fromWeight.empty()) {
+    return makeError(ErrorCode::InvalidArgument, "the kernel_shape attribute is required");
   }
-  std::vector<int64_t> kernel = node.attrInts("kernel_shape");
+  std::vector<int64_t> kernel = node.hasAttr("kernel_shape") ? node.attrInts("kernel_shape") : fromWeight;
   if (kernel.size() != spatialRank) {
     return makeError(ErrorCode::InvalidArgument, "kernel_shape has {} values; expected {} for a {}-D input",
                      kernel.size(), spatialRank, spatialRank + 2);
   }
+  TESSEL_RETURN_IF_ERROR(checkMagnitudes("kernel_shape", kernel));
   for (int64_t k : kernel) {
     if (k <= 0) {
       return makeError(ErrorCode::InvalidArgument, "kernel_shape {} has a non-positive value", formatSizes(kernel));
@@ -138,10 +155,12 @@ Expected<WindowGeometry> transposedWindow(const Node &node, const std::vector<in
     return makeError(ErrorCode::InvalidArgument, "output_shape has {} values; expected {} for {} spatial axes",
                      outputShape.size(), rank, rank);
   }
+  TESSEL_RETURN_IF_ERROR(checkMagnitudes("output_shape", outputShape));
   g.outSizes.resize(rank);
   for (size_t i = 0; i < rank; ++i) {
     if (outputPadding[i] < 0 || outputPadding[i] >= std::max(g.strides[i], g.dilations[i])) {
-      return makeError(ErrorCode::InvalidArgument, "output_padding {} must be >= 0 and less than the stride or dilation",
+      return makeError(ErrorCode::InvalidArgument,
+                       "output_padding {} must be >= 0 and less than the stride or dilation",
                        formatSizes(outputPadding));
     }
     int64_t full = g.strides[i] * (inSpatial[i] - 1) + outputPadding[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
@@ -184,6 +203,20 @@ Tensor fromDoubles(DType dtype, const std::vector<int64_t> &sizes, const std::ve
     }
   });
   return out;
+}
+
+Status checkWorkSize(const std::vector<int64_t> &sizes, const char *what) {
+  return checkOutputSize(DType::Float64, sizes, what);
+}
+
+Status requireInputs(const KernelContext &ctx, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (!ctx.hasInput(i) || !ctx.input(i).isTensor()) {
+      return makeError(ErrorCode::InvalidModel, "input {} of {} is required (a tensor); got none", i,
+                       ctx.node().opType());
+    }
+  }
+  return Status::success();
 }
 
 Status expectFloatInput(const KernelContext &ctx, size_t index) {

@@ -35,7 +35,8 @@ Expected<std::vector<int64_t>> readKernelShape(const Node &node, size_t spatialR
 /// Geometry of Conv and the pools: reads strides, dilations, pads and auto_pad (NOTSET,
 /// SAME_UPPER, SAME_LOWER, VALID) from `node`; `ceilMode` rounds output sizes up (pools), dropping
 /// a last window that would start inside the end padding. Fails on a bad attribute length, a
-/// non-positive stride or dilation, negative pads, or an empty output.
+/// non-positive stride or dilation, negative or absurdly large values, or a window (kernel and
+/// dilation) larger than the padded input.
 Expected<WindowGeometry> forwardWindow(const Node &node, const std::vector<int64_t> &inSpatial,
                                        std::vector<int64_t> kernel, bool ceilMode);
 
@@ -61,6 +62,12 @@ std::vector<double> toDoubles(const Tensor &tensor);
 /// nearest; integers truncate, so callers round and saturate first).
 Tensor fromDoubles(DType dtype, const std::vector<int64_t> &sizes, const std::vector<double> &values);
 
+/// Fails when a result of `sizes` (dims that attributes or broadcasting can inflate) would exceed
+/// the kernels' allocation limit; checked before the double working copy is allocated.
+Status checkWorkSize(const std::vector<int64_t> &sizes, const char *what);
+/// Fails unless the first `count` inputs are present tensors: ONNX marks them required, but a
+/// model can still leave them out.
+Status requireInputs(const KernelContext &ctx, size_t count);
 /// Fails unless input `index` has a floating-point dtype, naming the op and the dtype.
 Status expectFloatInput(const KernelContext &ctx, size_t index);
 /// Fails unless input `index` has `rank` dims (or at least `rank` when `orMore`).

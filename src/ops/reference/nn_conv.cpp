@@ -21,6 +21,12 @@ struct ConvShapes {
   WindowGeometry window;
 };
 
+std::vector<int64_t> outputSizes(const ConvShapes &s) {
+  std::vector<int64_t> sizes = {s.batch, s.outChannels};
+  sizes.insert(sizes.end(), s.window.outSizes.begin(), s.window.outSizes.end());
+  return sizes;
+}
+
 /// Checks X against W and `group`, reads the window geometry, and returns the shapes.
 Expected<ConvShapes> readConvShapes(const KernelContext &ctx, const Tensor &x, const Tensor &w, bool transposed) {
   if (x.rank() < 3) {
@@ -64,13 +70,8 @@ Expected<ConvShapes> readConvShapes(const KernelContext &ctx, const Tensor &x, c
   } else {
     TESSEL_ASSIGN_OR_RETURN(s.window, forwardWindow(ctx.node(), inSpatial, std::move(kernel), /*ceilMode=*/false));
   }
+  TESSEL_RETURN_IF_ERROR(checkWorkSize(outputSizes(s), "the output"));
   return s;
-}
-
-std::vector<int64_t> outputSizes(const ConvShapes &s) {
-  std::vector<int64_t> sizes = {s.batch, s.outChannels};
-  sizes.insert(sizes.end(), s.window.outSizes.begin(), s.window.outSizes.end());
-  return sizes;
 }
 
 /// The offset of input position `out * stride + k * dilation - padBegin` in the spatial block of
@@ -186,6 +187,7 @@ Expected<std::vector<double>> readPerChannel(const KernelContext &ctx, size_t in
 
 /// Subtracts a per-output-channel value from a weight laid out [M, ...].
 void subtractPerChannel(std::vector<double> &w, const std::vector<double> &perChannel) {
+  if (perChannel.empty()) return;  // No output channels, so no weights.
   size_t block = w.size() / perChannel.size();
   for (size_t i = 0; i < w.size(); ++i) w[i] -= perChannel[i / block];
 }
@@ -205,6 +207,7 @@ Status expectQuantizedInput(const KernelContext &ctx, size_t index) {
 }  // namespace
 
 Status refConv(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectSameDType(ctx, 0, 1));
   const Tensor &x = ctx.tensor(0);
@@ -217,6 +220,7 @@ Status refConv(KernelContext &ctx) {
 }
 
 Status refConvTranspose(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectSameDType(ctx, 0, 1));
   const Tensor &x = ctx.tensor(0);
@@ -229,6 +233,7 @@ Status refConvTranspose(KernelContext &ctx) {
 }
 
 Status refConvInteger(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectQuantizedInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectQuantizedInput(ctx, 1));
   const Tensor &x = ctx.tensor(0);
@@ -246,6 +251,7 @@ Status refConvInteger(KernelContext &ctx) {
 }
 
 Status refQLinearConv(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 8));
   TESSEL_RETURN_IF_ERROR(expectQuantizedInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectQuantizedInput(ctx, 3));
   const Tensor &x = ctx.tensor(0);
@@ -261,7 +267,12 @@ Status refQLinearConv(KernelContext &ctx) {
   std::vector<double> wc = toDoubles(w);
   subtractPerChannel(wc, wZero);
   std::vector<double> y = convolve(shapes, xc, wc, bias);
-  const bool isSigned = (ctx.hasInput(7) ? ctx.tensor(7).dtype() : x.dtype()) == DType::Int8;
+  const DType outType = ctx.tensor(7).dtype();
+  if (outType != x.dtype()) {
+    return makeError(ErrorCode::TypeMismatch, "y_zero_point is {}; expected x's type {}", dtypeName(outType),
+                     dtypeName(x.dtype()));
+  }
+  const bool isSigned = outType == DType::Int8;
   const double lo = isSigned ? -128.0 : 0.0;
   const double hi = isSigned ? 127.0 : 255.0;
   const size_t plane = static_cast<size_t>(numElements(shapes.window.outSizes));
@@ -270,7 +281,6 @@ Status refQLinearConv(KernelContext &ctx) {
     double scaled = y[i] * (xScale[0] * wScale[m] / yScale[0]);
     y[i] = std::clamp(std::nearbyint(scaled) + yZero[0], lo, hi);  // Ties round to even.
   }
-  DType outType = ctx.hasInput(7) ? ctx.tensor(7).dtype() : x.dtype();
   ctx.setOutput(0, fromDoubles(outType, outputSizes(shapes), y));
   return Status::success();
 }

@@ -2,6 +2,7 @@
 // ellipsis broadcasting, and repeated labels (diagonals). The equation is parsed into labels per
 // operand axis; the kernel then walks the joint index space of every label, output labels outer,
 // summed labels inner, accumulating products in double.
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -47,7 +48,10 @@ Expected<std::vector<int>> axisLabels(const Term &term, int64_t rank, int64_t ma
   std::vector<int> labels(term.letters.begin(), term.letters.end());
   if (term.ellipsisAt >= 0) {
     std::vector<int> ellipsis;
-    for (int64_t t = 0; t < ellipsisDims; ++t) ellipsis.push_back(kEllipsisLabel + static_cast<int>(maxEllipsis - ellipsisDims + t));
+    // Ellipsis dims align to the right across operands, so a shorter ellipsis takes the last labels.
+    for (int64_t t = maxEllipsis - ellipsisDims; t < maxEllipsis; ++t) {
+      ellipsis.push_back(kEllipsisLabel + static_cast<int>(t));
+    }
     labels.insert(labels.begin() + term.ellipsisAt, ellipsis.begin(), ellipsis.end());
   }
   return labels;
@@ -65,6 +69,7 @@ std::vector<std::string> split(const std::string &text, char separator) {
 }  // namespace
 
 Status refEinsum(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, ctx.numInputs()));
   std::string equation;
   for (char c : ctx.node().attrString("equation", "")) {
     if (c != ' ') equation += c;
@@ -76,6 +81,9 @@ Status refEinsum(KernelContext &ctx) {
                      inputTexts.size(), ctx.numInputs());
   }
   const DType dtype = ctx.tensor(0).dtype();
+  if (!isFloatingPoint(dtype) && !isInteger(dtype)) {
+    return makeError(ErrorCode::TypeMismatch, "Einsum takes numeric tensors; got {}", dtypeName(dtype));
+  }
   std::vector<Term> terms;
   int64_t maxEllipsis = 0;
   for (size_t i = 0; i < inputTexts.size(); ++i) {
@@ -118,8 +126,7 @@ Status refEinsum(KernelContext &ctx) {
                                                                (outTerm.ellipsisAt >= 0 ? maxEllipsis : 0),
                                                   maxEllipsis, outText));
     for (size_t i = 0; i < outLabels.size(); ++i) {
-      bool repeated = std::find(outLabels.begin() + static_cast<std::ptrdiff_t>(i) + 1, outLabels.end(), outLabels[i]) !=
-                      outLabels.end();
+      bool repeated = std::count(outLabels.begin(), outLabels.end(), outLabels[i]) > 1;
       if (repeated || !labelSize.count(outLabels[i])) {
         return makeError(ErrorCode::InvalidArgument, "equation '{}': output term '{}' repeats a label or uses one no "
                          "input has", equation, outText);
@@ -139,6 +146,7 @@ Status refEinsum(KernelContext &ctx) {
   std::vector<int64_t> walkSizes, outSizes;
   for (int label : walkLabels) walkSizes.push_back(labelSize[label]);
   for (int label : outLabels) outSizes.push_back(labelSize[label]);
+  TESSEL_RETURN_IF_ERROR(checkWorkSize(outSizes, "the Einsum output"));
   const int64_t outCount = numElements(outSizes);
   const int64_t sumCount = outCount == 0 ? 0 : numElements(walkSizes) / std::max<int64_t>(outCount, 1);
   // For each operand axis, which walk position gives its coordinate (-1: a broadcast size-1 dim).

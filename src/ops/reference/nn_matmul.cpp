@@ -41,6 +41,7 @@ Expected<MatMulShapes> matmulShapes(const std::vector<int64_t> &aSizes, const st
   s.outSizes = s.batch;
   if (aSizes.size() > 1) s.outSizes.push_back(s.m);
   if (bSizes.size() > 1) s.outSizes.push_back(s.n);
+  TESSEL_RETURN_IF_ERROR(checkWorkSize(s.outSizes, "the MatMul output"));
   return s;
 }
 
@@ -101,6 +102,7 @@ double saturateRound(double value, DType dtype) {
 }  // namespace
 
 Status refMatMul(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectSameDType(ctx, 0, 1));
   const Tensor &a = ctx.tensor(0);
   const Tensor &b = ctx.tensor(1);
@@ -113,6 +115,7 @@ Status refMatMul(KernelContext &ctx) {
 }
 
 Status refGemm(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectSameDType(ctx, 0, 1));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 2));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 1, 2));
@@ -130,13 +133,16 @@ Status refGemm(KernelContext &ctx) {
     return makeError(ErrorCode::ShapeMismatch, "A {} (transA={}) and B {} (transB={}) have inner dimensions {} and {}",
                      formatSizes(at.sizes()), transA, formatSizes(bt.sizes()), transB, k, kb);
   }
+  TESSEL_RETURN_IF_ERROR(checkWorkSize({m, n}, "the Gemm output"));
   std::vector<double> a = toDoubles(at), b = toDoubles(bt);
   std::vector<double> y(static_cast<size_t>(m * n), 0.0);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0.0;
       for (int64_t p = 0; p < k; ++p) {
-        acc += a[static_cast<size_t>(transA ? p * m + i : i * k + p)] * b[static_cast<size_t>(transB ? j * k + p : p * n + j)];
+        size_t ia = static_cast<size_t>(transA ? p * m + i : i * k + p);
+        size_t ib = static_cast<size_t>(transB ? j * k + p : p * n + j);
+        acc += a[ia] * b[ib];
       }
       y[static_cast<size_t>(i * n + j)] = alpha * acc;
     }
@@ -157,6 +163,7 @@ Status refGemm(KernelContext &ctx) {
 }
 
 Status refMatMulInteger(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectDType(ctx, 0, {DType::UInt8, DType::Int8}));
   TESSEL_RETURN_IF_ERROR(expectDType(ctx, 1, {DType::UInt8, DType::Int8}));
   const Tensor &at = ctx.tensor(0);
@@ -170,6 +177,7 @@ Status refMatMulInteger(KernelContext &ctx) {
 }
 
 Status refQLinearMatMul(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 8));
   TESSEL_RETURN_IF_ERROR(expectDType(ctx, 0, {DType::UInt8, DType::Int8}));
   TESSEL_RETURN_IF_ERROR(expectDType(ctx, 3, {DType::UInt8, DType::Int8}));
   const Tensor &at = ctx.tensor(0);
@@ -182,11 +190,15 @@ Status refQLinearMatMul(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(combineBroadcast(ctx, 5, bt.sizes(), /*perRow=*/false, b, "b_zero_point", minus));
   TESSEL_RETURN_IF_ERROR(combineBroadcast(ctx, 4, bt.sizes(), /*perRow=*/false, b, "b_scale", times));
   const Tensor &yScale = ctx.tensor(6);
-  if (yScale.numel() != 1) {
-    return makeError(ErrorCode::ShapeMismatch, "y_scale has shape {}; expected a scalar", formatSizes(yScale.sizes()));
+  for (size_t input : {size_t{6}, size_t{7}}) {
+    if (ctx.tensor(input).numel() != 1) {
+      return makeError(ErrorCode::ShapeMismatch, "{} has shape {}; expected a scalar",
+                       input == 6 ? "y_scale" : "y_zero_point", formatSizes(ctx.tensor(input).sizes()));
+    }
   }
-  DType outType = ctx.hasInput(7) ? ctx.tensor(7).dtype() : DType::UInt8;
-  double yZero = ctx.hasInput(7) ? ctx.tensor(7).scalarAsDouble() : 0.0;
+  const DType outType = ctx.tensor(7).dtype();
+  TESSEL_RETURN_IF_ERROR(expectDType(ctx, 7, {DType::UInt8, DType::Int8}));
+  const double yZero = ctx.tensor(7).scalarAsDouble();
   std::vector<double> y = batchedProduct(s, a, b);
   for (double &v : y) v = saturateRound(v / yScale.scalarAsDouble() + yZero, outType);
   ctx.setOutput(0, fromDoubles(outType, s.outSizes, y));

@@ -14,6 +14,9 @@ namespace tessel::ref {
 
 namespace {
 
+/// Largest adaptive RoiAlign sampling grid side; a bigger one comes from a nonsensical roi.
+constexpr double kMaxAdaptiveGrid = 1 << 16;
+
 /// numpy's legacy random_sample(): a 53-bit double in [0, 1) from two 32-bit Mersenne Twister
 /// outputs. std::mt19937 seeded with s produces the same stream as np.random.seed(s).
 double numpyRandomSample(std::mt19937 &engine) {
@@ -94,12 +97,22 @@ double intersectionOverUnion(const double *a, const double *b, bool centerPointB
 }  // namespace
 
 Status refDropout(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   const Tensor &xt = ctx.tensor(0);
   // From opset 12, ratio and training_mode are inputs; before, Dropout only runs for inference.
-  double ratio = ctx.opset() >= 12 ? (ctx.hasInput(1) ? ctx.tensor(1).scalarAsDouble() : 0.5)
-                                   : ctx.node().attrFloat("ratio", 0.5f);
-  bool training = ctx.opset() >= 12 && ctx.hasInput(2) && ctx.tensor(2).scalarAsDouble() != 0.0;
+  double ratio = ctx.node().attrFloat("ratio", 0.5f);
+  bool training = false;
+  if (ctx.opset() >= 12) {
+    for (size_t input : {size_t{1}, size_t{2}}) {
+      if (ctx.hasInput(input) && ctx.tensor(input).numel() != 1) {
+        return makeError(ErrorCode::ShapeMismatch, "{} has shape {}; expected a scalar",
+                         input == 1 ? "ratio" : "training_mode", formatSizes(ctx.tensor(input).sizes()));
+      }
+    }
+    ratio = ctx.hasInput(1) ? ctx.tensor(1).scalarAsDouble() : 0.5;
+    training = ctx.hasInput(2) && ctx.tensor(2).scalarAsDouble() != 0.0;
+  }
   DType maskType = ctx.opset() >= 10 ? DType::Bool : xt.dtype();
   std::vector<double> x = toDoubles(xt);
   std::vector<double> mask(x.size(), 1.0);
@@ -121,6 +134,7 @@ Status refDropout(KernelContext &ctx) {
 }
 
 Status refRoiAlign(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 3));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 4));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 1, 2));
@@ -145,6 +159,7 @@ Status refRoiAlign(KernelContext &ctx) {
     return makeError(ErrorCode::InvalidArgument, "bad attributes: mode '{}', coordinate_transformation_mode '{}', "
                      "output {}x{}, sampling_ratio {}", mode, transform, outH, outW, samplingRatio);
   }
+  TESSEL_RETURN_IF_ERROR(checkWorkSize({numRois, xt.size(1), outH, outW}, "the RoiAlign output"));
   const bool halfPixel = transform == "half_pixel";
   const int64_t channels = xt.size(1), height = xt.size(2), width = xt.size(3);
   std::vector<double> x = toDoubles(xt), rois = toDoubles(roisT);
@@ -162,18 +177,25 @@ Status refRoiAlign(KernelContext &ctx) {
     double roiW = roi[2] * scale - offset - startW, roiH = roi[3] * scale - offset - startH;
     if (!halfPixel) roiW = std::max(roiW, 1.0), roiH = std::max(roiH, 1.0);
     const double binH = roiH / static_cast<double>(outH), binW = roiW / static_cast<double>(outW);
+    // The adaptive grid has ceil(bin size) samples a side; bound it before converting.
+    if (samplingRatio == 0 && !(binH <= kMaxAdaptiveGrid && binW <= kMaxAdaptiveGrid)) {
+      return makeError(ErrorCode::InvalidArgument, "roi {} spans bins of {} x {} pixels; expected at most {} with "
+                       "an adaptive sampling_ratio", r, binH, binW, kMaxAdaptiveGrid);
+    }
     const int64_t gridH = samplingRatio > 0 ? samplingRatio : static_cast<int64_t>(std::ceil(binH));
     const int64_t gridW = samplingRatio > 0 ? samplingRatio : static_cast<int64_t>(std::ceil(binW));
     const double count = static_cast<double>(std::max<int64_t>(gridH * gridW, 1));
+    const double gridRows = static_cast<double>(gridH), gridCols = static_cast<double>(gridW);
     for (int64_t c = 0; c < channels; ++c) {
       const double *plane = x.data() + (batch[static_cast<size_t>(r)] * channels + c) * height * width;
       for (int64_t ph = 0; ph < outH; ++ph) {
         for (int64_t pw = 0; pw < outW; ++pw) {
           double acc = mode == "avg" ? 0.0 : -std::numeric_limits<double>::infinity();
+          // Samples sit at the centres of a gridH x gridW grid inside the bin.
           for (int64_t iy = 0; iy < gridH; ++iy) {
-            double sy = startH + static_cast<double>(ph) * binH + (static_cast<double>(iy) + 0.5) * binH / static_cast<double>(gridH);
+            double sy = startH + static_cast<double>(ph) * binH + (static_cast<double>(iy) + 0.5) * binH / gridRows;
             for (int64_t ix = 0; ix < gridW; ++ix) {
-              double sx = startW + static_cast<double>(pw) * binW + (static_cast<double>(ix) + 0.5) * binW / static_cast<double>(gridW);
+              double sx = startW + static_cast<double>(pw) * binW + (static_cast<double>(ix) + 0.5) * binW / gridCols;
               std::array<double, 4> corners = roiCorners(plane, height, width, sy, sx);
               if (mode == "avg") acc += corners[0] + corners[1] + corners[2] + corners[3];
               else acc = std::max({acc, corners[0], corners[1], corners[2], corners[3]});
@@ -189,6 +211,7 @@ Status refRoiAlign(KernelContext &ctx) {
 }
 
 Status refGridSample(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 4));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 1, 4));
@@ -208,6 +231,7 @@ Status refGridSample(KernelContext &ctx) {
     return makeError(ErrorCode::InvalidArgument, "mode '{}' or padding_mode '{}' is not one GridSample defines", mode,
                      padding);
   }
+  TESSEL_RETURN_IF_ERROR(checkWorkSize({n, channels, outH, outW}, "the GridSample output"));
   std::vector<double> x = toDoubles(xt), grid = toDoubles(gridT);
   std::vector<double> y(static_cast<size_t>(n * channels * outH * outW));
   // Maps a normalized coordinate in [-1, 1] to pixels.
@@ -261,6 +285,7 @@ Status refGridSample(KernelContext &ctx) {
 }
 
 Status refNonMaxSuppression(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 3));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 1, 3));
   const Tensor &boxesT = ctx.tensor(0);

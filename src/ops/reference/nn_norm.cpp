@@ -44,7 +44,8 @@ Moments momentsOver(const std::vector<double> &x, const std::vector<int64_t> &si
 }
 
 /// A per-channel input (scale, bias, mean, var) with `count` values, as doubles.
-Expected<std::vector<double>> readChannelVector(const KernelContext &ctx, size_t index, int64_t count, const char *what) {
+Expected<std::vector<double>> readChannelVector(const KernelContext &ctx, size_t index, int64_t count,
+                                                const char *what) {
   const Tensor &t = ctx.tensor(index);
   if (t.numel() != count) {
     return makeError(ErrorCode::ShapeMismatch, "{} has shape {}; expected {} values (one per channel)", what,
@@ -66,6 +67,7 @@ std::vector<int64_t> channelOf(const std::vector<int64_t> &sizes, bool perActiva
 }  // namespace
 
 Status refBatchNormalization(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 5));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 2, /*orMore=*/true));
   const Tensor &xt = ctx.tensor(0);
@@ -84,9 +86,9 @@ Status refBatchNormalization(KernelContext &ctx) {
   std::vector<double> x = toDoubles(xt);
   std::vector<int64_t> channel = channelOf(xt.sizes(), perActivation);
   if (training) {
-    std::vector<bool> reduced(xt.rank(), !perActivation);
-    reduced[0] = true;
-    if (!perActivation) reduced[1] = false;
+    // Batch statistics: over N and the spatial axes, or only over N when per activation.
+    std::vector<bool> reduced(xt.rank(), false);
+    for (size_t d = 0; d < xt.rank(); ++d) reduced[d] = d == 0 || (d >= 2 && !perActivation);
     Moments batch = momentsOver(x, xt.sizes(), reduced);
     std::vector<double> runningMean(mean.size()), runningVar(var.size());
     for (size_t c = 0; c < mean.size(); ++c) {
@@ -111,6 +113,7 @@ Status refBatchNormalization(KernelContext &ctx) {
 }
 
 Status refInstanceNormalization(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 3));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 3, /*orMore=*/true));
   const Tensor &xt = ctx.tensor(0);
@@ -132,6 +135,7 @@ Status refInstanceNormalization(KernelContext &ctx) {
 }
 
 Status refLayerNormalization(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   const Tensor &xt = ctx.tensor(0);
   const int64_t rank = static_cast<int64_t>(xt.rank());
@@ -175,6 +179,7 @@ Status refLayerNormalization(KernelContext &ctx) {
 }
 
 Status refLRN(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 3, /*orMore=*/true));
   const Tensor &xt = ctx.tensor(0);
@@ -204,6 +209,7 @@ Status refLRN(KernelContext &ctx) {
 }
 
 Status refMeanVarianceNormalization(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   const Tensor &xt = ctx.tensor(0);
   const int64_t rank = static_cast<int64_t>(xt.rank());

@@ -46,7 +46,14 @@ std::vector<Window> enumerateWindows(const WindowGeometry &g) {
   return windows;
 }
 
-/// Checks X is [N, C, spatial...] and reads the pool's window geometry (kernel_shape required).
+std::vector<int64_t> pooledSizes(const Tensor &x, const std::vector<int64_t> &spatial) {
+  std::vector<int64_t> sizes = {x.size(0), x.size(1)};
+  sizes.insert(sizes.end(), spatial.begin(), spatial.end());
+  return sizes;
+}
+
+/// Checks X is [N, C, spatial...], reads the pool's window geometry (kernel_shape required), and
+/// checks that the output fits and that every window sees at least one input element.
 Expected<WindowGeometry> readPoolWindow(const KernelContext &ctx, bool ceilMode) {
   const Tensor &x = ctx.tensor(0);
   if (x.rank() < 3) {
@@ -55,16 +62,25 @@ Expected<WindowGeometry> readPoolWindow(const KernelContext &ctx, bool ceilMode)
   }
   std::vector<int64_t> inSpatial(x.sizes().begin() + 2, x.sizes().end());
   TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, readKernelShape(ctx.node(), inSpatial.size(), {}));
-  return forwardWindow(ctx.node(), inSpatial, std::move(kernel), ceilMode);
+  TESSEL_ASSIGN_OR_RETURN(WindowGeometry g, forwardWindow(ctx.node(), inSpatial, std::move(kernel), ceilMode));
+  TESSEL_RETURN_IF_ERROR(checkWorkSize(pooledSizes(x, g.outSizes), "the output"));
+  // A window that sees only padding has no value to pool (onnxruntime rejects pads >= kernel).
+  for (size_t d = 0; d < g.spatialRank(); ++d) {
+    for (int64_t o = 0; o < g.outSizes[d]; ++o) {
+      // The first tap at or after input position 0 must exist and lie before the input's end.
+      int64_t start = o * g.strides[d] - g.padBegin[d];
+      int64_t firstTap = start >= 0 ? 0 : (-start + g.dilations[d] - 1) / g.dilations[d];
+      if (firstTap < g.kernel[d] && start + firstTap * g.dilations[d] < g.inSizes[d]) continue;
+      return makeError(ErrorCode::InvalidArgument,
+                       "axis {}: output position {} covers only padding (pads {}, {}; kernel {}); expected pads "
+                       "smaller than the kernel", d + 2, o, g.padBegin[d], g.padEnd[d], g.kernel[d]);
+    }
+  }
+  return g;
 }
 
-std::vector<int64_t> pooledSizes(const Tensor &x, const std::vector<int64_t> &spatial) {
-  std::vector<int64_t> sizes = {x.size(0), x.size(1)};
-  sizes.insert(sizes.end(), spatial.begin(), spatial.end());
-  return sizes;
-}
-
-/// Reduces each (n, c) plane of X over each window with `reduce(values of the window, window)`.
+/// Reduces each (n, c) plane of X over each window with `reduce(values, window, plane index)`,
+/// where `values` are the window's input elements.
 template <class Reduce>
 std::vector<double> poolPlanes(const Tensor &x, const WindowGeometry &g, const std::vector<Window> &windows,
                                Reduce reduce) {
@@ -100,6 +116,7 @@ double lpNorm(const std::vector<double> &values, double p) {
 /// Global pools: one window spanning every spatial element.
 template <class Reduce>
 Status globalPool(KernelContext &ctx, Reduce reduce) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 3, /*orMore=*/true));
   const Tensor &x = ctx.tensor(0);
@@ -118,6 +135,7 @@ Status globalPool(KernelContext &ctx, Reduce reduce) {
 }  // namespace
 
 Status refMaxPool(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(
       expectDType(ctx, 0, {DType::Float32, DType::Float64, DType::Float16, DType::Int8, DType::UInt8}));
   const Tensor &x = ctx.tensor(0);
@@ -149,6 +167,7 @@ Status refMaxPool(KernelContext &ctx) {
 }
 
 Status refAveragePool(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   const Tensor &x = ctx.tensor(0);
   TESSEL_ASSIGN_OR_RETURN(WindowGeometry g, readPoolWindow(ctx, ctx.node().attrInt("ceil_mode", 0) != 0));
@@ -165,6 +184,7 @@ Status refAveragePool(KernelContext &ctx) {
 }
 
 Status refLpPool(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   const Tensor &x = ctx.tensor(0);
   TESSEL_ASSIGN_OR_RETURN(double p, readP(ctx));
@@ -197,6 +217,7 @@ Status refGlobalLpPool(KernelContext &ctx) {
 }
 
 Status refMaxUnpool(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_RETURN_IF_ERROR(expectDType(ctx, 1, {DType::Int64}));
   const Tensor &x = ctx.tensor(0);
@@ -222,6 +243,7 @@ Status refMaxUnpool(KernelContext &ctx) {
                        "sizes at least the unpooled {}", formatSizes(outSizes), x.rank(), formatSizes(defaultSizes));
     }
   }
+  TESSEL_RETURN_IF_ERROR(checkWorkSize(outSizes, "output_shape"));
   // A larger output_shape keeps each element's coordinates and leaves the extra positions zero.
   std::vector<double> in = toDoubles(x);
   std::vector<double> out(static_cast<size_t>(numElements(outSizes)), 0.0);

@@ -14,6 +14,7 @@ namespace {
 /// Calls `transform(line)` on every line of X the op normalizes and writes the results to Y.
 template <class Transform>
 Status forEachLine(KernelContext &ctx, Transform transform) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   const Tensor &xt = ctx.tensor(0);
   const bool coerceTo2D = ctx.opset() < 13;

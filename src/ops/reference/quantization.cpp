@@ -49,6 +49,7 @@ double divideInPrecision(double x, double scale, DType xType) {
 }  // namespace
 
 Status refQuantizeLinear(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   const Tensor &x = ctx.tensor(0);
   if (!isFloatingPoint(x.dtype()) && x.dtype() != DType::Int32) {
     return makeError(ErrorCode::TypeMismatch, "x must be floating-point or i32; got {}", dtypeName(x.dtype()));
@@ -78,6 +79,7 @@ Status refQuantizeLinear(KernelContext &ctx) {
 }
 
 Status refDequantizeLinear(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectDType(ctx, 0, {DType::UInt8, DType::Int8, DType::Int32}));
   const Tensor &x = ctx.tensor(0);
   const Tensor &scaleT = ctx.tensor(1);
@@ -103,6 +105,7 @@ Status refDequantizeLinear(KernelContext &ctx) {
 }
 
 Status refDynamicQuantizeLinear(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectDType(ctx, 0, {DType::Float32}));
   const Tensor &x = ctx.tensor(0);
   // The range always includes 0 so that 0 quantizes exactly; all arithmetic is float32 as the

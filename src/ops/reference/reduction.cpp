@@ -38,7 +38,9 @@ Expected<ReducePlan> planReduce(const std::vector<int64_t> &sizes, const std::ve
       return makeError(ErrorCode::InvalidArgument, "axis {} is out of range for a tensor of rank {}", axis, rank);
     }
     size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
-    if (reduced[a]) return makeError(ErrorCode::InvalidArgument, "axis {} is listed twice", axis);
+    if (reduced[a]) {
+      return makeError(ErrorCode::InvalidArgument, "axes {} name axis {} twice", formatSizes(axes), a);
+    }
     reduced[a] = true;
   }
   ReducePlan plan;

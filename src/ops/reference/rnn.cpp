@@ -152,7 +152,8 @@ struct Recurrence {
   double clipped(double v) const { return clip ? std::clamp(v, -*clip, *clip) : v; }
 
   /// W·x + Wb and R·h + Rb for direction `dir`, each G*H values in the op's gate order.
-  void project(int64_t dir, const double *xt, const double *ht, std::vector<double> &xw, std::vector<double> &hr) const {
+  void project(int64_t dir, const double *xt, const double *ht, std::vector<double> &xw,
+               std::vector<double> &hr) const {
     const int64_t rows = numGates * hidden;
     xw.assign(rows, 0.0);
     hr.assign(rows, 0.0);
@@ -210,7 +211,9 @@ Expected<Recurrence> readRecurrence(const KernelContext &ctx, int64_t numGates, 
   }
   rec.numDirections = direction == "bidirectional" ? 2 : 1;
   rec.reverse = direction == "reverse";
-  if (layout != 0 && layout != 1) return makeError(ErrorCode::InvalidArgument, "{}: layout {} is not 0 or 1", op, layout);
+  if (layout != 0 && layout != 1) {
+    return makeError(ErrorCode::InvalidArgument, "{}: layout {} is not 0 or 1", op, layout);
+  }
 
   if (!ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2)) {
     return makeError(ErrorCode::InvalidArgument, "{}: X, W and R are required", op);
@@ -228,7 +231,9 @@ Expected<Recurrence> readRecurrence(const KernelContext &ctx, int64_t numGates, 
   const Tensor &r = ctx.tensor(2);
   if (r.rank() != 3) return makeError(ErrorCode::ShapeMismatch, "{}: R has rank {}; expected 3", op, r.rank());
   rec.hidden = node.attrInt("hidden_size", r.size(2));
-  if (rec.hidden <= 0) return makeError(ErrorCode::InvalidArgument, "{}: hidden_size {} must be positive", op, rec.hidden);
+  if (rec.hidden <= 0) {
+    return makeError(ErrorCode::InvalidArgument, "{}: hidden_size {} must be positive", op, rec.hidden);
+  }
 
   const int64_t d = rec.numDirections, g = numGates, h = rec.hidden;
   TESSEL_RETURN_IF_ERROR(expectSizes(ctx, "W", ctx.tensor(1), {d, g * h, rec.inputSize}));

@@ -72,7 +72,8 @@ Status expectSignal(const KernelContext &ctx, size_t index, const char *what) {
                      dtypeName(t.dtype()));
   }
   if (t.rank() < 2 || (t.sizes().back() != 1 && t.sizes().back() != 2)) {
-    return makeError(ErrorCode::ShapeMismatch, "{}: {} has shape {}; expected rank >= 2 ending in 1 (real) or 2 (complex)",
+    return makeError(ErrorCode::ShapeMismatch,
+                     "{}: {} has shape {}; expected rank >= 2 ending in 1 (real) or 2 (complex)",
                      ctx.node().opType(), what, formatSizes(t.sizes()));
   }
   return Status::success();
@@ -188,7 +189,8 @@ Status refSTFT(KernelContext &ctx) {
     TESSEL_RETURN_IF_ERROR(expectSameDType(ctx, 0, 2));
     const Tensor &w = ctx.tensor(2);
     if (w.rank() != 1) {
-      return makeError(ErrorCode::ShapeMismatch, "{}: window has shape {}; expected rank 1", op, formatSizes(w.sizes()));
+      return makeError(ErrorCode::ShapeMismatch, "{}: window has shape {}; expected rank 1", op,
+                       formatSizes(w.sizes()));
     }
     window = toDoubles(w);
     frameLength = w.size(0);
@@ -201,9 +203,10 @@ Status refSTFT(KernelContext &ctx) {
     }
     frameLength = given;
   }
-  if (frameLength <= 0 || frameLength > signalLength) {
-    return makeError(ErrorCode::InvalidArgument, "{}: frame length {} must be in [1, {}] (give a window or frame_length)",
-                     op, frameLength, signalLength);
+  if (frameLength < 0) return makeError(ErrorCode::InvalidArgument, "{}: needs a window or frame_length", op);
+  if (frameLength == 0 || frameLength > signalLength) {
+    return makeError(ErrorCode::InvalidArgument, "{}: frame length {} must be in [1, {}] (the signal length)", op,
+                     frameLength, signalLength);
   }
   if (window.empty()) window.assign(static_cast<size_t>(frameLength), 1.0);
   const bool onesided = ctx.node().attrInt("onesided", 1) != 0;
@@ -255,7 +258,8 @@ Status refMelWeightMatrix(KernelContext &ctx) {
   }
   const double lowerHz = ctx.tensor(3).scalarAsDouble(), upperHz = ctx.tensor(4).scalarAsDouble();
   if (numMelBins <= 0 || dftLength <= 0 || sampleRate <= 0) {
-    return makeError(ErrorCode::InvalidArgument, "{}: num_mel_bins {}, dft_length {} and sample_rate {} must be positive",
+    return makeError(ErrorCode::InvalidArgument,
+                     "{}: num_mel_bins {}, dft_length {} and sample_rate {} must be positive",
                      op, numMelBins, dftLength, sampleRate);
   }
   if (lowerHz < 0 || upperHz < lowerHz) {

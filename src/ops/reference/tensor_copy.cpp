@@ -50,6 +50,13 @@ Tensor takeElements(const Tensor &src, const std::vector<int64_t> &outSizes, con
 }
 
 Status checkOutputSize(DType dtype, const std::vector<int64_t> &sizes, const char *what) {
+  // A huge dim next to a 0 makes an empty tensor, but per-axis work (index maps, resize taps)
+  // would still scale with it.
+  for (int64_t s : sizes) {
+    if (s > static_cast<int64_t>(kMaxKernelOutputBytes)) {
+      return makeError(ErrorCode::ShapeMismatch, "{}: dimension {} in {} is too large", what, s, formatSizes(sizes));
+    }
+  }
   Expected<size_t> bytes = checkedNumBytes(dtype, sizes, kMaxKernelOutputBytes);
   if (!bytes.ok()) return makeError(bytes.diag().code, "{}: {}", what, bytes.diag().message);
   return Status::success();
@@ -67,6 +74,10 @@ Expected<std::vector<int64_t>> readIntInput(const KernelContext &ctx, size_t inp
 Expected<int64_t> normalizeExistingAxis(int64_t axis, int64_t rank, const char *what) {
   if (rank == 0) return makeError(ErrorCode::ShapeMismatch, "{} {} names an axis of a scalar", what, axis);
   return normalizeAxis(axis, rank, what);
+}
+
+Expected<int64_t> readAxisAttr(const KernelContext &ctx, size_t rank, int64_t fallback) {
+  return normalizeExistingAxis(ctx.node().attrInt("axis", fallback), static_cast<int64_t>(rank));
 }
 
 Expected<int64_t> normalizeIndex(int64_t index, int64_t bound, const char *what) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ops/reference/helpers.h"
@@ -70,7 +71,7 @@ void forEachIndex(const std::vector<int64_t> &sizes, Fn &&fn) {
 }
 
 /// Fails unless a tensor of `dtype` and `sizes` (read from the model's data, described by `what`)
-/// has non-negative dims and fits under kMaxKernelOutputBytes.
+/// has non-negative dims, none above kMaxKernelOutputBytes, and fits under kMaxKernelOutputBytes.
 Status checkOutputSize(DType dtype, const std::vector<int64_t> &sizes, const char *what);
 
 /// Reads an integer-typed input (shape, axes, pads, repeats, ...) as int64 values; fails naming
@@ -79,6 +80,21 @@ Expected<std::vector<int64_t>> readIntInput(const KernelContext &ctx, size_t inp
 
 /// Like normalizeAxis, but also fails for a scalar (rank 0), which has no axis to name.
 Expected<int64_t> normalizeExistingAxis(int64_t axis, int64_t rank, const char *what = "axis");
+
+/// a + b and a * b for integer T with two's-complement wrap-around instead of undefined overflow.
+template <class T>
+T wrappingAdd(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+}
+template <class T>
+T wrappingMul(T a, T b) {
+  using U = std::make_unsigned_t<std::common_type_t<T, unsigned>>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+}
+
+/// The node's `axis` attribute (or `fallback`) normalised for a tensor of `rank` >= 1.
+Expected<int64_t> readAxisAttr(const KernelContext &ctx, size_t rank, int64_t fallback);
 
 /// Maps a possibly negative index into [0, bound); fails naming the index, the bound and `what`.
 Expected<int64_t> normalizeIndex(int64_t index, int64_t bound, const char *what);

@@ -1,6 +1,7 @@
 // Reference kernels of the tensor family that make new tensors from attributes or a few scalars:
 // Constant, ConstantOfShape, Range and EyeLike. Sizes read from input data are validated before
 // anything is allocated.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/reference/tensor_copy.h"
@@ -95,7 +96,7 @@ Status refRange(KernelContext &ctx) {
       T *o = out.data<T>();
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (std::is_integral_v<T>) {
-          o[i] = static_cast<T>(static_cast<int64_t>(start) + i * static_cast<int64_t>(delta));
+          o[i] = wrappingAdd(start, wrappingMul(static_cast<T>(i), delta));
         } else {
           o[i] = fromDouble<T>(toDouble(start) + static_cast<double>(i) * step);
         }
@@ -108,7 +109,9 @@ Status refRange(KernelContext &ctx) {
 
 Status refEyeLike(KernelContext &ctx) {
   const Tensor &x = ctx.tensor(0);
-  if (x.rank() != 2) return makeError(ErrorCode::ShapeMismatch, "EyeLike takes a 2-D input; got {}", formatSizes(x.sizes()));
+  if (x.rank() != 2) {
+    return makeError(ErrorCode::ShapeMismatch, "EyeLike takes a 2-D input; got {}", formatSizes(x.sizes()));
+  }
   const int64_t rawType = ctx.node().attrInt("dtype", static_cast<int64_t>(x.dtype()));
   if (!isValidDType(rawType) || !isNumericDType(static_cast<DType>(rawType))) {
     return makeError(ErrorCode::TypeMismatch, "EyeLike cannot produce dtype {}", rawType);
@@ -119,9 +122,10 @@ Status refEyeLike(KernelContext &ctx) {
   visitDType(type, [&]<class T>(TypeTag<T>) {
     if constexpr (kIsNumeric<T>) {
       T *o = out.data<T>();
-      for (int64_t i = 0; i < x.size(0); ++i) {
-        const int64_t j = i + k;
-        if (j >= 0 && j < x.size(1)) o[i * x.size(1) + j] = fromDouble<T>(1.0);
+      const int64_t rows = x.size(0), cols = x.size(1);
+      if (k >= cols || k <= -rows) return;  // The diagonal misses the matrix (and i + k could overflow).
+      for (int64_t i = std::max<int64_t>(0, -k); i < rows && i + k < cols; ++i) {
+        o[i * cols + i + k] = fromDouble<T>(1.0);
       }
     }
   });

@@ -3,6 +3,7 @@
 // count from the end as ONNX allows; any index outside its axis is a Diagnostic, checked before
 // any element is read or written.
 #include <algorithm>
+#include <cmath>
 
 #include "ops/reference/tensor_copy.h"
 
@@ -59,8 +60,8 @@ Expected<Tensor> scatterPairs(const Tensor &data, const Tensor &updates,
         const double b = toDouble(u[src]);
         if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
           // Integers combine in their own type so int64 keeps every bit.
-          if (reduction == Reduction::Add) o[dst] = static_cast<T>(o[dst] + u[src]);
-          if (reduction == Reduction::Mul) o[dst] = static_cast<T>(o[dst] * u[src]);
+          if (reduction == Reduction::Add) o[dst] = wrappingAdd(o[dst], u[src]);
+          if (reduction == Reduction::Mul) o[dst] = wrappingMul(o[dst], u[src]);
         } else {
           if (reduction == Reduction::Add) o[dst] = fromDouble<T>(a + b);
           if (reduction == Reduction::Mul) o[dst] = fromDouble<T>(a * b);
@@ -74,42 +75,56 @@ Expected<Tensor> scatterPairs(const Tensor &data, const Tensor &updates,
   return out;
 }
 
-/// Shared body of Scatter and ScatterElements.
-Status scatterElements(KernelContext &ctx) {
-  const Tensor &data = ctx.tensor(0);
-  const Tensor &updates = ctx.tensor(2);
-  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> indices, readIndices(ctx, 1));
-  TESSEL_ASSIGN_OR_RETURN(Reduction reduction, readReduction(ctx));
-  const Tensor &indexTensor = ctx.tensor(1);
-  const auto rank = static_cast<int64_t>(data.rank());
-  TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeExistingAxis(ctx.node().attrInt("axis", 0), rank));
-  if (indexTensor.sizes() != updates.sizes() || indexTensor.rank() != data.rank()) {
-    return makeError(ErrorCode::ShapeMismatch, "indices {} and updates {} must have one shape, of data's rank {}",
-                     formatSizes(indexTensor.sizes()), formatSizes(updates.sizes()), rank);
+/// For GatherElements and ScatterElements: the flat offset into data of each element of
+/// `indexTensor` (same rank as data), its coordinate on `axis` replaced by its index value.
+Expected<std::vector<int64_t>> elementOffsets(const Tensor &data, const Tensor &indexTensor,
+                                              const std::vector<int64_t> &indices, int64_t axis) {
+  if (indexTensor.rank() != data.rank()) {
+    return makeError(ErrorCode::ShapeMismatch, "indices {} must have data {}'s rank", formatSizes(indexTensor.sizes()),
+                     formatSizes(data.sizes()));
   }
   for (size_t a = 0; a < data.rank(); ++a) {
     if (static_cast<int64_t>(a) != axis && indexTensor.size(a) > data.size(a)) {
-      return makeError(ErrorCode::ShapeMismatch, "indices {} exceed data {} on axis {}", formatSizes(indexTensor.sizes()),
-                       formatSizes(data.sizes()), a);
+      return makeError(ErrorCode::ShapeMismatch, "indices {} exceed data {} on axis {}",
+                       formatSizes(indexTensor.sizes()), formatSizes(data.sizes()), a);
     }
   }
   const std::vector<int64_t> strides = stridesOf(data.sizes());
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  pairs.reserve(indices.size());
+  const int64_t dim = data.size(static_cast<size_t>(axis));
+  std::vector<int64_t> offsets;
+  offsets.reserve(indices.size());
   Status status;
-  int64_t src = 0;
   forEachIndex(indexTensor.sizes(), [&](const std::vector<int64_t> &index) {
     if (!status.ok()) return;
-    Expected<int64_t> at = normalizeIndex(indices[static_cast<size_t>(src)], data.size(static_cast<size_t>(axis)), "index");
+    Expected<int64_t> at = normalizeIndex(indices[offsets.size()], dim, "index");
     if (!at.ok()) {
       status = at.status();
       return;
     }
-    int64_t dst = 0;
-    for (size_t a = 0; a < index.size(); ++a) dst += (static_cast<int64_t>(a) == axis ? *at : index[a]) * strides[a];
-    pairs.emplace_back(dst, src++);
+    int64_t flat = 0;
+    for (size_t a = 0; a < index.size(); ++a) flat += (static_cast<int64_t>(a) == axis ? *at : index[a]) * strides[a];
+    offsets.push_back(flat);
   });
   TESSEL_RETURN_IF_ERROR(status);
+  return offsets;
+}
+
+/// Shared body of Scatter and ScatterElements.
+Status scatterElements(KernelContext &ctx) {
+  const Tensor &data = ctx.tensor(0);
+  const Tensor &indexTensor = ctx.tensor(1);
+  const Tensor &updates = ctx.tensor(2);
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> indices, readIndices(ctx, 1));
+  TESSEL_ASSIGN_OR_RETURN(Reduction reduction, readReduction(ctx));
+  TESSEL_ASSIGN_OR_RETURN(int64_t axis, readAxisAttr(ctx, data.rank(), 0));
+  if (indexTensor.sizes() != updates.sizes()) {
+    return makeError(ErrorCode::ShapeMismatch, "indices {} and updates {} must have one shape",
+                     formatSizes(indexTensor.sizes()), formatSizes(updates.sizes()));
+  }
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, elementOffsets(data, indexTensor, indices, axis));
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  pairs.reserve(offsets.size());
+  for (size_t i = 0; i < offsets.size(); ++i) pairs.emplace_back(offsets[i], static_cast<int64_t>(i));
   TESSEL_ASSIGN_OR_RETURN(Tensor out, scatterPairs(data, updates, pairs, reduction));
   ctx.setOutput(0, std::move(out));
   return Status::success();
@@ -139,7 +154,7 @@ Status refGather(KernelContext &ctx) {
   const Tensor &data = ctx.tensor(0);
   const Tensor &indexTensor = ctx.tensor(1);
   TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> indices, readIndices(ctx, 1));
-  TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeExistingAxis(ctx.node().attrInt("axis", 0), static_cast<int64_t>(data.rank())));
+  TESSEL_ASSIGN_OR_RETURN(int64_t axis, readAxisAttr(ctx, data.rank(), 0));
   const auto a = static_cast<size_t>(axis);
   const int64_t dim = data.size(a);
   for (int64_t &index : indices) {
@@ -166,34 +181,9 @@ Status refGatherElements(KernelContext &ctx) {
   const Tensor &data = ctx.tensor(0);
   const Tensor &indexTensor = ctx.tensor(1);
   TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> indices, readIndices(ctx, 1));
-  TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeExistingAxis(ctx.node().attrInt("axis", 0), static_cast<int64_t>(data.rank())));
-  if (indexTensor.rank() != data.rank()) {
-    return makeError(ErrorCode::ShapeMismatch, "indices {} must have data {}'s rank", formatSizes(indexTensor.sizes()),
-                     formatSizes(data.sizes()));
-  }
-  for (size_t a = 0; a < data.rank(); ++a) {
-    if (static_cast<int64_t>(a) != axis && indexTensor.size(a) > data.size(a)) {
-      return makeError(ErrorCode::ShapeMismatch, "indices {} exceed data {} on axis {}", formatSizes(indexTensor.sizes()),
-                       formatSizes(data.sizes()), a);
-    }
-  }
-  const std::vector<int64_t> strides = stridesOf(data.sizes());
-  std::vector<int64_t> map;
-  map.reserve(indices.size());
-  Status status;
-  forEachIndex(indexTensor.sizes(), [&](const std::vector<int64_t> &index) {
-    if (!status.ok()) return;
-    Expected<int64_t> at = normalizeIndex(indices[map.size()], data.size(static_cast<size_t>(axis)), "index");
-    if (!at.ok()) {
-      status = at.status();
-      return;
-    }
-    int64_t flat = 0;
-    for (size_t a = 0; a < index.size(); ++a) flat += (static_cast<int64_t>(a) == axis ? *at : index[a]) * strides[a];
-    map.push_back(flat);
-  });
-  TESSEL_RETURN_IF_ERROR(status);
-  ctx.setOutput(0, takeElements(data, indexTensor.sizes(), map));
+  TESSEL_ASSIGN_OR_RETURN(int64_t axis, readAxisAttr(ctx, data.rank(), 0));
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> offsets, elementOffsets(data, indexTensor, indices, axis));
+  ctx.setOutput(0, takeElements(data, indexTensor.sizes(), offsets));
   return Status::success();
 }
 
@@ -297,7 +287,9 @@ Status refOneHot(KernelContext &ctx) {
   std::vector<int64_t> map(static_cast<size_t>(numElements(outSizes)), 0);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
-      auto index = static_cast<int64_t>(indexTensor.scalarAsDouble(o * inner + i));
+      const double raw = indexTensor.scalarAsDouble(o * inner + i);
+      if (!(std::fabs(raw) < static_cast<double>(depth) + 1)) continue;  // Out of range or NaN: all off.
+      auto index = static_cast<int64_t>(raw);
       if (index < 0) index += depth;
       if (index >= 0 && index < depth) map[static_cast<size_t>((o * depth + index) * inner + i)] = 1;
     }
@@ -313,13 +305,15 @@ Status refCompress(KernelContext &ctx) {
   const bool *keep = condition.data<bool>();
   const bool hasAxis = ctx.node().hasAttr("axis");
   const Tensor input = hasAxis ? x : x.reshaped({x.numel()});
-  TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeExistingAxis(ctx.node().attrInt("axis", 0), static_cast<int64_t>(input.rank())));
+  TESSEL_ASSIGN_OR_RETURN(int64_t axis, readAxisAttr(ctx, input.rank(), 0));
   const auto a = static_cast<size_t>(axis);
   const int64_t dim = input.size(a);
   std::vector<int64_t> selected;
   for (int64_t i = 0; i < condition.numel(); ++i) {
     if (!keep[i]) continue;
-    if (i >= dim) return makeError(ErrorCode::ShapeMismatch, "condition selects index {}; axis {} has size {}", i, axis, dim);
+    if (i >= dim) {
+      return makeError(ErrorCode::ShapeMismatch, "condition selects index {}; axis {} has size {}", i, axis, dim);
+    }
     selected.push_back(i);
   }
   std::vector<int64_t> outSizes = input.sizes();

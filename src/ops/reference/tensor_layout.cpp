@@ -66,7 +66,9 @@ Status refTranspose(KernelContext &ctx) {
     perm.resize(rank);
     for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
   }
-  if (perm.size() != rank) return makeError(ErrorCode::InvalidArgument, "perm has {} axes; input has {}", perm.size(), rank);
+  if (perm.size() != rank) {
+    return makeError(ErrorCode::InvalidArgument, "perm has {} axes; input has {}", perm.size(), rank);
+  }
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i) {
@@ -90,7 +92,7 @@ Status refConcat(KernelContext &ctx) {
   if (!ctx.hasInput(0)) return makeError(ErrorCode::InvalidArgument, "Concat needs at least one input");
   const Tensor &first = ctx.tensor(0);
   const auto rank = static_cast<int64_t>(first.rank());
-  TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeExistingAxis(ctx.node().attrInt("axis", ctx.opset() < 4 ? 1 : 0), rank));
+  TESSEL_ASSIGN_OR_RETURN(int64_t axis, readAxisAttr(ctx, first.rank(), ctx.opset() < 4 ? 1 : 0));
   std::vector<int64_t> outSizes = first.sizes();
   outSizes[static_cast<size_t>(axis)] = 0;
   for (size_t i = 0; i < ctx.numInputs(); ++i) {
@@ -101,8 +103,9 @@ Status refConcat(KernelContext &ctx) {
       match = a == axis || t.size(static_cast<size_t>(a)) == first.size(static_cast<size_t>(a));
     }
     if (!match) {
-      return makeError(ErrorCode::ShapeMismatch, "input {} has shape {}; input 0 has {} (they may differ only on axis {})",
-                       i, formatSizes(t.sizes()), formatSizes(first.sizes()), axis);
+      return makeError(ErrorCode::ShapeMismatch,
+                       "input {} has shape {}; input 0 has {} (they may differ only on axis {})", i,
+                       formatSizes(t.sizes()), formatSizes(first.sizes()), axis);
     }
     outSizes[static_cast<size_t>(axis)] += t.size(static_cast<size_t>(axis));
   }
@@ -124,7 +127,7 @@ Status refConcat(KernelContext &ctx) {
 
 Status refSplit(KernelContext &ctx) {
   const Tensor &x = ctx.tensor(0);
-  TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeExistingAxis(ctx.node().attrInt("axis", 0), static_cast<int64_t>(x.rank())));
+  TESSEL_ASSIGN_OR_RETURN(int64_t axis, readAxisAttr(ctx, x.rank(), 0));
   const int64_t dim = x.size(static_cast<size_t>(axis));
   const auto parts = static_cast<int64_t>(ctx.numOutputs());
   std::vector<int64_t> split;
@@ -147,7 +150,9 @@ Status refSplit(KernelContext &ctx) {
   }
   int64_t total = 0;
   for (int64_t s : split) {
-    if (s < 0) return makeError(ErrorCode::InvalidArgument, "split {} has a negative part", formatSizes(split));
+    if (s < 0 || s > dim) {
+      return makeError(ErrorCode::InvalidArgument, "split {} has a part outside [0, {}]", formatSizes(split), dim);
+    }
     total += s;
   }
   if (total != dim) {
@@ -209,19 +214,24 @@ Status refSlice(KernelContext &ctx) {
     seen[a] = true;
     if (steps[i] == 0) return makeError(ErrorCode::InvalidArgument, "step for axis {} is 0", axes[i]);
     const int64_t dim = x.size(a);
+    // A step longer than the axis takes at most one element; clamping it keeps the arithmetic
+    // below from overflowing without changing the result.
+    const int64_t step = std::clamp<int64_t>(steps[i], -std::max<int64_t>(dim, 1), std::max<int64_t>(dim, 1));
     int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
-    if (steps[i] > 0) {
+    if (dim == 0) {
+      outSizes[a] = 0;
+    } else if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
-      outSizes[a] = end > start ? (end - start + steps[i] - 1) / steps[i] : 0;
+      outSizes[a] = end > start ? (end - start + step - 1) / step : 0;
     } else {
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
-      outSizes[a] = start > end ? (start - end - steps[i] - 1) / -steps[i] : 0;
+      outSizes[a] = start > end ? (start - end - step - 1) / -step : 0;
     }
     base += start * inStrides[a];
-    strides[a] = steps[i] * inStrides[a];
+    strides[a] = step * inStrides[a];
   }
   ctx.setOutput(0, takeElements(x, outSizes, stridedMap(outSizes, base, strides)));
   return Status::success();
@@ -232,8 +242,12 @@ Status refTile(KernelContext &ctx) {
   std::vector<int64_t> repeats;
   if (ctx.opset() < 6) {
     // Tile-1: a scalar count of tiles along one axis.
+    if (!ctx.hasInput(1) || !ctx.hasInput(2)) {
+      return makeError(ErrorCode::InvalidArgument, "Tile-1 needs tiles and axis");
+    }
     repeats.assign(x.rank(), 1);
-    TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeExistingAxis(ctx.tensor(2).scalarAsInt64(), static_cast<int64_t>(x.rank())));
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeExistingAxis(ctx.tensor(2).scalarAsInt64(), rank));
     repeats[static_cast<size_t>(axis)] = ctx.tensor(1).scalarAsInt64();
   } else {
     TESSEL_ASSIGN_OR_RETURN(repeats, readIntInput(ctx, 1, "repeats"));
@@ -244,7 +258,9 @@ Status refTile(KernelContext &ctx) {
   }
   std::vector<int64_t> outSizes(x.rank());
   for (size_t a = 0; a < x.rank(); ++a) {
-    if (repeats[a] < 0) return makeError(ErrorCode::InvalidArgument, "repeats {} has a negative value", formatSizes(repeats));
+    if (repeats[a] < 0) {
+      return makeError(ErrorCode::InvalidArgument, "repeats {} has a negative value", formatSizes(repeats));
+    }
     if (x.size(a) != 0 && repeats[a] > (int64_t{1} << 40) / x.size(a)) {
       return makeError(ErrorCode::ShapeMismatch, "repeats {} of {} is too large", formatSizes(repeats),
                        formatSizes(x.sizes()));
@@ -281,6 +297,11 @@ Status refPad(KernelContext &ctx) {
     return makeError(ErrorCode::InvalidArgument, "pads has {} values; expected {} for rank {}", pads.size(), 2 * rank,
                      rank);
   }
+  for (int64_t pad : pads) {
+    if (pad > static_cast<int64_t>(kMaxKernelOutputBytes) || pad < -static_cast<int64_t>(kMaxKernelOutputBytes)) {
+      return makeError(ErrorCode::InvalidArgument, "pad {} is too large", pad);
+    }
+  }
   std::vector<int64_t> outSizes(rank);
   for (size_t a = 0; a < rank; ++a) {
     outSizes[a] = x.size(a) + pads[a] + pads[a + rank];
@@ -315,7 +336,9 @@ Status blockRearrange(KernelContext &ctx, bool toSpace) {
   const Tensor &x = ctx.tensor(0);
   const int64_t b = ctx.node().attrInt("blocksize", 0);
   if (x.rank() != 4) return makeError(ErrorCode::ShapeMismatch, "input must be 4-D; got {}", formatSizes(x.sizes()));
-  if (b <= 0) return makeError(ErrorCode::InvalidArgument, "blocksize must be positive; got {}", b);
+  if (b <= 0 || b > (int64_t{1} << 20)) {
+    return makeError(ErrorCode::InvalidArgument, "blocksize must be in [1, 2^20]; got {}", b);
+  }
   const bool crd = toSpace && ctx.node().attrString("mode", "DCR") == "CRD";
   const int64_t n = x.size(0);
   int64_t c, h, w;  // The space-layout channel count and the depth-layout spatial sizes.
@@ -382,7 +405,9 @@ Status refReverseSequence(KernelContext &ctx) {
     return makeError(ErrorCode::ShapeMismatch, "sequence_lens has {} values for batch size {}", lens.size(), batch);
   }
   for (int64_t len : lens) {
-    if (len < 0 || len > time) return makeError(ErrorCode::InvalidArgument, "sequence length {} is outside [0, {}]", len, time);
+    if (len < 0 || len > time) {
+      return makeError(ErrorCode::InvalidArgument, "sequence length {} is outside [0, {}]", len, time);
+    }
   }
   const std::vector<int64_t> strides = stridesOf(x.sizes());
   std::vector<int64_t> map;

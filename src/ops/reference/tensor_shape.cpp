@@ -47,7 +47,9 @@ Expected<std::vector<int64_t>> resolveReshape(const std::vector<int64_t> &inSize
       shape[i] = inSizes[i];
     }
     if (shape[i] == -1) {
-      if (inferAxis >= 0) return makeError(ErrorCode::InvalidArgument, "shape {} has more than one -1", formatSizes(shape));
+      if (inferAxis >= 0) {
+        return makeError(ErrorCode::InvalidArgument, "shape {} has more than one -1", formatSizes(shape));
+      }
       inferAxis = static_cast<int64_t>(i);
       continue;
     }

@@ -1,0 +1,291 @@
+// Reference kernels of the tensor family that resample: Resize (opset 10, 11 and 13 forms) and
+// the older Upsample. Follows ONNX's numpy reference (onnx/backend/test/case/node/resize.py): each
+// axis maps an output coordinate back to a fractional input coordinate, picks 2 (nearest,
+// linear) or 4 (cubic) neighbouring input indices with edge clamping and weights them; the
+// output element is the weighted sum over the product of every axis's taps, in double.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "ops/reference/tensor_copy.h"
+
+namespace tessel::ref {
+
+namespace {
+
+struct ResizeOptions {
+  std::string mode = "nearest";                  // nearest, linear, cubic.
+  std::string coordinateMode = "half_pixel";     // See inputCoordinate.
+  std::string nearestMode = "round_prefer_floor";
+  double cubicA = -0.75;
+  bool excludeOutside = false;
+  double extrapolationValue = 0.0;
+};
+
+/// One input index and its weight, contributing to one output coordinate along one axis.
+struct Tap {
+  int64_t index;
+  double weight;
+};
+
+/// Per output coordinate along one axis: its taps, or none when it falls outside the crop
+/// region of tf_crop_and_resize (the output element is then the extrapolation value).
+using AxisTaps = std::vector<std::optional<std::vector<Tap>>>;
+
+/// The input coordinate that output coordinate `x` maps to, or nullopt outside the crop region.
+/// `resized` is scale * inSize as the reference computes it (not rounded to the output size).
+Expected<std::optional<double>> inputCoordinate(double x, int64_t inSize, double scale, double roiStart, double roiEnd,
+                                                const std::string &mode) {
+  const double resized = scale * static_cast<double>(inSize);
+  const double lastIn = static_cast<double>(inSize - 1);
+  if (mode == "half_pixel") return std::optional<double>{(x + 0.5) / scale - 0.5};
+  if (mode == "pytorch_half_pixel") return std::optional<double>{resized == 1 ? -0.5 : (x + 0.5) / scale - 0.5};
+  if (mode == "align_corners") return std::optional<double>{resized == 1 ? 0.0 : x * lastIn / (resized - 1)};
+  if (mode == "asymmetric") return std::optional<double>{x / scale};
+  if (mode == "tf_half_pixel_for_nn") return std::optional<double>{(x + 0.5) / scale};
+  if (mode == "tf_crop_and_resize") {
+    // The reference's operation order, so boundary points extrapolate exactly as it does.
+    const double roiSize = roiEnd - roiStart;
+    double original = resized == 1 ? roiSize * lastIn / 2 : x * roiSize * lastIn / (resized - 1);
+    original += roiStart * lastIn;
+    if (original < 0 || original > lastIn) return std::optional<double>{};
+    return std::optional<double>{original};
+  }
+  return makeError(ErrorCode::InvalidArgument, "unknown coordinate_transformation_mode '{}'", mode);
+}
+
+/// Interpolation weights for a fractional offset `ratio` in (0, 1] from the left neighbour.
+std::vector<double> coefficients(double ratio, const ResizeOptions &options) {
+  if (options.mode == "linear") return {1 - ratio, ratio};
+  if (options.mode == "cubic") {
+    const double a = options.cubicA;
+    const double r1 = ratio + 1, l = 1 - ratio, l1 = 2 - ratio;
+    return {((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a, ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1,
+            ((a + 2) * l - (a + 3)) * l * l + 1, ((a * l1 - 5 * a) * l1 + 8 * a) * l1 - 4 * a};
+  }
+  // Nearest: choose the left or right neighbour.
+  bool right = true;
+  if (ratio != 1) {
+    const std::string &m = options.nearestMode;
+    if (m == "round_prefer_floor") right = ratio > 0.5;
+    if (m == "round_prefer_ceil") right = ratio >= 0.5;
+    if (m == "floor") right = false;
+    if (m == "ceil") right = true;
+  }
+  return {right ? 0.0 : 1.0, right ? 1.0 : 0.0};
+}
+
+/// The taps of every output coordinate along one axis.
+Expected<AxisTaps> axisTaps(int64_t inSize, int64_t outSize, double scale, double roiStart, double roiEnd,
+                            const ResizeOptions &options) {
+  AxisTaps taps(static_cast<size_t>(outSize));
+  for (int64_t x = 0; x < outSize; ++x) {
+    TESSEL_ASSIGN_OR_RETURN(std::optional<double> original,
+                            inputCoordinate(static_cast<double>(x), inSize, scale, roiStart, roiEnd,
+                                            options.coordinateMode));
+    if (!original) continue;
+    // The left neighbour sits strictly below the coordinate: ratio is in (0, 1].
+    double left = std::floor(*original);
+    if (left == *original) left -= 1;
+    const double ratio = *original - left;
+    std::vector<double> coeffs = coefficients(ratio, options);
+    // Cubic takes one more neighbour on each side than linear and nearest.
+    const int64_t first = static_cast<int64_t>(left) - (coeffs.size() == 4 ? 1 : 0);
+    if (options.excludeOutside) {
+      double sum = 0;
+      for (size_t i = 0; i < coeffs.size(); ++i) {
+        const int64_t index = first + static_cast<int64_t>(i);
+        if (index < 0 || index >= inSize) coeffs[i] = 0;
+        sum += coeffs[i];
+      }
+      for (double &c : coeffs) c /= sum;
+    }
+    std::vector<Tap> axis;
+    for (size_t i = 0; i < coeffs.size(); ++i) {
+      if (coeffs[i] == 0) continue;
+      axis.push_back({std::clamp<int64_t>(first + static_cast<int64_t>(i), 0, inSize - 1), coeffs[i]});
+    }
+    taps[static_cast<size_t>(x)] = std::move(axis);
+  }
+  return taps;
+}
+
+/// Output sizes and per-axis scales from either `scales` or `sizes` (exactly one non-empty).
+Status resolveScales(const Tensor &x, const std::vector<double> &scalesIn, const std::vector<int64_t> &sizesIn,
+                     std::vector<int64_t> &outSizes, std::vector<double> &scales) {
+  const size_t rank = x.rank();
+  if (!sizesIn.empty()) {
+    if (sizesIn.size() != rank) {
+      return makeError(ErrorCode::InvalidArgument, "sizes has {} values for rank {}", sizesIn.size(), rank);
+    }
+    TESSEL_RETURN_IF_ERROR(checkOutputSize(x.dtype(), sizesIn, "Resize output"));
+    outSizes = sizesIn;
+    scales.resize(rank);
+    for (size_t a = 0; a < rank; ++a) {
+      if (x.size(a) == 0) return makeError(ErrorCode::ShapeMismatch, "cannot resize the empty axis {}", a);
+      scales[a] = static_cast<double>(outSizes[a]) / static_cast<double>(x.size(a));
+    }
+    return Status::success();
+  }
+  if (scalesIn.size() != rank) {
+    return makeError(ErrorCode::InvalidArgument, "scales has {} values for rank {} (or give sizes)", scalesIn.size(),
+                     rank);
+  }
+  scales = scalesIn;
+  outSizes.resize(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    const double size = std::floor(scales[a] * static_cast<double>(x.size(a)));
+    if (!(scales[a] > 0) || !(size < 1e15)) {
+      return makeError(ErrorCode::InvalidArgument, "scale {} for axis {} must be positive and finite", scales[a], a);
+    }
+    outSizes[a] = static_cast<int64_t>(size);
+  }
+  return checkOutputSize(x.dtype(), outSizes, "Resize output");
+}
+
+/// Resamples `x` to `outSizes`; `roi` is empty or holds rank starts then rank ends.
+Status resample(KernelContext &ctx, const Tensor &x, const std::vector<int64_t> &outSizes,
+                const std::vector<double> &scales, const std::vector<double> &roi, const ResizeOptions &options) {
+  const size_t rank = x.rank();
+  if (options.coordinateMode == "tf_crop_and_resize" && roi.size() != 2 * rank) {
+    return makeError(ErrorCode::InvalidArgument, "tf_crop_and_resize needs a roi of {} values; got {}", 2 * rank,
+                     roi.size());
+  }
+  if (options.mode != "nearest" && options.mode != "linear" && options.mode != "cubic") {
+    return makeError(ErrorCode::InvalidArgument, "unknown Resize mode '{}'", options.mode);
+  }
+  if (numElements(outSizes) == 0) {
+    ctx.setOutput(0, Tensor(x.dtype(), outSizes));
+    return Status::success();
+  }
+  std::vector<AxisTaps> taps(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    if (x.size(a) == 0 && outSizes[a] > 0) {
+      return makeError(ErrorCode::ShapeMismatch, "cannot resize the empty axis {} to {}", a, outSizes[a]);
+    }
+    const double start = roi.empty() ? 0 : roi[a], end = roi.empty() ? 1 : roi[rank + a];
+    TESSEL_ASSIGN_OR_RETURN(taps[a], axisTaps(x.size(a), outSizes[a], scales[a], start, end, options));
+  }
+  const std::vector<int64_t> inStrides = stridesOf(x.sizes());
+  Tensor out(x.dtype(), outSizes);
+  Status status;
+  bool handled = visitDType(x.dtype(), [&]<class T>(TypeTag<T>) {
+    if constexpr (!kIsNumeric<T>) {
+      status = makeError(ErrorCode::TypeMismatch, "Resize does not take {}", dtypeName(x.dtype()));
+    } else {
+      const T *in = x.data<T>();
+      T *o = out.data<T>();
+      int64_t flat = 0;
+      std::vector<const std::vector<Tap> *> current(rank);
+      std::vector<size_t> pick(rank);
+      forEachIndex(outSizes, [&](const std::vector<int64_t> &index) {
+        bool outside = false;
+        bool noTaps = false;
+        for (size_t a = 0; a < rank; ++a) {
+          const auto &t = taps[a][static_cast<size_t>(index[a])];
+          outside = outside || !t;
+          noTaps = noTaps || (t && t->empty());
+          current[a] = t ? &*t : nullptr;
+        }
+        if (outside || noTaps) {
+          o[flat++] = fromDouble<T>(outside ? options.extrapolationValue : 0.0);
+          return;
+        }
+        // Sum over the product of the axes' taps (odometer over `pick`).
+        double sum = 0;
+        std::fill(pick.begin(), pick.end(), 0);
+        while (true) {
+          double weight = 1;
+          int64_t source = 0;
+          for (size_t a = 0; a < rank; ++a) {
+            const Tap &tap = (*current[a])[pick[a]];
+            weight *= tap.weight;
+            source += tap.index * inStrides[a];
+          }
+          sum += weight * toDouble(in[source]);
+          size_t a = rank;
+          while (a > 0 && ++pick[a - 1] == current[a - 1]->size()) pick[--a] = 0;
+          if (a == 0) break;
+        }
+        o[flat++] = fromDouble<T>(sum);
+      });
+    }
+  });
+  if (!handled) return makeError(ErrorCode::TypeMismatch, "Resize does not take {}", dtypeName(x.dtype()));
+  TESSEL_RETURN_IF_ERROR(status);
+  ctx.setOutput(0, std::move(out));
+  return Status::success();
+}
+
+/// A float input as doubles (scales, roi); empty when the input is omitted.
+Expected<std::vector<double>> readFloatInput(const KernelContext &ctx, size_t input, const char *what) {
+  if (!ctx.hasInput(input)) return std::vector<double>{};
+  const Tensor &t = ctx.tensor(input);
+  if (!isFloatingPoint(t.dtype())) {
+    return makeError(ErrorCode::TypeMismatch, "{} (input {}) must be floating point; got {}", what, input,
+                     dtypeName(t.dtype()));
+  }
+  std::vector<double> values(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) values[static_cast<size_t>(i)] = t.scalarAsDouble(i);
+  return values;
+}
+
+/// Upsample and Resize-10: nearest (flooring) or linear, on asymmetric coordinates.
+Status resizeWithScales(KernelContext &ctx, const std::vector<double> &scalesIn) {
+  const Tensor &x = ctx.tensor(0);
+  ResizeOptions options;
+  options.mode = ctx.node().attrString("mode", "nearest");
+  if (options.mode == "bilinear") options.mode = "linear";
+  options.coordinateMode = "asymmetric";
+  options.nearestMode = "floor";
+  std::vector<int64_t> outSizes;
+  std::vector<double> scales;
+  TESSEL_RETURN_IF_ERROR(resolveScales(x, scalesIn, {}, outSizes, scales));
+  return resample(ctx, x, outSizes, scales, {}, options);
+}
+
+}  // namespace
+
+Status refResize(KernelContext &ctx) {
+  if (ctx.opset() < 11) {
+    TESSEL_ASSIGN_OR_RETURN(std::vector<double> scales, readFloatInput(ctx, 1, "scales"));
+    return resizeWithScales(ctx, scales);
+  }
+  const Tensor &x = ctx.tensor(0);
+  const Node &node = ctx.node();
+  ResizeOptions options;
+  options.mode = node.attrString("mode", "nearest");
+  options.coordinateMode = node.attrString("coordinate_transformation_mode", "half_pixel");
+  options.nearestMode = node.attrString("nearest_mode", "round_prefer_floor");
+  options.cubicA = node.attrFloat("cubic_coeff_a", -0.75f);
+  options.excludeOutside = node.attrInt("exclude_outside", 0) != 0;
+  options.extrapolationValue = node.attrFloat("extrapolation_value", 0.0f);
+  const std::string &nm = options.nearestMode;
+  if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil") {
+    return makeError(ErrorCode::InvalidArgument, "unknown nearest_mode '{}'", nm);
+  }
+  TESSEL_ASSIGN_OR_RETURN(std::vector<double> roi, readFloatInput(ctx, 1, "roi"));
+  TESSEL_ASSIGN_OR_RETURN(std::vector<double> scalesIn, readFloatInput(ctx, 2, "scales"));
+  std::vector<int64_t> sizesIn;
+  if (ctx.hasInput(3)) {
+    TESSEL_ASSIGN_OR_RETURN(sizesIn, readIntInput(ctx, 3, "sizes"));
+  }
+  if (!sizesIn.empty() && !scalesIn.empty()) {
+    return makeError(ErrorCode::InvalidArgument, "give scales or sizes, not both");
+  }
+  std::vector<int64_t> outSizes;
+  std::vector<double> scales;
+  TESSEL_RETURN_IF_ERROR(resolveScales(x, scalesIn, sizesIn, outSizes, scales));
+  return resample(ctx, x, outSizes, scales, roi, options);
+}
+
+Status refUpsample(KernelContext &ctx) {
+  if (ctx.opset() < 9) {
+    const std::vector<float> attr = ctx.node().attrFloats("scales");
+    return resizeWithScales(ctx, std::vector<double>(attr.begin(), attr.end()));
+  }
+  TESSEL_ASSIGN_OR_RETURN(std::vector<double> scales, readFloatInput(ctx, 1, "scales"));
+  return resizeWithScales(ctx, scales);
+}
+
+}  // namespace tessel::ref

@@ -1,0 +1,17 @@
+// Dead-code elimination on the top-level graph.
+#pragma once
+
+#include "ir/graph.h"
+#include "support/diagnostic.h"
+
+namespace tessel {
+
+/// Removes the nodes of the top-level graph whose outputs reach no graph output, directly or
+/// through other nodes; a value read from inside a live node's subgraph (an outer-scope read, at
+/// any depth) counts as used. Chains of dead nodes go in one run. Nodes inside subgraphs are kept
+/// as they are, even when unused there. Graph inputs and initializers stay.
+/// Requires: a verified model. Preserves: the order of the remaining nodes and every value's name.
+/// Returns whether any node was removed.
+Expected<bool> eliminateDeadCode(Model &model);
+
+}  // namespace tessel
