@@ -275,7 +275,10 @@ class Printer {
   void printAttribute(const Attribute &attr, int indent) {
     using Kind = Attribute::Kind;
     using GraphPtr = Attribute::GraphPtr;
-    auto graph = [&](const GraphPtr &g) { printGraph(*g, indent); };
+    auto graph = [&](const GraphPtr &g) {
+      if (g) return printGraph(*g, indent);
+      out_ += "<null graph>";  // Invalid IR (the verifier rejects it), printed rather than crashed on.
+    };
     auto type = [&](const Type &t) { out_ += "type<" + printType(t) + ">"; };
     switch (attr.kind()) {
       case Kind::Float: out_ += formatFloatAttr(attr.get<float>()); return;

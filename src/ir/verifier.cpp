@@ -127,14 +127,8 @@ class Verifier {
                                            valueLabel(input), matches));
       }
     }
-    for (const auto &[name, attr] : node.attributes()) {
-      bool holdsGraph = attr.is<Attribute::GraphPtr>() || attr.is<std::vector<Attribute::GraphPtr>>();
-      if (!holdsGraph) continue;
-      for (const Graph *sub : node.subgraphs()) {
-        if (!sub) return nodeError(node, fmt::format("attribute '{}' holds a null graph", name));
-      }
-    }
     for (const Graph *sub : node.subgraphs()) {
+      if (!sub) return nodeError(node, "has a graph attribute that holds no graph");
       if (sub->parentNode() != &node) {
         return nodeError(node, fmt::format("subgraph '@{}' does not name this node as its parent", sub->name()));
       }

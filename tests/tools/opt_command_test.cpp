@@ -1,14 +1,14 @@
 // `tessel opt`, run as a user would: .onnx in, text out, and that text read back gives the same
 // text; errors in text IR, in pass names and in passes come out as one "tessel: error:" line.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace tessel {
 namespace {

@@ -13,6 +13,7 @@ void addInfoCommand(CLI::App &app);
 void addRunCommand(CLI::App &app);
 void addConformanceCommand(CLI::App &app);
 void addOptCommand(CLI::App &app);
+void addOpsCommand(CLI::App &app);
 
 /// Prints a diagnostic as "tessel: error: <file: node ...: message>" and sets the exit code to 1.
 void reportError(const std::string &message);

@@ -24,6 +24,7 @@ int main(int argc, char **argv) {
   tessel::cli::addRunCommand(app);
   tessel::cli::addConformanceCommand(app);
   tessel::cli::addOptCommand(app);
+  tessel::cli::addOpsCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -14,6 +14,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "frontend/onnx/tensor_proto.h"
+#include "ops/onnx_schema_bridge.h"
 #include "ops/registry.h"
 
 namespace tessel {
@@ -22,7 +23,7 @@ namespace {
 
 using onnx_frontend::tensorFromProto;
 using onnx_frontend::tensorFromSparseProto;
-using onnx_frontend::typeFromProto;
+using onnx_bridge::typeFromProto;
 
 /// Names visible while importing one graph: its own values, then its enclosing graphs'.
 struct Scope {

@@ -1,5 +1,6 @@
-// Conversion between ONNX TensorProto/TypeProto and tessel's Tensor/Type. Shared by the importer,
-// the exporter and the conformance runner (which reads test data as serialized TensorProtos).
+// Reading ONNX TensorProtos from untrusted files into tessel Tensors. Shared by the importer and the
+// conformance runner (which reads test data as serialized TensorProtos). The opposite direction and
+// TypeProto conversion live in ops/onnx_schema_bridge.h, which shape inference also uses.
 #pragma once
 
 #include <string>
@@ -18,11 +19,5 @@ namespace tessel::onnx_frontend {
 Expected<Tensor> tensorFromProto(const onnx::TensorProto &proto, const std::string &baseDir);
 /// Converts a SparseTensorProto to the dense tensor it denotes.
 Expected<Tensor> tensorFromSparseProto(const onnx::SparseTensorProto &proto, const std::string &baseDir);
-/// Writes `tensor` into `proto` (raw_data for numbers, string_data for strings).
-void tensorToProto(const Tensor &tensor, onnx::TensorProto &proto);
-
-/// Converts a TypeProto (tensor, sequence, optional); unknown or unset parts stay unknown.
-Type typeFromProto(const onnx::TypeProto &proto);
-void typeToProto(const Type &type, onnx::TypeProto &proto);
 
 }  // namespace tessel::onnx_frontend
