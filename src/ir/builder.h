@@ -27,7 +27,11 @@ class GraphBuilder {
   Node *node(const std::string &opType, std::vector<Value *> inputs, size_t numOutputs = 1,
              std::vector<std::pair<std::string, Attribute>> attributes = {}) {
     std::vector<std::string> names;
-    for (size_t i = 0; i < numOutputs; ++i) names.push_back(graph_.uniqueName(lowerName(opType)));
+    // Outputs of one node get distinct hints, since uniqueName only sees values that already exist.
+    const std::string hint = lowerName(opType);
+    for (size_t i = 0; i < numOutputs; ++i) {
+      names.push_back(graph_.uniqueName(numOutputs == 1 ? hint : hint + "_" + std::to_string(i)));
+    }
     Node *n = graph_.addNode(opType, std::move(inputs), names, graph_.uniqueName(opType + "_node"));
     for (auto &[key, value] : attributes) n->setAttr(key, std::move(value));
     return n;

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "ir/builder.h"
 
 namespace tessel {
@@ -56,6 +58,25 @@ TEST(Graph, UniqueNamesAvoidCollisions) {
   EXPECT_NE(n, "t");
   g.createValue(n);
   EXPECT_NE(g.uniqueName("t"), n);
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+TEST(GraphBuilder, MultiOutputNodesGetDistinctNames) {
+  Graph g;
+  GraphBuilder b(g);
+  Value *x = b.input("x", Type::tensor(DType::Float32, Shape::fromSizes({4})));
+  Node *first = b.node("Split", {x}, 2);
+  Node *second = b.node("Split", {x}, 2);
+  std::set<std::string> names;
+  for (Node *n : {first, second}) {
+    for (Value *v : n->outputs()) names.insert(v->name());
+  }
+  EXPECT_EQ(names.size(), 4u);
 }
 
 }  // namespace

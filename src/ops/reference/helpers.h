@@ -53,6 +53,11 @@ T fromDouble(double value) {
   }
 }
 
+/// Every element of a numeric tensor widened to double (the reference kernels compute in double).
+std::vector<double> toDoubles(const Tensor &tensor);
+/// A tensor of `dtype` and `sizes` holding `values`, each narrowed with fromDouble.
+Tensor fromDoubles(DType dtype, const std::vector<int64_t> &sizes, const std::vector<double> &values);
+
 /// "input 1 of Add must be f32, got i64"-style check that two inputs share a dtype.
 Status expectSameDType(const KernelContext &ctx, size_t a, size_t b);
 /// Fails unless `dtype` is one of the listed types.

@@ -58,18 +58,6 @@ void logSoftmaxOverClasses(ScoreView &s) {
   }
 }
 
-/// A tensor of `dtype` and `sizes` holding `values` narrowed from double.
-Tensor tensorFromDoubles(DType dtype, const std::vector<int64_t> &sizes, const std::vector<double> &values) {
-  Tensor out(dtype, sizes);
-  visitDType(dtype, [&]<class T>(TypeTag<T>) {
-    if constexpr (kIsNumeric<T>) {
-      T *o = out.data<T>();
-      for (size_t i = 0; i < values.size(); ++i) o[i] = fromDouble<T>(values[i]);
-    }
-  });
-  return out;
-}
-
 /// The NLL loss of log-probabilities `logProb` against target input `targetInput` (and weights at
 /// `weightInput` when present), written to output 0.
 Status negativeLogLikelihood(KernelContext &ctx, const ScoreView &logProb, size_t targetInput, size_t weightInput) {
@@ -121,13 +109,13 @@ Status negativeLogLikelihood(KernelContext &ctx, const ScoreView &logProb, size_
     }
   }
   if (reduction == "none") {
-    ctx.setOutput(0, tensorFromDoubles(scores.dtype(), target.sizes(), loss));
+    ctx.setOutput(0, fromDoubles(scores.dtype(), target.sizes(), loss));
     return Status::success();
   }
   double sum = 0.0;
   for (double v : loss) sum += v;
   const double result = reduction == "sum" ? sum : sum / totalWeight;
-  ctx.setOutput(0, tensorFromDoubles(scores.dtype(), {}, {result}));
+  ctx.setOutput(0, fromDoubles(scores.dtype(), {}, {result}));
   return Status::success();
 }
 
@@ -146,7 +134,7 @@ Status refSoftmaxCrossEntropyLoss(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(negativeLogLikelihood(ctx, logProb, /*targetInput=*/1, /*weightInput=*/2));
   if (ctx.wantsOutput(1)) {
     const Tensor &scores = ctx.tensor(0);
-    ctx.setOutput(1, tensorFromDoubles(scores.dtype(), scores.sizes(), logProb.values));
+    ctx.setOutput(1, fromDoubles(scores.dtype(), scores.sizes(), logProb.values));
   }
   return Status::success();
 }

@@ -183,28 +183,6 @@ Expected<WindowGeometry> transposedWindow(const Node &node, const std::vector<in
   return g;
 }
 
-std::vector<double> toDoubles(const Tensor &tensor) {
-  std::vector<double> values(static_cast<size_t>(tensor.numel()));
-  visitDType(tensor.dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (kIsNumeric<T>) {
-      const T *data = tensor.data<T>();
-      for (size_t i = 0; i < values.size(); ++i) values[i] = toDouble(data[i]);
-    }
-  });
-  return values;
-}
-
-Tensor fromDoubles(DType dtype, const std::vector<int64_t> &sizes, const std::vector<double> &values) {
-  Tensor out(dtype, sizes);
-  visitDType(dtype, [&]<class T>(TypeTag<T>) {
-    if constexpr (kIsNumeric<T>) {
-      T *data = out.data<T>();
-      for (size_t i = 0; i < values.size(); ++i) data[i] = fromDouble<T>(values[i]);
-    }
-  });
-  return out;
-}
-
 Status checkWorkSize(const std::vector<int64_t> &sizes, const char *what) {
   return checkOutputSize(DType::Float64, sizes, what);
 }

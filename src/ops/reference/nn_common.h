@@ -56,11 +56,6 @@ inline bool nextIndex(std::vector<int64_t> &index, const std::vector<int64_t> &s
   return false;
 }
 
-/// Every element of a numeric tensor widened to double. Precondition: the dtype is numeric.
-std::vector<double> toDoubles(const Tensor &tensor);
-/// A tensor of `dtype` and `sizes` holding `values` narrowed with fromDouble (floats round to
-/// nearest; integers truncate, so callers round and saturate first).
-Tensor fromDoubles(DType dtype, const std::vector<int64_t> &sizes, const std::vector<double> &values);
 
 /// Fails when a result of `sizes` (dims that attributes or broadcasting can inflate) would exceed
 /// the kernels' allocation limit; checked before the double working copy is allocated.

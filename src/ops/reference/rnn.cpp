@@ -106,28 +106,6 @@ Expected<std::vector<Activation>> parseActivations(const Node &node, const std::
   return out;
 }
 
-std::vector<double> toDoubles(const Tensor &t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  visitDType(t.dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (kIsNumeric<T>) {
-      const T *p = t.data<T>();
-      for (size_t i = 0; i < out.size(); ++i) out[i] = toDouble(p[i]);
-    }
-  });
-  return out;
-}
-
-Tensor fromDoubles(DType dtype, std::vector<int64_t> sizes, const std::vector<double> &values) {
-  Tensor out(dtype, std::move(sizes));
-  visitDType(dtype, [&]<class T>(TypeTag<T>) {
-    if constexpr (kIsNumeric<T>) {
-      T *p = out.data<T>();
-      for (size_t i = 0; i < values.size(); ++i) p[i] = fromDouble<T>(values[i]);
-    }
-  });
-  return out;
-}
-
 /// [a][b][inner] -> [b][a][inner]: converts between layout 0 and layout 1.
 std::vector<double> swapLeadingDims(const std::vector<double> &in, int64_t a, int64_t b, int64_t inner) {
   std::vector<double> out(in.size());

@@ -14,29 +14,6 @@ namespace {
 
 using Complex = std::complex<double>;
 
-/// Every element of a numeric tensor, widened to double.
-std::vector<double> toDoubles(const Tensor &t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  visitDType(t.dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (kIsNumeric<T>) {
-      const T *p = t.data<T>();
-      for (size_t i = 0; i < out.size(); ++i) out[i] = toDouble(p[i]);
-    }
-  });
-  return out;
-}
-
-Tensor fromDoubles(DType dtype, std::vector<int64_t> sizes, const std::vector<double> &values) {
-  Tensor out(dtype, std::move(sizes));
-  visitDType(dtype, [&]<class T>(TypeTag<T>) {
-    if constexpr (kIsNumeric<T>) {
-      T *p = out.data<T>();
-      for (size_t i = 0; i < values.size(); ++i) p[i] = fromDouble<T>(values[i]);
-    }
-  });
-  return out;
-}
-
 /// The first `numOut` bins of the length-`length` DFT of `in`, zero-padded or truncated to
 /// `length`. The inverse transform uses e^{+i...} and divides by `length`.
 std::vector<Complex> dft(const std::vector<Complex> &in, int64_t length, int64_t numOut, bool inverse) {
