@@ -69,7 +69,7 @@ std::string headerField(const std::string &header, const std::string &key) {
 }  // namespace
 
 Expected<Tensor> parseNpy(const std::string &bytes, const std::string &path) {
-  auto fail = [&](const std::string &why) { return Diagnostic{ErrorCode::ParseError, why, {path}}; };
+  auto fail = [&](const std::string &why) { return makeFileError(ErrorCode::ParseError, path, "{}", why); };
   if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) return fail("not a .npy file (bad magic)");
   int major = static_cast<uint8_t>(bytes[6]);
   size_t headerLen = 0;
@@ -118,7 +118,7 @@ Expected<Tensor> parseNpy(const std::string &bytes, const std::string &path) {
 
 Expected<Tensor> readNpy(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Diagnostic{ErrorCode::FileNotFound, "cannot open .npy file", {path}};
+  if (!in) return makeFileError(ErrorCode::FileNotFound, path, "cannot open .npy file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return parseNpy(buffer.str(), path);
@@ -164,7 +164,7 @@ Status writeNpy(const std::string &path, const Tensor &tensor) {
   TESSEL_ASSIGN_OR_RETURN(std::string bytes, serializeNpy(tensor));
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return Diagnostic{ErrorCode::IoError, "cannot write .npy file", {path}};
+  if (!out) return makeFileError(ErrorCode::IoError, path, "cannot write .npy file");
   return Status::success();
 }
 

@@ -428,10 +428,10 @@ Expected<Model> parseModel(std::string_view text, const std::string &fileName) {
 
 Expected<Model> parseModelFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Diagnostic{ErrorCode::FileNotFound, "cannot open the file", SourceLoc{path, "", "", -1}};
+  if (!in) return makeFileError(ErrorCode::FileNotFound, path, "cannot open the file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) return Diagnostic{ErrorCode::IoError, "cannot read the file", SourceLoc{path, "", "", -1}};
+  if (in.bad()) return makeFileError(ErrorCode::IoError, path, "cannot read the file");
   return parseModel(buffer.str(), path);
 }
 

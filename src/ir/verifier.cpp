@@ -185,7 +185,7 @@ Status verifyGraph(const Graph &graph, const std::string &file) {
 
 Status verifyModel(const Model &model) {
   if (!model.graph)
-    return Diagnostic{ErrorCode::InvalidModel, "the model has no graph", SourceLoc{model.sourcePath, "", "", -1}};
+    return makeFileError(ErrorCode::InvalidModel, model.sourcePath, "the model has no graph");
   return verifyGraph(*model.graph, model.sourcePath);
 }
 

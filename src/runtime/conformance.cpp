@@ -56,7 +56,7 @@ Expected<RuntimeValue> valueFromSequenceProto(const onnx::SequenceProto &seq, co
 Expected<RuntimeValue> readTestValue(const fs::path &path, const Type &type) {
   std::string bytes = readFile(path);
   const std::string file = path.string();
-  auto parseError = [&]() { return Diagnostic{ErrorCode::ParseError, "cannot parse test data", {file}}; };
+  auto parseError = [&]() { return makeFileError(ErrorCode::ParseError, file, "cannot parse test data"); };
   if (type.kind() == Type::Kind::Sequence) {
     onnx::SequenceProto seq;
     if (!seq.ParseFromString(bytes)) return parseError();
@@ -176,7 +176,7 @@ Expected<std::vector<std::string>> findConformanceCases(const std::vector<std::s
   for (const std::string &path : paths) {
     std::error_code ec;
     if (!fs::is_directory(path, ec)) {
-      return Diagnostic{ErrorCode::FileNotFound, "not a folder of conformance cases", {path}};
+      return makeFileError(ErrorCode::FileNotFound, path, "not a folder of conformance cases");
     }
     if (fs::exists(fs::path(path) / "model.onnx")) {
       cases.push_back(path);
@@ -260,7 +260,7 @@ CaseResult runConformanceCase(const std::string &dir, const ConformanceOptions &
 
 Expected<std::map<std::string, std::string>> readExpectedFailures(const std::string &path) {
   std::ifstream in(path);
-  if (!in) return Diagnostic{ErrorCode::FileNotFound, "cannot open the expected-failures file", {path}};
+  if (!in) return makeFileError(ErrorCode::FileNotFound, path, "cannot open the expected-failures file");
   std::map<std::string, std::string> entries;
   std::string line;
   int lineNumber = 0;
@@ -272,7 +272,7 @@ Expected<std::map<std::string, std::string>> readExpectedFailures(const std::str
     std::string name = line.substr(first, space == std::string::npos ? std::string::npos : space - first);
     std::string reason = space == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", space));
     if (reason.empty()) {
-      return Diagnostic{ErrorCode::ParseError, fmt::format("line {}: entry '{}' has no reason", lineNumber, name), {path}};
+      return makeFileError(ErrorCode::ParseError, path, "line {}: entry '{}' has no reason", lineNumber, name);
     }
     entries[name] = reason;
   }

@@ -39,6 +39,8 @@ struct SourceLoc {
   std::string opType;
   int nodeIndex = -1;
 
+  /// A location naming only a file.
+  static SourceLoc inFile(std::string path) { return SourceLoc{std::move(path), "", "", -1}; }
   bool empty() const { return file.empty() && node.empty() && opType.empty() && nodeIndex < 0; }
 };
 
@@ -97,6 +99,14 @@ class [[nodiscard]] Expected {
 template <class... Args>
 Diagnostic makeError(ErrorCode code, fmt::format_string<Args...> format, Args &&...args) {
   return Diagnostic{code, fmt::format(format, std::forward<Args>(args)...), {}};
+}
+
+/// Builds a Diagnostic located in `file` (no node), e.g. for a file that cannot be parsed.
+template <class... Args>
+Diagnostic makeFileError(ErrorCode code, const std::string &file, fmt::format_string<Args...> format, Args &&...args) {
+  Diagnostic diag = makeError(code, format, std::forward<Args>(args)...);
+  diag.loc.file = file;
+  return diag;
 }
 
 /// Fills in the location fields of `status` that are still empty.

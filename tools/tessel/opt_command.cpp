@@ -41,7 +41,7 @@ Status writeText(const std::string &text, const std::string &path) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   out.close();
-  if (!out) return Diagnostic{ErrorCode::IoError, "cannot write the output file", SourceLoc{path, "", "", -1}};
+  if (!out) return makeFileError(ErrorCode::IoError, path, "cannot write the output file");
   return Status::success();
 }
 

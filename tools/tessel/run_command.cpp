@@ -98,7 +98,7 @@ void runModel(const RunArgs &args) {
     for (const auto &[name, value] : feeds) given = given || name == input->name();
     if (given || input->hasInitializer()) continue;
     auto tensor = randomInput(*input, dimValues, rng);
-    if (!tensor.ok()) return reportError(withLocation(tensor.status(), {args.model, "", "", -1}).str());
+    if (!tensor.ok()) return reportError(withLocation(tensor.status(), SourceLoc::inFile(args.model)).str());
     feeds.emplace_back(input->name(), std::move(tensor).value());
   }
   auto outputs = (*session)->run(feeds);

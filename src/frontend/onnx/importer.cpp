@@ -182,7 +182,7 @@ class Importer {
     }
     for (const auto &init : proto.initializer()) {
       auto tensor = tensorFromProto(init, baseDir_);
-      if (!tensor.ok()) return withLocation(tensor.status(), SourceLoc{path_, "", "", -1}).diag();
+      if (!tensor.ok()) return withLocation(tensor.status(), SourceLoc::inFile(path_)).diag();
       Value *existing = scope.names.count(init.name()) ? scope.names[init.name()] : nullptr;
       if (existing && !existing->isGraphInput()) {
         return fileError(ErrorCode::InvalidModel, "initializer '{}' is defined twice", init.name());
@@ -192,7 +192,7 @@ class Importer {
     }
     for (const auto &init : proto.sparse_initializer()) {
       auto tensor = tensorFromSparseProto(init, baseDir_);
-      if (!tensor.ok()) return withLocation(tensor.status(), SourceLoc{path_, "", "", -1}).diag();
+      if (!tensor.ok()) return withLocation(tensor.status(), SourceLoc::inFile(path_)).diag();
       const std::string &name = init.values().name();
       Value *existing = scope.names.count(name) ? scope.names[name] : nullptr;
       Value *value = graph->addInitializer(name, std::move(tensor).value());
@@ -268,7 +268,7 @@ class Importer {
       }
     }
     Status sorted = graph->sortTopologically();
-    if (!sorted.ok()) return withLocation(sorted, SourceLoc{path_, "", "", -1}).diag();
+    if (!sorted.ok()) return withLocation(sorted, SourceLoc::inFile(path_)).diag();
     return graph;
   }
 
@@ -347,11 +347,9 @@ void inferShapesInPlace(onnx::ModelProto &proto) {
 
 Expected<Model> importOnnxBytes(const std::string &bytes, const std::string &path, const ImportOptions &options) {
   onnx::ModelProto proto;
-  if (bytes.empty()) return Diagnostic{ErrorCode::ParseError, "the file is empty; expected an ONNX model", {path}};
+  if (bytes.empty()) return makeFileError(ErrorCode::ParseError, path, "the file is empty; expected an ONNX model");
   if (!proto.ParseFromString(bytes)) {
-    return Diagnostic{ErrorCode::ParseError,
-                      fmt::format("not a valid ONNX protobuf ({} bytes): the file is truncated or corrupt", bytes.size()),
-                      {path}};
+    return makeFileError(ErrorCode::ParseError, path, "not a valid ONNX protobuf ({} bytes): the file is truncated or corrupt", bytes.size());
   }
   Model model;
   model.sourcePath = path;
@@ -366,12 +364,12 @@ Expected<Model> importOnnxBytes(const std::string &bytes, const std::string &pat
 Expected<Model> importOnnxFile(const std::string &path, const ImportOptions &options) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    return Diagnostic{ErrorCode::FileNotFound, "no such model file", {path}};
+    return makeFileError(ErrorCode::FileNotFound, path, "no such model file");
   }
   std::ifstream in(path, std::ios::binary);
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  if (!in.good() && !in.eof()) return Diagnostic{ErrorCode::IoError, "cannot read the file", {path}};
+  if (!in.good() && !in.eof()) return makeFileError(ErrorCode::IoError, path, "cannot read the file");
   return importOnnxBytes(buffer.str(), path, options);
 }
 

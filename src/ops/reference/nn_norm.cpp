@@ -1,7 +1,8 @@
 // Reference kernels of the normalizations: BatchNormalization (inference and training outputs),
-// InstanceNormalization, LayerNormalization (with its Mean and InvStdDev outputs), LRN and
-// MeanVarianceNormalization. Each is "moments over some axes, then an affine map"; the moments
-// are computed in double, two-pass (mean, then mean squared deviation).
+// InstanceNormalization, LayerNormalization (with its Mean and InvStdDev outputs), LRN,
+// MeanVarianceNormalization and LpNormalization. Most are "moments over some axes, then an affine
+// map"; the moments are computed in double, two-pass (mean, then mean squared deviation).
+// LpNormalization instead divides each vector along one axis by its L1 or L2 norm.
 #include <cmath>
 
 #include "ops/reference/nn_common.h"
@@ -224,6 +225,40 @@ Status refMeanVarianceNormalization(KernelContext &ctx) {
     size_t g = static_cast<size_t>(m.group[i]);
     // The ONNX function body adds 1e-9 to the standard deviation.
     x[i] = (x[i] - m.mean[g]) / (std::sqrt(m.variance[g]) + 1e-9);
+  }
+  ctx.setOutput(0, fromDoubles(xt.dtype(), xt.sizes(), x));
+  return Status::success();
+}
+
+/// LpNormalization: x / ||x||_p over the vectors along `axis` (p = 1 or 2). A vector whose norm is
+/// zero becomes zeros, as in onnxruntime, rather than the 0/0 NaNs of the plain formula.
+Status refLpNormalization(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
+  const Tensor &xt = ctx.tensor(0);
+  const int64_t p = ctx.node().attrInt("p", 2);
+  if (p != 1 && p != 2) return makeError(ErrorCode::InvalidArgument, "p is {}; expected 1 or 2", p);
+  if (xt.rank() == 0) return makeError(ErrorCode::ShapeMismatch, "LpNormalization needs an input of rank 1 or more");
+  TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.node().attrInt("axis", -1), static_cast<int64_t>(xt.rank())));
+  std::vector<double> x = toDoubles(xt);
+  // Vector v holds the elements outer * length * inner + k * inner + i, k in [0, length).
+  const int64_t length = xt.size(static_cast<size_t>(axis));
+  const int64_t inner = stridesOf(xt.sizes())[static_cast<size_t>(axis)];
+  const int64_t outer = xt.numel() / std::max<int64_t>(length * inner, 1);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const size_t base = static_cast<size_t>(o * length * inner + i);
+      double norm = 0.0;
+      for (int64_t k = 0; k < length; ++k) {
+        const double v = x[base + static_cast<size_t>(k * inner)];
+        norm += p == 1 ? std::fabs(v) : v * v;
+      }
+      if (p == 2) norm = std::sqrt(norm);
+      for (int64_t k = 0; k < length; ++k) {
+        double &v = x[base + static_cast<size_t>(k * inner)];
+        v = norm == 0.0 ? 0.0 : v / norm;
+      }
+    }
   }
   ctx.setOutput(0, fromDoubles(xt.dtype(), xt.sizes(), x));
   return Status::success();

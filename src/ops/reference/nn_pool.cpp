@@ -1,7 +1,9 @@
 // Reference kernels of the pools: MaxPool (with its Indices output), AveragePool, LpPool, their
-// Global forms, and MaxUnpool. Every windowed pool enumerates, once per spatial plane, which input
-// elements each output window covers (geometry from nn_common, shared with Conv), then reduces
-// each channel plane over those windows in double.
+// Global forms, MaxUnpool and MaxRoiPool. Every windowed pool enumerates, once per spatial plane,
+// which input elements each output window covers (geometry from nn_common, shared with Conv), then
+// reduces each channel plane over those windows in double. MaxRoiPool's windows come from the
+// regions of interest instead, binned the way Caffe's ROIPooling (and onnxruntime) bins them.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -263,6 +265,97 @@ Status refMaxUnpool(KernelContext &ctx) {
     out[static_cast<size_t>(target)] = in[i];
   }
   ctx.setOutput(0, fromDoubles(x.dtype(), outSizes, out));
+  return Status::success();
+}
+
+namespace {
+
+/// A region of interest in feature-map cells, corners included, as onnxruntime reads it.
+struct RoiCells {
+  int64_t batch = 0;
+  int64_t startW = 0, startH = 0, endW = 0, endH = 0;
+};
+
+/// Reads row `r` of MaxRoiPool's rois ([batch, x1, y1, x2, y2]): the batch index truncates, each
+/// corner is round-half-away(coordinate * spatial_scale), the product taken in X's precision
+/// (float for float16 and float inputs) as onnxruntime does.
+Expected<RoiCells> readRoi(const std::vector<double> &rois, int64_t r, double scale, bool doubleProducts,
+                           int64_t batchSize) {
+  const double *row = rois.data() + r * 5;
+  // Far beyond any feature map, and small enough that bin arithmetic cannot overflow int64.
+  constexpr double kLimit = 1073741824.0;
+  if (!(row[0] > -1.0 && row[0] < static_cast<double>(batchSize))) {
+    return makeError(ErrorCode::InvalidArgument, "rois[{}] has batch index {}; expected [0, {})", r, row[0],
+                     batchSize);
+  }
+  RoiCells roi;
+  roi.batch = static_cast<int64_t>(row[0]);
+  int64_t *corners[4] = {&roi.startW, &roi.startH, &roi.endW, &roi.endH};
+  for (int i = 0; i < 4; ++i) {
+    double scaled = row[i + 1] * scale;
+    if (!doubleProducts) scaled = static_cast<float>(scaled);
+    scaled = std::round(scaled);
+    if (!(std::fabs(scaled) <= kLimit)) {
+      return makeError(ErrorCode::InvalidArgument, "rois[{}] coordinate {} is {} after spatial_scale; expected a "
+                       "finite value within +-2^30", r, i + 1, scaled);
+    }
+    *corners[i] = static_cast<int64_t>(scaled);
+  }
+  return roi;
+}
+
+}  // namespace
+
+/// MaxRoiPool: for each roi, a pooled_shape grid of bins over the roi's cells, each the max of the
+/// input cells it covers. Bin ph spans rows [floor(ph * h / PH), ceil((ph + 1) * h / PH)) of an roi
+/// h cells high (computed exactly in integers; onnxruntime uses float), clipped to the input; an
+/// empty bin is 0. A malformed roi (end before start) counts as one cell.
+Status refMaxRoiPool(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
+  TESSEL_RETURN_IF_ERROR(expectSameDType(ctx, 0, 1));
+  TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 4));
+  const Tensor &xt = ctx.tensor(0);
+  const Tensor &roisT = ctx.tensor(1);
+  if (roisT.rank() != 2 || roisT.size(1) != 5) {
+    return makeError(ErrorCode::ShapeMismatch, "rois has shape {}; expected [num_rois, 5]", formatSizes(roisT.sizes()));
+  }
+  const std::vector<int64_t> pooled = ctx.node().attrInts("pooled_shape");
+  if (pooled.size() != 2 || pooled[0] <= 0 || pooled[1] <= 0) {
+    return makeError(ErrorCode::InvalidArgument, "pooled_shape is {}; expected two positive values",
+                     formatSizes(pooled));
+  }
+  const double scale = ctx.node().attrFloat("spatial_scale", 1.0f);
+  const int64_t numRois = roisT.size(0), channels = xt.size(1), height = xt.size(2), width = xt.size(3);
+  const int64_t pooledH = pooled[0], pooledW = pooled[1];
+  const std::vector<int64_t> outSizes = {numRois, channels, pooledH, pooledW};
+  TESSEL_RETURN_IF_ERROR(checkWorkSize(outSizes, "the MaxRoiPool output"));
+  const std::vector<double> x = toDoubles(xt), rois = toDoubles(roisT);
+  std::vector<double> y;
+  y.reserve(static_cast<size_t>(numElements(outSizes)));
+  for (int64_t r = 0; r < numRois; ++r) {
+    TESSEL_ASSIGN_OR_RETURN(RoiCells roi,
+                            readRoi(rois, r, scale, /*doubleProducts=*/xt.dtype() == DType::Float64, xt.size(0)));
+    const int64_t roiH = std::max<int64_t>(roi.endH - roi.startH + 1, 1);
+    const int64_t roiW = std::max<int64_t>(roi.endW - roi.startW + 1, 1);
+    for (int64_t c = 0; c < channels; ++c) {
+      const double *plane = x.data() + (roi.batch * channels + c) * height * width;
+      for (int64_t ph = 0; ph < pooledH; ++ph) {
+        const int64_t hStart = std::clamp(roi.startH + ph * roiH / pooledH, int64_t{0}, height);
+        const int64_t hEnd = std::clamp(roi.startH + ((ph + 1) * roiH + pooledH - 1) / pooledH, int64_t{0}, height);
+        for (int64_t pw = 0; pw < pooledW; ++pw) {
+          const int64_t wStart = std::clamp(roi.startW + pw * roiW / pooledW, int64_t{0}, width);
+          const int64_t wEnd = std::clamp(roi.startW + ((pw + 1) * roiW + pooledW - 1) / pooledW, int64_t{0}, width);
+          double best = hEnd > hStart && wEnd > wStart ? -std::numeric_limits<double>::infinity() : 0.0;
+          for (int64_t h = hStart; h < hEnd; ++h) {
+            for (int64_t w = wStart; w < wEnd; ++w) best = std::max(best, plane[h * width + w]);
+          }
+          y.push_back(best);
+        }
+      }
+    }
+  }
+  ctx.setOutput(0, fromDoubles(xt.dtype(), outSizes, y));
   return Status::success();
 }
 

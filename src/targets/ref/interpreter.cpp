@@ -52,8 +52,7 @@ Expected<NamedValues> ReferenceInterpreter::run(const NamedValues &feeds) const 
   for (const auto &[name, value] : feeds) {
     bool known = false;
     for (Value *input : graph.inputs()) known = known || input->name() == name;
-    if (!known) return Diagnostic{ErrorCode::InvalidArgument, fmt::format("the model has no input named '{}'", name),
-                                  {model_.sourcePath}};
+    if (!known) return makeFileError(ErrorCode::InvalidArgument, model_.sourcePath, "the model has no input named '{}'", name);
   }
   for (Value *input : graph.inputs()) {
     const RuntimeValue *fed = nullptr;
@@ -65,11 +64,11 @@ Expected<NamedValues> ReferenceInterpreter::run(const NamedValues &feeds) const 
         inputs.emplace_back(input->initializer());
         continue;
       }
-      return Diagnostic{ErrorCode::InvalidArgument, fmt::format("input '{}' ({}) was not given", input->name(),
-                                                                input->type().str()), {model_.sourcePath}};
+      return makeFileError(ErrorCode::InvalidArgument, model_.sourcePath, "input '{}' ({}) was not given", input->name(),
+                           input->type().str());
     }
     Status matches = checkInputMatches(*input, *fed);
-    if (!matches.ok()) return withLocation(matches, SourceLoc{model_.sourcePath, "", "", -1}).diag();
+    if (!matches.ok()) return withLocation(matches, SourceLoc::inFile(model_.sourcePath)).diag();
     inputs.push_back(*fed);
   }
   TESSEL_ASSIGN_OR_RETURN(std::vector<RuntimeValue> outputs, runGraph(graph, std::move(inputs), nullptr));
