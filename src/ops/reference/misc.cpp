@@ -1,11 +1,10 @@
-// Reference kernels that fit no other family: Det, Bernoulli, the text ops TfIdfVectorizer and
+// Reference kernels that fit no other family: Det, the text ops TfIdfVectorizer and
 // StringNormalizer, and the optimizer steps of the ai.onnx.preview.training domain (Adagrad,
 // Momentum, Adam), which update several tensors at once.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
-#include <random>
 
 #include "ops/reference/helpers.h"
 
@@ -54,33 +53,6 @@ Status refDet(KernelContext &ctx) {
       }
     }
   });
-  ctx.setOutput(0, std::move(out));
-  return Status::success();
-}
-
-/// Bernoulli: y = 1 with probability x, else 0. Random: a `seed` attribute makes a run
-/// repeatable, but no seed reproduces another implementation's draws.
-Status refBernoulli(KernelContext &ctx) {
-  const Tensor &x = ctx.tensor(0);
-  if (!isFloatingPoint(x.dtype())) {
-    return makeError(ErrorCode::TypeMismatch, "Bernoulli takes floating-point probabilities; got {}",
-                     dtypeName(x.dtype()));
-  }
-  const int64_t rawDType = ctx.node().attrInt("dtype", static_cast<int64_t>(x.dtype()));
-  if (!isValidDType(rawDType) || static_cast<DType>(rawDType) == DType::String) {
-    return makeError(ErrorCode::InvalidArgument, "Bernoulli dtype {} is not a numeric type", rawDType);
-  }
-  std::mt19937_64 engine(ctx.node().hasAttr("seed") ? static_cast<uint64_t>(ctx.node().attrFloat("seed", 0.0f))
-                                                    : std::random_device{}());
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  Tensor out(static_cast<DType>(rawDType), x.sizes());
-  bool handled = visitDType(out.dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (kIsNumeric<T>) {
-      T *o = out.data<T>();
-      for (int64_t i = 0; i < x.numel(); ++i) o[i] = fromDouble<T>(uniform(engine) < x.scalarAsDouble(i) ? 1.0 : 0.0);
-    }
-  });
-  if (!handled) return makeError(ErrorCode::TypeMismatch, "Bernoulli cannot produce {}", dtypeName(out.dtype()));
   ctx.setOutput(0, std::move(out));
   return Status::success();
 }

@@ -208,6 +208,31 @@ Status refRandomNormalLike(KernelContext &ctx) {
 /// Multinomial: for each row of [batch, classes] unnormalized log-probabilities, sample_size class
 /// indices drawn independently with probabilities softmax(row), by inverting the cumulative sum
 /// of exp(x - max). A class of probability zero (x = -inf, or exp underflowing) is never drawn.
+/// Bernoulli: y = 1 where a uniform draw in [0, 1) falls below the probability x, else 0 — the
+/// same draws RandomUniformLike makes, so Bernoulli and its ONNX function expansion agree.
+Status refBernoulli(KernelContext &ctx) {
+  const Tensor &x = ctx.tensor(0);
+  if (!isFloatingPoint(x.dtype())) {
+    return makeError(ErrorCode::TypeMismatch, "Bernoulli takes floating-point probabilities; got {}",
+                     dtypeName(x.dtype()));
+  }
+  const int64_t rawDType = ctx.node().attrInt("dtype", static_cast<int64_t>(x.dtype()));
+  if (!isValidDType(rawDType) || static_cast<DType>(rawDType) == DType::String) {
+    return makeError(ErrorCode::InvalidArgument, "Bernoulli dtype {} is not a numeric type", rawDType);
+  }
+  Sampler sampler(ctx.node());
+  Tensor out(static_cast<DType>(rawDType), x.sizes());
+  bool handled = visitDType(out.dtype(), [&]<class T>(TypeTag<T>) {
+    if constexpr (kIsNumeric<T>) {
+      T *o = out.data<T>();
+      for (int64_t i = 0; i < x.numel(); ++i) o[i] = fromDouble<T>(sampler.uniform() < x.scalarAsDouble(i) ? 1.0 : 0.0);
+    }
+  });
+  if (!handled) return makeError(ErrorCode::TypeMismatch, "Bernoulli cannot produce {}", dtypeName(out.dtype()));
+  ctx.setOutput(0, std::move(out));
+  return Status::success();
+}
+
 Status refMultinomial(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
