@@ -1,0 +1,36 @@
+// Reads accelerator programs written as text assembly, the form kernel engineers read and tests
+// hold as golden files. The disassembler prints the same syntax; text -> binary -> text is
+// byte-identical for canonical text (as the disassembler writes it).
+//
+// Syntax: one instruction per line; '#' starts a comment; blank lines are ignored.
+//   <mnemonic>.<ENGINE> field=value ...
+// mnemonic as in isa.def (nc_matmul, activation, ...); ENGINE one of PE DVE ACT POOL DMA.
+// Fields, in the canonical (printed) order:
+//   <slot>=<ap>       one per operand slot of the opcode's signature (dst, src, stationary, ...)
+//   op0=<alu op>      op1=<alu op>     ALU operators of section 6.2 (add, multiply, bitwise_and, ...)
+//   func=<act func>   ACT function of section 6.3 (gelu, exp, copy, ...)
+//   imm=<f>,<f>,...   up to 4 float immediates; non-finite values as bits:0x<8 hex digits>
+//   acc=1             nc_matmul accumulates into PSUM
+//   wait=s<id>>=<v>   wait for semaphore <id> to reach <v> before starting
+//   inc=s<id>         increment semaphore <id> on completion
+// An access pattern <ap> is
+//   <space>[p<start>:<count>, off <bytes>, [<stride>,<count>], ...]:<dtype>
+// space sbuf|psum|hbm; up to 4 free dims outermost first, stride in elements (int16), count uint16;
+// dtype u8 i8 u16 i16 u32 i32 f8e4m3 f8e5m2 f8e4m3fn f8e8m0fnu f16 bf16 tf32 f32 bool. Example:
+//   activation.ACT dst=sbuf[p0:128, off 0, [1,512]]:bf16 src=psum[p0:128, off 0, [1,512]]:f32 func=gelu wait=s3>=1 inc=s4
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/diagnostic.h"
+#include "targets/nc/isa/instruction.h"
+
+namespace tessel::nc {
+
+/// Parses assembly text. `fileName` only labels errors, which read "file:line:col: message"
+/// (ErrorCode::ParseError). Checks syntax and field ranges, not the tile rules (see verifier.h).
+Expected<std::vector<Instruction>> assemble(std::string_view text, const std::string &fileName);
+
+}  // namespace tessel::nc

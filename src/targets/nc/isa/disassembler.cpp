@@ -1,0 +1,56 @@
+// Text printer of accelerator instructions; the inverse of the assembler (syntax in assembler.h).
+#include "targets/nc/isa/disassembler.h"
+
+#include <bit>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace tessel::nc {
+namespace {
+
+/// Finite scalars print in shortest round-trip form; others as raw bits so NaN payloads survive.
+std::string formatScalar(float value) {
+  if (std::isfinite(value)) return fmt::format("{}", value);
+  return fmt::format("bits:0x{:08x}", std::bit_cast<uint32_t>(value));
+}
+
+}  // namespace
+
+std::string formatAccessPattern(const AccessPattern &ap) {
+  std::string text = fmt::format("{}[p{}:{}, off {}", memSpaceName(ap.space), ap.startPartition,
+                                 ap.partitionCount, ap.offsetBytes);
+  for (const FreeDim &dim : ap.dims) text += fmt::format(", [{},{}]", dim.strideElements, dim.count);
+  text += fmt::format("]:{}", dtypeName(ap.dtype));
+  return text;
+}
+
+std::string formatInstruction(const Instruction &insn) {
+  std::string text = fmt::format("{}.{}", mnemonic(insn.opcode), engineName(insn.engine));
+  const std::vector<OperandSlot> &slots = operandSlots(insn.opcode);
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (insn.operands[i]) text += fmt::format(" {}={}", slots[i].name, formatAccessPattern(*insn.operands[i]));
+  if (insn.op0 != AluOp::None) text += fmt::format(" op0={}", aluOpName(insn.op0));
+  if (insn.op1 != AluOp::None) text += fmt::format(" op1={}", aluOpName(insn.op1));
+  if (insn.func != ActFunc::None) text += fmt::format(" func={}", actFuncName(insn.func));
+  if (!insn.scalars.empty()) {
+    text += " imm=";
+    for (size_t i = 0; i < insn.scalars.size(); ++i)
+      text += (i ? "," : "") + formatScalar(insn.scalars[i]);
+  }
+  if (insn.accumulate) text += " acc=1";
+  if (insn.wait) text += fmt::format(" wait=s{}>={}", insn.wait->id, insn.wait->value);
+  if (insn.increment) text += fmt::format(" inc=s{}", *insn.increment);
+  return text;
+}
+
+std::string disassemble(const std::vector<Instruction> &program) {
+  std::string text;
+  for (const Instruction &insn : program) {
+    text += formatInstruction(insn);
+    text += '\n';
+  }
+  return text;
+}
+
+}  // namespace tessel::nc

@@ -1,0 +1,34 @@
+// The binary form of an accelerator program: what the compiler emits into the executable and the
+// simulator loads. Compact (varints, one byte per enum) and versioned; little-endian throughout.
+//
+// Layout, version 1:
+//   header:      "TNCI" | u16 version | u32 body size in bytes | varint instruction count
+//   instruction: u8 opcode | u8 engine | u8 flags (bit0 wait, bit1 increment, bit2 accumulate)
+//                | u8 operand mask (bit i: signature slot i present) | u8 op0 | u8 op1 | u8 func
+//                | u8 scalar count | f32 scalars | [varint wait id | varint wait value]
+//                | [varint increment id] | operands in slot order
+//   operand:     u8 space | u8 dtype | u8 start partition | u8 partition count | varint offset
+//                | u8 dim count | per dim: zigzag varint stride, varint count
+// Varints are LEB128 and must be minimal, so each program has exactly one encoding.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "support/diagnostic.h"
+#include "targets/nc/isa/instruction.h"
+
+namespace tessel::nc {
+
+/// The encoding version this build writes and reads.
+inline constexpr uint16_t kEncodingVersion = 1;
+
+/// Encodes a program. Precondition: each instruction's fields are in range (as decode returns or
+/// the assembler builds them); the verifier is not required to have run.
+std::vector<uint8_t> encodeProgram(const std::vector<Instruction> &program);
+
+/// Decodes a program. Truncated or corrupt input (bad magic or version, unknown opcode, enum out
+/// of range, length mismatch, malformed varint) gives a ParseError naming the byte offset.
+Expected<std::vector<Instruction>> decodeProgram(const std::vector<uint8_t> &bytes);
+
+}  // namespace tessel::nc

@@ -1,0 +1,136 @@
+// The in-memory form of one accelerator instruction (accelerator-model.md sections 3, 4, 6): an
+// opcode from isa.def, the engine that runs it, operands as access patterns into SBUF/PSUM/HBM,
+// immediates (ALU ops, ACT function, scalars) and the semaphore wait/increment every instruction
+// carries. The encoder, assembler, disassembler and verifier all work on this struct.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace tessel::nc {
+
+/// Engine bit values used by the engines column of isa.def.
+inline constexpr uint8_t kPE = 1, kDVE = 2, kACT = 4, kPOOL = 8, kDMA = 16;
+
+/// The engine that executes an instruction (section 2).
+enum class Engine : uint8_t { PE, DVE, ACT, POOL, DMA };
+inline constexpr int kNumEngines = 5;
+
+/// One opcode per isa.def row.
+enum class Opcode : uint8_t {
+#define INSN(id, mnemonic, engines, signature) id,
+#include "targets/nc/isa/isa.def"
+#undef INSN
+};
+
+/// Memory an operand lives in (section 4).
+enum class MemSpace : uint8_t { SBUF, PSUM, HBM };
+inline constexpr int kNumMemSpaces = 3;
+
+/// Element types of section 3 (nc-v4-only packed types left out).
+enum class DType : uint8_t {
+  U8, I8, U16, I16, U32, I32, F8E4M3, F8E5M2, F8E4M3FN, F8E8M0FNU, F16, BF16, TF32, F32, Bool
+};
+inline constexpr int kNumDTypes = 15;
+
+/// ALU operators of section 6.2; None means "no operator".
+enum class AluOp : uint8_t {
+  None, Invert, BitwiseAnd, BitwiseOr, BitwiseXor, LeftShift, LogicalShiftRight, Add, Subtract,
+  Multiply, Maximum, Minimum, Equal, NotEqual, Greater, GreaterEqual, Less, LessEqual, LogicalAnd,
+  LogicalOr, LogicalXor, Power, AbsMax, AbsMin, Abs, Square, Relu, Rsqrt, Reciprocal
+};
+inline constexpr int kNumAluOps = 29;
+
+/// ACT functions of section 6.3; None means "no function".
+enum class ActFunc : uint8_t {
+  None, Copy, Square, Sigmoid, Relu, Prelu, Gelu, GeluDx, GeluApprxTanh, GeluApprxSigmoid,
+  GeluApprxSigmoidDx, Silu, SiluDx, Tanh, Softplus, Mish, Erf, ErfDx, Exp, Sign, Abs, Log, Sin,
+  Arctan, Sqrt, Rsqrt, Reciprocal
+};
+inline constexpr int kNumActFuncs = 27;
+
+/// One free dimension of an access pattern: step and count, in elements (section 4.2).
+struct FreeDim {
+  int16_t strideElements = 1;
+  uint16_t count = 1;
+  bool operator==(const FreeDim &) const = default;
+};
+
+/// Maximum number of free dims in an access pattern (section 4.2).
+inline constexpr int kMaxFreeDims = 4;
+
+/// Where an operand lives: a contiguous partition range, a byte offset (same in every partition)
+/// and up to 4 free dims, outermost first. HBM operands use startPartition 0, partitionCount 1.
+struct AccessPattern {
+  MemSpace space = MemSpace::SBUF;
+  uint8_t startPartition = 0;
+  uint8_t partitionCount = 1;
+  uint64_t offsetBytes = 0;
+  std::vector<FreeDim> dims;
+  DType dtype = DType::F32;
+  bool operator==(const AccessPattern &) const = default;
+};
+
+/// "Wait until semaphore `id` >= `value`" before the instruction starts (section 2).
+struct SemaphoreWait {
+  uint16_t id = 0;
+  uint32_t value = 0;
+  bool operator==(const SemaphoreWait &) const = default;
+};
+
+/// Maximum operand slots of any signature and immediates of any instruction.
+inline constexpr int kMaxOperands = 4;
+inline constexpr int kMaxScalars = 4;
+
+/// One instruction. `operands[i]` is signature slot i of the opcode (see operandSlots()).
+struct Instruction {
+  Opcode opcode = Opcode::TensorCopy;
+  Engine engine = Engine::DVE;
+  std::array<std::optional<AccessPattern>, kMaxOperands> operands;
+  AluOp op0 = AluOp::None;        // First ALU op; for activation with accum: the reduce op.
+  AluOp op1 = AluOp::None;        // Second ALU op (tensor_scalar).
+  ActFunc func = ActFunc::None;   // activation only.
+  std::vector<float> scalars;     // Immediates: scale, scalar operands, fill value, iota terms.
+  bool accumulate = false;        // nc_matmul: add into PSUM instead of overwriting.
+  std::optional<SemaphoreWait> wait;
+  std::optional<uint16_t> increment;  // Semaphore incremented on completion.
+  bool operator==(const Instruction &) const = default;
+};
+
+/// One operand slot of a signature.
+struct OperandSlot {
+  std::string_view name;
+  bool optional = false;
+};
+
+/// The mnemonic of an opcode, exactly as in accelerator-model.md.
+std::string_view mnemonic(Opcode opcode);
+/// The engines (bits kPE...) allowed to run an opcode.
+uint8_t allowedEngines(Opcode opcode);
+/// The operand slots of an opcode, from its isa.def signature.
+const std::vector<OperandSlot> &operandSlots(Opcode opcode);
+/// Number of opcodes in isa.def.
+int numOpcodes();
+
+/// Printable names (as used by the assembly); the parse functions return nullopt for unknown names.
+std::string_view engineName(Engine engine);
+std::string_view memSpaceName(MemSpace space);
+std::string_view dtypeName(DType dtype);
+std::string_view aluOpName(AluOp op);
+std::string_view actFuncName(ActFunc func);
+std::optional<Opcode> parseOpcode(std::string_view text);
+std::optional<Engine> parseEngine(std::string_view text);
+std::optional<MemSpace> parseMemSpace(std::string_view text);
+std::optional<DType> parseDType(std::string_view text);
+std::optional<AluOp> parseAluOp(std::string_view text);
+std::optional<ActFunc> parseActFunc(std::string_view text);
+
+/// Size of one element in bytes.
+int dtypeSizeBytes(DType dtype);
+/// Product of the free dim counts (1 with no dims): elements per partition.
+uint64_t freeSizeElements(const AccessPattern &ap);
+
+}  // namespace tessel::nc

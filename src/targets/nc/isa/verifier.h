@@ -1,0 +1,37 @@
+// Checks accelerator instructions against the tile rules of accelerator-model.md section 7 (and
+// the memory/engine/dtype rules of sections 3 and 4) before they are scheduled or simulated. Runs
+// on what the assembler or the decoder returns; each violation is one message naming the
+// instruction index, its mnemonic, the rule id and the offending value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/diagnostic.h"
+#include "targets/nc/isa/instruction.h"
+
+namespace tessel::nc {
+
+/// The machine numbers the verifier needs. Defaults are nc-v2 (section 10); the nc profiles will
+/// fill this in once they land.
+struct IsaLimits {
+  int partitions = 128;
+  uint64_t sbufBytesPerPartition = 196608;
+  uint64_t psumBytesPerPartition = 16384;
+  uint64_t psumBankBytes = 2048;            // 512 fp32.
+  uint64_t hbmBytes = 17179869184ull;       // Per core.
+  int matmulMaxK = 128, matmulMaxStationaryFree = 128, matmulMaxMovingFree = 512;
+  uint64_t dveActMaxFreeSbuf = 65536, dveActMaxFreePsum = 4096;
+  uint64_t bnStatsMaxFree = 512;
+  int peTransposeMax = 128, dveTransposeMax = 32;
+  bool actReduceAddOnly = true;             // T15, nc-v2.
+};
+
+/// Returns every violation in one instruction (empty when legal). `index` labels the messages.
+std::vector<std::string> verifyInstruction(const Instruction &insn, size_t index, const IsaLimits &limits);
+
+/// Verifies a program; on failure the Diagnostic (InvalidArgument) lists every violation, one per line.
+Status verifyProgram(const std::vector<Instruction> &program, const IsaLimits &limits = IsaLimits());
+
+}  // namespace tessel::nc

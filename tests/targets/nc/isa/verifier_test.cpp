@@ -1,0 +1,179 @@
+// Each verifier rule: one instruction that violates it (with the message) and one at the boundary
+// that is legal.
+#include <gtest/gtest.h>
+
+#include "targets/nc/isa/assembler.h"
+#include "targets/nc/isa/verifier.h"
+
+namespace tessel::nc {
+namespace {
+
+/// Violations of a one-line program, joined by '|'; "" when legal.
+std::string violations(const std::string &line, const IsaLimits &limits = IsaLimits()) {
+  auto program = assemble(line, "v.s");
+  if (!program.ok()) return "assemble failed: " + program.diag().message;
+  std::string joined;
+  for (const std::string &error : verifyInstruction(program->at(0), 0, limits))
+    joined += (joined.empty() ? "" : "|") + error;
+  return joined;
+}
+
+const std::string kCopy = "tensor_copy.DVE src=sbuf[p0:128, off 0, [1,8]]:f32 dst=";
+
+TEST(NcIsaVerifier, EngineAllowedForOpcode) {
+  EXPECT_EQ(violations("iota.DVE dst=sbuf[p0:128, off 0, [1,8]]:i32"), "#0 iota.DVE: engine DVE may not run iota");
+  EXPECT_EQ(violations("iota.POOL dst=sbuf[p0:128, off 0, [1,8]]:i32"), "");
+}
+
+TEST(NcIsaVerifier, PartitionRange) {
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:129, off 0, [1,8]]:f32"),
+            "#0 memset.DVE: dst: partitions p0:129 outside 0..128 (T1)");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p96:32, off 0, [1,8]]:f32"), "");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:0, off 0, [1,8]]:f32"),
+            "#0 memset.DVE: dst: partitions p0:0 outside 0..128 (T1)");
+  IsaLimits small;
+  small.partitions = 64;
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p64:1, off 0]:f32", small),
+            "#0 memset.DVE: dst: partitions p64:1 outside 0..64 (T1)");
+}
+
+TEST(NcIsaVerifier, StartPartitionAlignment) {
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p32:64, off 0]:f32"),
+            "#0 memset.DVE: dst: start partition 32 not allowed for 64 partitions; must be a multiple of 64 (T6)");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p64:64, off 0]:f32"), "");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p64:33, off 0]:f32"), "");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p16:1, off 0]:f32"),
+            "#0 memset.DVE: dst: start partition 16 not allowed for 1 partitions; must be a multiple of 32 (T6)");
+}
+
+TEST(NcIsaVerifier, ByteRange) {
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:128, off 196604, [1,2]]:f32"),
+            "#0 memset.DVE: dst: bytes [196604, 196612) outside sbuf (0..196608)");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:128, off 196600, [1,2]]:f32"), "");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:128, off 4, [-1,3]]:f32"),
+            "#0 memset.DVE: dst: bytes [-4, 8) outside sbuf (0..196608)");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:128, off 8, [-1,3]]:f32"), "");
+  EXPECT_EQ(violations("memset.DVE dst=psum[p0:128, off 16380, [1,2]]:f32"),
+            "#0 memset.DVE: dst: bytes [16380, 16388) outside psum (0..16384)");
+}
+
+TEST(NcIsaVerifier, MemoryConnectivity) {
+  EXPECT_EQ(violations(kCopy + "hbm[p0:1, off 0, [1,8]]:f32"), "#0 tensor_copy.DVE: dst: DVE cannot access HBM");
+  EXPECT_EQ(violations("tensor_copy.POOL dst=psum[p0:128, off 0, [1,8]]:f32 src=sbuf[p0:128, off 0, [1,8]]:f32"),
+            "#0 tensor_copy.POOL: dst: POOL cannot access psum (T11)");
+  EXPECT_EQ(violations("dma_copy.DMA dst=psum[p0:128, off 0, [1,8]]:f32 src=sbuf[p0:128, off 0, [1,8]]:f32"),
+            "#0 dma_copy.DMA: dst: DMA cannot access PSUM (section 4.3)");
+  EXPECT_EQ(violations("dma_copy.DMA dst=sbuf[p0:128, off 0, [1,8]]:f32 src=hbm[p0:1, off 0, [8,128], [1,8]]:f32"), "");
+  EXPECT_EQ(violations("dma_copy.DMA dst=sbuf[p0:128, off 0, [1,8]]:f32 src=hbm[p0:2, off 0, [1,8]]:f32"),
+            "#0 dma_copy.DMA: src: HBM operand must use p0:1 (HBM is linear), got p0:2|"
+            "#0 dma_copy.DMA: dst has 1024 elements, src 16");
+}
+
+std::string matmul(const std::string &dst, const std::string &stationary, const std::string &moving) {
+  return "nc_matmul.PE dst=" + dst + " stationary=" + stationary + " moving=" + moving;
+}
+
+TEST(NcIsaVerifier, MatmulPsumOnlyDestinationAndDtypes) {
+  std::string stat = "sbuf[p0:128, off 0, [1,128]]:bf16", mov = "sbuf[p0:128, off 256, [1,512]]:bf16";
+  EXPECT_EQ(violations(matmul("psum[p0:128, off 0, [1,512]]:f32", stat, mov)), "");
+  EXPECT_EQ(violations(matmul("sbuf[p0:128, off 4096, [1,512]]:f32", stat, mov)),
+            "#0 nc_matmul.PE: dst: PE reads SBUF and writes PSUM only, got dst in sbuf|"
+            "#0 nc_matmul.PE: dst: matmul output must be in PSUM, got sbuf");
+  EXPECT_EQ(violations(matmul("psum[p0:128, off 0, [1,512]]:bf16", stat, mov)),
+            "#0 nc_matmul.PE: dst: matmul output must be f32, got bf16 (section 3)");
+  EXPECT_EQ(violations(matmul("psum[p0:128, off 0, [1,512]]:f32", "sbuf[p0:128, off 0, [1,128]]:f32", mov)),
+            "#0 nc_matmul.PE: stationary f32 with moving bf16: f32/tf32 pairs only with f32/tf32 (T12)");
+  EXPECT_EQ(violations(matmul("psum[p0:128, off 0, [1,512]]:f32", "sbuf[p0:128, off 0, [1,128]]:i8", mov)),
+            "#0 nc_matmul.PE: stationary: PE input dtype i8 not one of f8e4m3 f8e5m2 bf16 f16 tf32 f32 (section 3)");
+  EXPECT_EQ(violations(matmul("psum[p0:128, off 0, [1,512]]:f32", stat, "psum[p0:128, off 0, [1,512]]:bf16")),
+            "#0 nc_matmul.PE: moving: PE reads SBUF and writes PSUM only, got source in psum");
+}
+
+TEST(NcIsaVerifier, MatmulShapeLimits) {
+  std::string dst = "psum[p0:128, off 0, [1,512]]:f32";
+  EXPECT_EQ(violations(matmul("psum[p0:128, off 0, [1,513]]:f32", "sbuf[p0:128, off 0, [1,128]]:bf16",
+                              "sbuf[p0:128, off 256, [1,513]]:bf16")),
+            "#0 nc_matmul.PE: moving free size N = 513 exceeds 512 (T3)|"
+            "#0 nc_matmul.PE: dst: bytes [0, 2052) cross a 2048-byte PSUM bank boundary (T2)");
+  EXPECT_EQ(violations(matmul("psum[p0:128, off 0, [1,512]]:f32", "sbuf[p0:128, off 0, [2,129]]:bf16",
+                              "sbuf[p0:128, off 256, [1,512]]:bf16")),
+            "#0 nc_matmul.PE: stationary free size M = 129 exceeds 128 (T3)|"
+            "#0 nc_matmul.PE: dst shape 128x512 does not match M x N = 129x512");
+  EXPECT_EQ(violations(matmul(dst, "sbuf[p0:64, off 0, [1,128]]:bf16", "sbuf[p0:128, off 256, [1,512]]:bf16")),
+            "#0 nc_matmul.PE: contraction K differs: stationary has 64 partitions, moving 128 (T4)");
+  EXPECT_EQ(violations(matmul("psum[p0:128, off 1024, [1,512]]:f32", "sbuf[p0:128, off 0, [1,128]]:bf16",
+                              "sbuf[p0:128, off 256, [1,512]]:bf16")),
+            "#0 nc_matmul.PE: dst: bytes [1024, 3072) cross a 2048-byte PSUM bank boundary (T2)");
+  EXPECT_EQ(violations(matmul("psum[p0:128, off 2048, [1,512]]:f32", "sbuf[p0:128, off 0, [1,128]]:bf16",
+                              "sbuf[p0:128, off 256, [1,512]]:bf16")),
+            "");
+}
+
+TEST(NcIsaVerifier, Transpose) {
+  EXPECT_EQ(violations("nc_transpose.DVE dst=sbuf[p0:32, off 0, [1,32]]:f32 src=sbuf[p0:32, off 256, [1,32]]:f32"), "");
+  EXPECT_EQ(violations("nc_transpose.DVE dst=sbuf[p0:33, off 0, [1,32]]:f32 src=sbuf[p0:32, off 256, [1,33]]:f32"),
+            "#0 nc_transpose.DVE: src 32x33 exceeds the DVE transpose limit 32x32 (T9)");
+  EXPECT_EQ(violations("nc_transpose.PE dst=psum[p0:64, off 0, [1,128]]:f32 src=sbuf[p0:128, off 0, [1,64]]:bf16"),
+            "#0 nc_transpose.PE: dst dtype f32 differs from src dtype bf16 (T9)");
+  EXPECT_EQ(violations("nc_transpose.PE dst=sbuf[p0:64, off 0, [1,128]]:bf16 src=sbuf[p0:128, off 512, [1,64]]:bf16"),
+            "#0 nc_transpose.PE: dst: PE reads SBUF and writes PSUM only, got dst in sbuf|"
+            "#0 nc_transpose.PE: dst: PE transpose writes PSUM, got sbuf");
+}
+
+TEST(NcIsaVerifier, DveActFreeSize) {
+  EXPECT_EQ(violations("memset.DVE dst=psum[p0:128, off 0, [1,4096]]:u8"), "");
+  EXPECT_EQ(violations("memset.DVE dst=psum[p0:128, off 0, [1,4097]]:u8"),
+            "#0 memset.DVE: dst: free size 4097 exceeds 4096 elements in psum (T7)");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:128, off 0, [1,65535], [0,2]]:u8"),
+            "#0 memset.DVE: dst: free size 131070 exceeds 65536 elements in sbuf (T7)");
+}
+
+TEST(NcIsaVerifier, BnStatsFreeSize) {
+  std::string dst = "bn_stats.DVE dst=sbuf[p0:128, off 0, [1,6]]:f32 src=sbuf[p0:128, off 64, ";
+  EXPECT_EQ(violations(dst + "[1,512]]:f32"), "");
+  EXPECT_EQ(violations(dst + "[1,513]]:f32"), "#0 bn_stats.DVE: src free size 513 exceeds 512 (T8)");
+}
+
+TEST(NcIsaVerifier, TensorTensorNotBothPsum) {
+  std::string head = "tensor_tensor.DVE dst=sbuf[p0:128, off 0, [1,8]]:f32 in0=psum[p0:128, off 0, [1,8]]:f32 in1=";
+  EXPECT_EQ(violations(head + "sbuf[p0:128, off 64, [1,8]]:f32 op0=add"), "");
+  EXPECT_EQ(violations(head + "psum[p0:128, off 64, [1,8]]:f32 op0=add"),
+            "#0 tensor_tensor.DVE: in0 and in1 both in PSUM (T11)");
+  EXPECT_EQ(violations(head + "sbuf[p0:128, off 64, [1,8]]:f32"), "#0 tensor_tensor.DVE: op0 is required");
+}
+
+TEST(NcIsaVerifier, ActivationFuncAndReduceOp) {
+  std::string head = "activation.ACT dst=sbuf[p0:128, off 0, [1,8]]:f32 src=psum[p0:128, off 0, [1,8]]:f32 ";
+  std::string accum = "accum=sbuf[p0:128, off 64, [1,1]]:f32 ";
+  EXPECT_EQ(violations(head + accum + "op0=add func=exp"), "");
+  EXPECT_EQ(violations(head + accum + "op0=maximum func=exp"),
+            "#0 activation.ACT: ACT reduce op maximum not supported; only add (T15)");
+  IsaLimits v3;
+  v3.actReduceAddOnly = false;
+  EXPECT_EQ(violations(head + accum + "op0=maximum func=exp", v3), "");
+  EXPECT_EQ(violations(head), "#0 activation.ACT: func is required");
+  EXPECT_EQ(violations(head + "bias=sbuf[p0:128, off 64, [1,2]]:f32 func=exp"),
+            "#0 activation.ACT: bias: must be one element per partition ([P,1]), got free size 2");
+  EXPECT_EQ(violations(head + "bias=sbuf[p0:128, off 64, [1,1]]:f32 func=exp"), "");
+}
+
+TEST(NcIsaVerifier, PoolOperandsInSbuf) {
+  EXPECT_EQ(violations("affine_select.POOL dst=sbuf[p0:128, off 0, [1,8]]:f32 src=sbuf[p0:128, off 64, [1,8]]:f32"), "");
+  EXPECT_EQ(violations("affine_select.POOL dst=sbuf[p0:128, off 0, [1,8]]:f32 src=hbm[p0:1, off 64, [1,8]]:f32"),
+            "#0 affine_select.POOL: src: POOL cannot access hbm (T11)|"
+            "#0 affine_select.POOL: operands must be in SBUF (T13)");
+}
+
+TEST(NcIsaVerifier, ProgramStatusListsEveryViolation) {
+  auto program = assemble("iota.DVE dst=sbuf[p0:1, off 0]:i32\nmemset.DVE dst=sbuf[p0:1, off 0]:f32\n"
+                          "memset.DVE dst=sbuf[p1:1, off 0]:f32\n", "p.s");
+  ASSERT_TRUE(program.ok());
+  Status status = verifyProgram(*program);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.diag().message,
+            "nc program: 2 tile-rule violation(s):\n  #0 iota.DVE: engine DVE may not run iota\n"
+            "  #2 memset.DVE: dst: start partition 1 not allowed for 1 partitions; must be a multiple of 32 (T6)");
+}
+
+}  // namespace
+}  // namespace tessel::nc
