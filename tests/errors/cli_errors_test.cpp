@@ -5,25 +5,14 @@
 #include <array>
 #include <cstdio>
 
+#include "../common/run_tool.h"
 #include "model_builder.h"
 
 namespace tessel {
 namespace {
 
-struct CommandResult {
-  int exitCode;
-  std::string output;
-};
-
-CommandResult runTool(const std::string &args) {
-  std::string command = std::string(TESSEL_BINARY_DIR) + "/bin/tessel " + args + " 2>&1";
-  FILE *pipe = ::popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing::CommandResult;
+using testing::runTool;
 
 TEST(CliErrors, CorruptModelExitsWithOneClearLine) {
   auto dir = testing::makeTempDir("cli-corrupt");

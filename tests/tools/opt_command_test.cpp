@@ -1,6 +1,8 @@
 // `tessel opt`, run as a user would: .onnx in, text out, and that text read back gives the same
 // text; errors in text IR, in pass names and in passes come out as one "tessel: error:" line.
 #include <gtest/gtest.h>
+
+#include "../common/run_tool.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,20 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CommandResult {
-  int exitCode;
-  std::string output;
-};
-
-CommandResult runTool(const std::string &args) {
-  std::string command = std::string(TESSEL_BINARY_DIR) + "/bin/tessel " + args + " 2>&1";
-  FILE *pipe = ::popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing::CommandResult;
+using testing::runTool;
 
 std::string readFile(const fs::path &path) {
   std::ifstream in(path, std::ios::binary);
@@ -37,7 +27,7 @@ std::string readFile(const fs::path &path) {
   return buffer.str();
 }
 
-class OptCommand : public testing::Test {
+class OptCommand : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("tessel-opt-test-" + std::to_string(::getpid()));

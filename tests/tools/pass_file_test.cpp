@@ -8,6 +8,8 @@
 // Each case runs the RUN command on a file holding just that case; the command must succeed.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "../common/run_tool.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,19 +85,8 @@ std::vector<TestCase> splitCases(const std::string &contents, std::string &run) 
   return cases;
 }
 
-struct CommandResult {
-  int exitCode;
-  std::string output;
-};
-
-CommandResult runCommand(const std::string &command) {
-  FILE *pipe = ::popen(command.c_str(), "r");
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using testing::CommandResult;
+using testing::runCommand;
 
 /// Checks the directives against `output`; returns "" or a message naming the failing directive.
 std::string checkOutput(const std::string &output, const std::vector<Directive> &directives, const std::string &file) {
@@ -153,7 +144,7 @@ TEST(PassFileDriver, ChecksFollowFileCheckSemantics) {
   EXPECT_EQ(check({{K::Check, "x)\nb", 1}}), "t:1: CHECK: 'x)\nb' not found");  // Never across lines.
 }
 
-class PassFileTest : public testing::TestWithParam<fs::path> {};
+class PassFileTest : public ::testing::TestWithParam<fs::path> {};
 
 TEST_P(PassFileTest, MatchesChecks) {
   const fs::path &path = GetParam();
@@ -172,7 +163,7 @@ TEST_P(PassFileTest, MatchesChecks) {
     std::ofstream(input) << c.text;
     std::string command = std::string(TESSEL_BINARY_DIR) + "/bin/" + run;
     for (size_t at; (at = command.find("%s")) != std::string::npos;) command.replace(at, 2, input.string());
-    CommandResult result = runCommand(command + " 2>&1");
+    CommandResult result = runCommand(command);
     ASSERT_EQ(result.exitCode, 0) << path << ": case " << i + 1 << ": " << command << "\n" << result.output;
     std::string failure = checkOutput(result.output, c.directives, path.string());
     EXPECT_EQ(failure, "") << "output of case " << i + 1 << ":\n" << result.output;
@@ -180,7 +171,7 @@ TEST_P(PassFileTest, MatchesChecks) {
   fs::remove_all(dir);
 }
 
-std::string testName(const testing::TestParamInfo<fs::path> &info) {
+std::string testName(const ::testing::TestParamInfo<fs::path> &info) {
   std::string name = info.param.filename().string();
   name = name.substr(0, name.size() - 8);
   for (char &c : name) {
@@ -189,7 +180,7 @@ std::string testName(const testing::TestParamInfo<fs::path> &info) {
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Passes, PassFileTest, testing::ValuesIn(findTestFiles()), testName);
+INSTANTIATE_TEST_SUITE_P(Passes, PassFileTest, ::testing::ValuesIn(findTestFiles()), testName);
 
 }  // namespace
 }  // namespace tessel
