@@ -35,8 +35,9 @@ void printInfo(const std::string &path) {
   if (!model.ok()) return reportError(model.diag().str());
   const Graph &graph = *model->graph;
   std::printf("model: %s\n", path.c_str());
-  std::printf("producer: %s %s, ir_version %lld\n", model->producerName.c_str(), model->producerVersion.c_str(),
-              static_cast<long long>(model->irVersion));
+  std::string producer = model->producerName.empty() ? "unknown" : model->producerName;
+  if (!model->producerVersion.empty()) producer += " " + model->producerVersion;
+  std::printf("producer: %s, ir_version %lld\n", producer.c_str(), static_cast<long long>(model->irVersion));
   std::string opsets;
   for (const auto &[domain, version] : model->opsetImports) {
     opsets += fmt::format("{}{}={}", opsets.empty() ? "" : ", ", domain.empty() ? "ai.onnx" : domain, version);
