@@ -4,29 +4,12 @@ broadcast, integer wrap-around, Mod sign rules, mixed-type Pow, string casts), w
 expectations, and invalid cases (error_*) that must fail with a diagnostic.
 Usage: elementwise_cases.py OUT_DIR"""
 import os, shutil, sys, numpy as np, onnx
+import casegen
 from onnx import helper, numpy_helper, TensorProto as TP
 root = sys.argv[1]
 shutil.rmtree(root, ignore_errors=True)
-NP2TP = {np.float32: TP.FLOAT, np.float64: TP.DOUBLE, np.float16: TP.FLOAT16, np.int8: TP.INT8, np.int16: TP.INT16,
-         np.int32: TP.INT32, np.int64: TP.INT64, np.uint8: TP.UINT8, np.uint16: TP.UINT16, np.uint32: TP.UINT32,
-         np.uint64: TP.UINT64, np.bool_: TP.BOOL, np.object_: TP.STRING}
-def tp(a): return NP2TP[a.dtype.type]
 def case(name, op, inputs, outputs, opset, **attrs):
-    ins = [f'in{i}' if x is not None else '' for i, x in enumerate(inputs)]
-    node = helper.make_node(op, ins, [f'out{i}' for i in range(len(outputs))], **attrs)
-    gi = [helper.make_tensor_value_info(f'in{i}', tp(x), x.shape) for i, x in enumerate(inputs) if x is not None]
-    go = [helper.make_tensor_value_info(f'out{i}', tp(y), y.shape) for i, y in enumerate(outputs)]
-    g = helper.make_graph([node], name, gi, go)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', opset)])
-    m.ir_version = 7 if opset >= 7 else 3
-    d = os.path.join(root, name); os.makedirs(d + '/test_data_set_0')
-    onnx.save(m, d + '/model.onnx')
-    k = 0
-    for i, x in enumerate(inputs):
-        if x is None: continue
-        open(f'{d}/test_data_set_0/input_{k}.pb', 'wb').write(numpy_helper.from_array(x, f'in{i}').SerializeToString()); k += 1
-    for i, y in enumerate(outputs):
-        open(f'{d}/test_data_set_0/output_{i}.pb', 'wb').write(numpy_helper.from_array(y, f'out{i}').SerializeToString())
+    casegen.op_case(root, name, op, inputs, outputs, opset, **attrs)
 
 f32 = np.float32
 a = np.arange(24, dtype=f32).reshape(2, 3, 4)

@@ -6,25 +6,16 @@ from independent, loop-based numpy implementations. Usage: nn_cases.py OUT_DIR; 
 `tessel conformance OUT_DIR`. Cases ending in _error are invalid on purpose."""
 import itertools, math, os, shutil, sys
 import numpy as np, onnx
+import casegen
 from onnx import helper, numpy_helper
 
 OUT = sys.argv[1]
 shutil.rmtree(OUT, ignore_errors=True)
 rng = np.random.default_rng(0)
-TT = onnx.mapping.NP_TYPE_TO_TENSOR_TYPE
 
 
 def save(name, node, inputs, outputs, opset=17):
-    d = os.path.join(OUT, name)
-    os.makedirs(d + '/test_data_set_0')
-    ins = [helper.make_tensor_value_info(n, TT[v.dtype], v.shape) for n, v in inputs]
-    outs = [helper.make_tensor_value_info(n, TT[v.dtype], v.shape) for n, v in outputs]
-    m = helper.make_model(helper.make_graph([node], name, ins, outs), opset_imports=[helper.make_opsetid('', opset)])
-    onnx.save(m, d + '/model.onnx')
-    for i, (n, v) in enumerate(inputs):
-        open(f'{d}/test_data_set_0/input_{i}.pb', 'wb').write(numpy_helper.from_array(v, n).SerializeToString())
-    for i, (n, v) in enumerate(outputs):
-        open(f'{d}/test_data_set_0/output_{i}.pb', 'wb').write(numpy_helper.from_array(v, n).SerializeToString())
+    casegen.node_case(OUT, name, node, inputs, outputs, opset)
 
 
 def f32(*shape):
