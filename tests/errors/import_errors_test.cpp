@@ -117,17 +117,23 @@ TEST(ImportErrors, RawDataSizeMismatch) {
   EXPECT_NE(model.diag().message.find("tensor 'w' has 12 bytes of raw_data"), std::string::npos) << model.diag().str();
 }
 
-TEST(ImportErrors, MissingExternalDataNamesFileAndTensor) {
+/// A model adding an f32[3] initializer 'w' whose data lives in the external file `location`.
+onnx::ModelProto modelWithExternalWeight(const std::string &location) {
   onnx::ModelProto proto = makeModel();
   auto *init = proto.mutable_graph()->add_initializer();
   init->set_name("w");
   init->set_data_type(onnx::TensorProto::FLOAT);
   init->add_dims(3);
   init->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto *loc = init->add_external_data();
-  loc->set_key("location");
-  loc->set_value("weights.bin");
+  auto *entry = init->add_external_data();
+  entry->set_key("location");
+  entry->set_value(location);
   addNode(proto, "Add", {"x", "w"}, {"y"}, "add");
+  return proto;
+}
+
+TEST(ImportErrors, MissingExternalDataNamesFileAndTensor) {
+  onnx::ModelProto proto = modelWithExternalWeight("weights.bin");
   auto model = importProto(proto, "external");
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.diag().code, ErrorCode::FileNotFound);
@@ -137,16 +143,7 @@ TEST(ImportErrors, MissingExternalDataNamesFileAndTensor) {
 }
 
 TEST(ImportErrors, ExternalDataOutsideModelFolderIsRejected) {
-  onnx::ModelProto proto = makeModel();
-  auto *init = proto.mutable_graph()->add_initializer();
-  init->set_name("w");
-  init->set_data_type(onnx::TensorProto::FLOAT);
-  init->add_dims(3);
-  init->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto *loc = init->add_external_data();
-  loc->set_key("location");
-  loc->set_value("../../etc/passwd");
-  addNode(proto, "Add", {"x", "w"}, {"y"}, "add");
+  onnx::ModelProto proto = modelWithExternalWeight("../../etc/passwd");
   auto model = importProto(proto, "escape");
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.diag().message.find("must be a relative path inside the model's folder"), std::string::npos)
