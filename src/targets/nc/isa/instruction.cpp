@@ -1,4 +1,4 @@
-// Tables behind instruction.h: opcode rows from isa.def, and the text names of engines, memories,
+// Tables behind instruction.h: opcode rows from isa.def, and the text names of memories,
 // dtypes, ALU ops and ACT functions shared by the assembler and the disassembler.
 #include "targets/nc/isa/instruction.h"
 
@@ -19,7 +19,6 @@ constexpr OpcodeRow kOpcodeRows[] = {
 #undef INSN
 };
 
-constexpr std::string_view kEngineNames[] = {"PE", "DVE", "ACT", "POOL", "DMA"};
 constexpr std::string_view kMemSpaceNames[] = {"sbuf", "psum", "hbm"};
 constexpr std::string_view kDTypeNames[] = {"u8",   "i8",       "u16",       "i16", "u32",
                                             "i32",  "f8e4m3",   "f8e5m2",    "f8e4m3fn",
@@ -37,7 +36,6 @@ constexpr std::string_view kActFuncNames[] = {
     "silu_dx", "tanh",   "softplus", "mish",   "erf",     "erf_dx",   "exp",
     "sign",   "abs",     "log",    "sin",      "arctan",  "sqrt",     "rsqrt",   "reciprocal"};
 
-static_assert(std::size(kEngineNames) == kNumEngines);
 static_assert(std::size(kMemSpaceNames) == kNumMemSpaces);
 static_assert(std::size(kDTypeNames) == kNumDTypes && std::size(kDTypeSizes) == kNumDTypes);
 static_assert(std::size(kAluOpNames) == kNumAluOps);
@@ -79,7 +77,6 @@ const std::vector<OperandSlot> &operandSlots(Opcode opcode) {
   return slots[static_cast<int>(opcode)];
 }
 
-std::string_view engineName(Engine engine) { return kEngineNames[static_cast<int>(engine)]; }
 std::string_view memSpaceName(MemSpace space) { return kMemSpaceNames[static_cast<int>(space)]; }
 std::string_view dtypeName(DType dtype) { return kDTypeNames[static_cast<int>(dtype)]; }
 std::string_view aluOpName(AluOp op) { return kAluOpNames[static_cast<int>(op)]; }
@@ -91,7 +88,6 @@ std::optional<Opcode> parseOpcode(std::string_view text) {
     if (kOpcodeRows[i].mnemonic == text) return static_cast<Opcode>(i);
   return std::nullopt;
 }
-std::optional<Engine> parseEngine(std::string_view text) { return findName<Engine>(kEngineNames, text); }
 std::optional<MemSpace> parseMemSpace(std::string_view text) {
   return findName<MemSpace>(kMemSpaceNames, text);
 }

@@ -1,7 +1,8 @@
 // The in-memory form of one accelerator instruction (accelerator-model.md sections 3, 4, 6): an
 // opcode from isa.def, the engine that runs it, operands as access patterns into SBUF/PSUM/HBM,
-// immediates (ALU ops, ACT function, scalars) and the semaphore wait/increment every instruction
-// carries. The encoder, assembler, disassembler and verifier all work on this struct.
+// immediates (ALU ops, ACT function, scalars), the DMA queue of a dma_copy, and the semaphore
+// waits/increment every instruction carries. The encoder, assembler, disassembler and verifier all
+// work on this struct.
 #pragma once
 
 #include <array>
@@ -10,14 +11,16 @@
 #include <string_view>
 #include <vector>
 
+#include "targets/nc/machine/engine.h"
+
 namespace tessel::nc {
 
-/// Engine bit values used by the engines column of isa.def.
-inline constexpr uint8_t kPE = 1, kDVE = 2, kACT = 4, kPOOL = 8, kDMA = 16;
+/// The bit of `engine` in an engine set (the engines column of isa.def, allowedEngines()).
+constexpr uint8_t engineBit(Engine engine) { return static_cast<uint8_t>(1u << static_cast<int>(engine)); }
 
-/// The engine that executes an instruction (section 2).
-enum class Engine : uint8_t { PE, DVE, ACT, POOL, DMA };
-inline constexpr int kNumEngines = 5;
+/// Engine bits used by the engines column of isa.def.
+inline constexpr uint8_t kPE = engineBit(Engine::PE), kDVE = engineBit(Engine::DVE), kACT = engineBit(Engine::ACT),
+                         kPOOL = engineBit(Engine::POOL), kSP = engineBit(Engine::SP), kDMA = engineBit(Engine::DMA);
 
 /// One opcode per isa.def row.
 enum class Opcode : uint8_t {
@@ -52,10 +55,12 @@ enum class ActFunc : uint8_t {
 };
 inline constexpr int kNumActFuncs = 27;
 
-/// One free dimension of an access pattern: step and count, in elements (section 4.2).
+/// One free dimension of an access pattern: step and count, in elements (section 4.2). The verifier
+/// holds SBUF/PSUM operands to the hardware's int16 stride and uint16 count; HBM operands (DMA
+/// descriptors) may use the full width.
 struct FreeDim {
-  int16_t strideElements = 1;
-  uint16_t count = 1;
+  int64_t strideElements = 1;
+  uint32_t count = 1;
   bool operator==(const FreeDim &) const = default;
 };
 
@@ -81,11 +86,14 @@ struct SemaphoreWait {
   bool operator==(const SemaphoreWait &) const = default;
 };
 
-/// Maximum operand slots of any signature and immediates of any instruction.
-inline constexpr int kMaxOperands = 4;
+/// Maximum operand slots of any signature, immediates and semaphore waits of any instruction.
+inline constexpr int kMaxOperands = 5;
 inline constexpr int kMaxScalars = 4;
+inline constexpr int kMaxWaits = 8;
 
-/// One instruction. `operands[i]` is signature slot i of the opcode (see operandSlots()).
+/// One instruction. `operands[i]` is signature slot i of the opcode (see operandSlots()). It starts
+/// only when every semaphore in `waits` has reached its value; on completion it increments
+/// `increment` by 1. Semaphores (ids 0..65535) all start at 0.
 struct Instruction {
   Opcode opcode = Opcode::TensorCopy;
   Engine engine = Engine::DVE;
@@ -95,8 +103,9 @@ struct Instruction {
   ActFunc func = ActFunc::None;   // activation only.
   std::vector<float> scalars;     // Immediates: scale, scalar operands, fill value, iota terms.
   bool accumulate = false;        // nc_matmul: add into PSUM instead of overwriting.
-  std::optional<SemaphoreWait> wait;
-  std::optional<uint16_t> increment;  // Semaphore incremented on completion.
+  uint8_t queue = 0;              // dma_copy only: the DMA queue (FIFO per queue); 0 elsewhere.
+  std::vector<SemaphoreWait> waits;   // At most kMaxWaits, in the order written.
+  std::optional<uint16_t> increment;  // Semaphore incremented by 1 on completion.
   bool operator==(const Instruction &) const = default;
 };
 
@@ -108,7 +117,7 @@ struct OperandSlot {
 
 /// The mnemonic of an opcode, exactly as in accelerator-model.md.
 std::string_view mnemonic(Opcode opcode);
-/// The engines (bits kPE...) allowed to run an opcode.
+/// The engines (engineBit() bits kPE...) allowed to run an opcode.
 uint8_t allowedEngines(Opcode opcode);
 /// The operand slots of an opcode, from its isa.def signature.
 const std::vector<OperandSlot> &operandSlots(Opcode opcode);
@@ -116,13 +125,12 @@ const std::vector<OperandSlot> &operandSlots(Opcode opcode);
 int numOpcodes();
 
 /// Printable names (as used by the assembly); the parse functions return nullopt for unknown names.
-std::string_view engineName(Engine engine);
+/// engineName/parseEngine are in machine/engine.h.
 std::string_view memSpaceName(MemSpace space);
 std::string_view dtypeName(DType dtype);
 std::string_view aluOpName(AluOp op);
 std::string_view actFuncName(ActFunc func);
 std::optional<Opcode> parseOpcode(std::string_view text);
-std::optional<Engine> parseEngine(std::string_view text);
 std::optional<MemSpace> parseMemSpace(std::string_view text);
 std::optional<DType> parseDType(std::string_view text);
 std::optional<AluOp> parseAluOp(std::string_view text);

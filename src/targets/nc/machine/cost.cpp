@@ -11,13 +11,14 @@ int64_t ceilDiv(int64_t numerator, int64_t denominator) { return (numerator + de
 
 int64_t minIiCycles(const MachineProfile &profile, Engine engine) {
   switch (engine) {
-    case Engine::Pe: return profile.pe.mmMinIiCycles;
-    case Engine::Dve: return profile.dve.minIiCycles;
-    case Engine::Act: return profile.act.minIiCycles;
-    case Engine::Pool:
-    case Engine::Sp: break;
+    case Engine::PE: return profile.pe.mmMinIiCycles;
+    case Engine::DVE: return profile.dve.minIiCycles;
+    case Engine::ACT: return profile.act.minIiCycles;
+    case Engine::POOL:
+    case Engine::SP:
+    case Engine::DMA: break;
   }
-  TESSEL_CHECK(false, "engine {} has no MIN_II", static_cast<int>(engine));
+  TESSEL_CHECK(false, "engine {} has no MIN_II", engineName(engine));
   return 0;
 }
 
@@ -25,13 +26,14 @@ int64_t minIiCycles(const MachineProfile &profile, Engine engine) {
 
 double engineClockGHz(const MachineProfile &profile, Engine engine) {
   switch (engine) {
-    case Engine::Pe: return profile.pe.clockGHz;
-    case Engine::Dve: return profile.dve.clockGHz;
-    case Engine::Act: return profile.act.clockGHz;
-    case Engine::Pool: return profile.pool.clockGHz;
-    case Engine::Sp: return profile.sp.clockGHz;
+    case Engine::PE: return profile.pe.clockGHz;
+    case Engine::DVE: return profile.dve.clockGHz;
+    case Engine::ACT: return profile.act.clockGHz;
+    case Engine::POOL: return profile.pool.clockGHz;
+    case Engine::SP: return profile.sp.clockGHz;
+    case Engine::DMA: break;  // DMA time is in ns (dmaChunkNs), not cycles.
   }
-  TESSEL_CHECK(false, "unknown engine {}", static_cast<int>(engine));
+  TESSEL_CHECK(false, "engine {} has no clock in the profile", engineName(engine));
   return 0;
 }
 
@@ -88,7 +90,7 @@ double dvePerfModeSpeedup(const MachineProfile &profile, DvePerfCase perfCase) {
 
 // II = max(MIN_II_e, ceil(N x inputs x (stride > threshold ? factor : 1) / speedup)) (section 9.2 [P:ARCH2]).
 int64_t costStreamingCycles(const MachineProfile &profile, Engine engine, const StreamShape &shape) {
-  TESSEL_CHECK(engine == Engine::Dve || engine == Engine::Act, "streaming cost is for DVE and ACT");
+  TESSEL_CHECK(engine == Engine::DVE || engine == Engine::ACT, "streaming cost is for DVE and ACT");
   TESSEL_CHECK(shape.speedup > 0, "speedup {}", shape.speedup);
   int64_t work = shape.elementsPerPartition * shape.streamedInputs;
   if (shape.innermostStrideBytes > profile.sbuf.stridedPenaltyAboveStrideBytes) work *= profile.sbuf.stridedPenaltyFactor;
@@ -98,7 +100,7 @@ int64_t costStreamingCycles(const MachineProfile &profile, Engine engine, const 
 
 // II = max(MIN_II_ACT, N) + (reduce ? MIN_II_ACT : 0) (sections 5.3, 6.1 [P:ISAC]).
 int64_t costActivationCycles(const MachineProfile &profile, int64_t elementsPerPartition, bool reduce) {
-  int64_t cycles = costStreamingCycles(profile, Engine::Act, StreamShape{elementsPerPartition});
+  int64_t cycles = costStreamingCycles(profile, Engine::ACT, StreamShape{elementsPerPartition});
   return reduce ? cycles + profile.act.minIiCycles : cycles;
 }
 
@@ -110,13 +112,14 @@ int64_t costPoolCycles(const MachineProfile &profile, int64_t elementsPerPartiti
 // spacing = II + PIPE_LAT_e + SEM_LAT (section 9.1 [A], calibrated on ACT ~264 cycles [P:PERF]).
 int64_t dependentIssueCycles(const MachineProfile &profile, Engine engine, int64_t iiCycles) {
   switch (engine) {
-    case Engine::Pe: return iiCycles + profile.pe.pipeLatencyCycles + profile.semLatencyCycles;
-    case Engine::Dve: return iiCycles + profile.dve.pipeLatencyCycles + profile.semLatencyCycles;
-    case Engine::Act: return iiCycles + profile.act.pipeLatencyCycles + profile.semLatencyCycles;
-    case Engine::Pool:
-    case Engine::Sp: break;
+    case Engine::PE: return iiCycles + profile.pe.pipeLatencyCycles + profile.semLatencyCycles;
+    case Engine::DVE: return iiCycles + profile.dve.pipeLatencyCycles + profile.semLatencyCycles;
+    case Engine::ACT: return iiCycles + profile.act.pipeLatencyCycles + profile.semLatencyCycles;
+    case Engine::POOL:
+    case Engine::SP:
+    case Engine::DMA: break;
   }
-  TESSEL_CHECK(false, "engine {} has no pipeline latency in the profile", static_cast<int>(engine));
+  TESSEL_CHECK(false, "engine {} has no pipeline latency in the profile", engineName(engine));
   return 0;
 }
 

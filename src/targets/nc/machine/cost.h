@@ -8,17 +8,15 @@
 
 #include <cstdint>
 
+#include "targets/nc/machine/engine.h"
 #include "targets/nc/machine/profile.h"
 
 namespace tessel::nc {
 
-/// An engine of one core.
-enum class Engine { Pe, Dve, Act, Pool, Sp };
-
 /// Input dtype class of a matmul; fp32 and tf32 pair only with each other.
 enum class PeDtype { Fp8, Bf16, Fp16, Tf32, Fp32 };
 
-/// The clock of `engine` in GHz (cycles per ns).
+/// The clock of `engine` in GHz (cycles per ns). PE, DVE, ACT, POOL and SP only: DMA time is in ns.
 double engineClockGHz(const MachineProfile &profile, Engine engine);
 
 /// Converts `cycles` of `engine` to nanoseconds.
@@ -71,7 +69,7 @@ enum class DvePerfCase {
 /// The DVE speedup the profile gives `perfCase` (1 for None, and for every case on nc-v2).
 double dvePerfModeSpeedup(const MachineProfile &profile, DvePerfCase perfCase);
 
-/// The initiation interval of a streaming instruction on `engine` (Dve or Act), in its cycles.
+/// The initiation interval of a streaming instruction on `engine` (DVE or ACT), in its cycles.
 int64_t costStreamingCycles(const MachineProfile &profile, Engine engine, const StreamShape &shape);
 
 /// An ACT activation over N elements per partition; `reduce` adds the free-axis reduction.
@@ -80,7 +78,7 @@ int64_t costActivationCycles(const MachineProfile &profile, int64_t elementsPerP
 /// A POOL instruction with the generic formula over N elements per partition, in POOL cycles.
 int64_t costPoolCycles(const MachineProfile &profile, int64_t elementsPerPartition);
 
-/// The spacing, in cycles of `engine` (Pe, Dve or Act), of a chain of instructions on it where each
+/// The spacing, in cycles of `engine` (PE, DVE or ACT), of a chain of instructions on it where each
 /// waits for the previous one's result through a semaphore; `iiCycles` is each one's cost.
 int64_t dependentIssueCycles(const MachineProfile &profile, Engine engine, int64_t iiCycles);
 

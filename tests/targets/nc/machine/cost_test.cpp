@@ -62,17 +62,17 @@ TEST(PeakFigures, MatchTheDocument) {
 TEST(StreamingCost, FollowsSection92Formula) {
   MachineProfile v2 = load("nc-v2");
   MachineProfile v3 = load("nc-v3");
-  EXPECT_EQ(costStreamingCycles(v2, Engine::Dve, {1}), 64);                 // MIN_II floor.
-  EXPECT_EQ(costStreamingCycles(v2, Engine::Dve, {1000}), 1000);            // One streamed input: N.
-  EXPECT_EQ(costStreamingCycles(v2, Engine::Dve, {1000, 2}), 2000);         // Two SBUF inputs: 2N.
-  EXPECT_EQ(costStreamingCycles(v2, Engine::Dve, {1000, 1, 16}), 1000);     // Stride 16 B: full rate.
-  EXPECT_EQ(costStreamingCycles(v2, Engine::Dve, {1000, 1, 17}), 2000);     // Stride > 16 B: half rate.
+  EXPECT_EQ(costStreamingCycles(v2, Engine::DVE, {1}), 64);                 // MIN_II floor.
+  EXPECT_EQ(costStreamingCycles(v2, Engine::DVE, {1000}), 1000);            // One streamed input: N.
+  EXPECT_EQ(costStreamingCycles(v2, Engine::DVE, {1000, 2}), 2000);         // Two SBUF inputs: 2N.
+  EXPECT_EQ(costStreamingCycles(v2, Engine::DVE, {1000, 1, 16}), 1000);     // Stride 16 B: full rate.
+  EXPECT_EQ(costStreamingCycles(v2, Engine::DVE, {1000, 1, 17}), 2000);     // Stride > 16 B: half rate.
   double contiguous = dvePerfModeSpeedup(v3, DvePerfCase::CopyOrTensorScalarBf16SbufContiguous);
-  EXPECT_EQ(costStreamingCycles(v3, Engine::Dve, {1000, 1, 2, contiguous}), 250);  // Perf mode 4x.
+  EXPECT_EQ(costStreamingCycles(v3, Engine::DVE, {1000, 1, 2, contiguous}), 250);  // Perf mode 4x.
   double tensorTensor = dvePerfModeSpeedup(v3, DvePerfCase::TensorTensorBf16Sbuf);
-  EXPECT_EQ(costStreamingCycles(v3, Engine::Dve, {1000, 2, 2, tensorTensor}), 1000);  // Perf mode 2x.
+  EXPECT_EQ(costStreamingCycles(v3, Engine::DVE, {1000, 2, 2, tensorTensor}), 1000);  // Perf mode 2x.
   double v2Contiguous = dvePerfModeSpeedup(v2, DvePerfCase::CopyOrTensorScalarBf16SbufContiguous);
-  EXPECT_EQ(costStreamingCycles(v2, Engine::Dve, {1000, 1, 2, v2Contiguous}), 1000);  // No perf mode on nc-v2.
+  EXPECT_EQ(costStreamingCycles(v2, Engine::DVE, {1000, 1, 2, v2Contiguous}), 1000);  // No perf mode on nc-v2.
   EXPECT_EQ(costActivationCycles(v2, 512, /*reduce=*/false), 512);
   EXPECT_EQ(costActivationCycles(v2, 512, /*reduce=*/true), 576);
   EXPECT_EQ(costPoolCycles(v2, 100), 250);
@@ -84,7 +84,7 @@ TEST(CalibrationAnchors, PeStreamReachesPeak) {
   for (auto [name, tflops] : {std::pair{"nc-v2", 91.75}, std::pair{"nc-v3", 78.6}}) {
     MachineProfile p = load(name);
     MatmulShape shape{128, 128, 512, PeDtype::Bf16};
-    double ns = cyclesToNs(p, Engine::Pe, static_cast<double>(costMatmulStreamPairCycles(p, shape)));
+    double ns = cyclesToNs(p, Engine::PE, static_cast<double>(costMatmulStreamPairCycles(p, shape)));
     expectWithin(matmulFlops(shape) / ns * 1e-3, tflops, 0.01);  // FLOP/ns * 1e-3 = TFLOP/s.
   }
 }
@@ -94,17 +94,17 @@ TEST(CalibrationAnchors, DependentActivationSpacing) {
   // on nc-v2. Exercises the ACT cost max(MIN_II, N) plus the section 9.1 latency rule
   // (ACT pipeline latency + semaphore latency).
   MachineProfile v2 = load("nc-v2");
-  int64_t spacing = dependentIssueCycles(v2, Engine::Act, costActivationCycles(v2, 1, /*reduce=*/false));
+  int64_t spacing = dependentIssueCycles(v2, Engine::ACT, costActivationCycles(v2, 1, /*reduce=*/false));
   expectWithin(static_cast<double>(spacing), 264, 0.15);
-  expectWithin(cyclesToNs(v2, Engine::Act, static_cast<double>(spacing)), 189, 0.15);
+  expectWithin(cyclesToNs(v2, Engine::ACT, static_cast<double>(spacing)), 189, 0.15);
 }
 
 TEST(CalibrationAnchors, DependentSmallDveOverhead) {
   // Section 9.1 target: dependent small DVE instructions add ~100 cycles beyond their II on nc-v2.
   // Exercises the DVE pipeline latency + semaphore latency against the profile's stated overhead.
   MachineProfile v2 = load("nc-v2");
-  int64_t ii = costStreamingCycles(v2, Engine::Dve, {1});
-  expectWithin(static_cast<double>(dependentIssueCycles(v2, Engine::Dve, ii) - ii),
+  int64_t ii = costStreamingCycles(v2, Engine::DVE, {1});
+  expectWithin(static_cast<double>(dependentIssueCycles(v2, Engine::DVE, ii) - ii),
                static_cast<double>(v2.dve.smallDependencyOverheadCycles), 0.15);
 }
 

@@ -1,0 +1,173 @@
+// The tile DSL: how tessel's accelerator kernels are written, in C++, in the spirit of NKI. A kernel
+// is a function that calls a KernelBuilder: it declares its HBM arguments, creates tiles in SBUF and
+// PSUM (partition dim first, then free dims), and issues tile operations — load/store (DMA), matmul
+// and transpose (PE), activation (ACT), ALU ops, reductions and masks (DVE/POOL). C++ loops unroll
+// as the kernel runs, so the builder records a straight-line Tile IR (tile_ir.h); compileKernel()
+// (compile.h) then allocates SBUF/PSUM, derives dependences, schedules across engines and DMA queues
+// and inserts the semaphores. Every tile is a new logical buffer: a tile created inside a loop body
+// gets a fresh buffer per iteration, and the allocator's reuse policy turns that into multi-buffering.
+//
+// Shape errors (a view out of its tile, a partition count over the machine's, mismatched operand
+// shapes) do not stop the kernel code: the first one is kept, with the op index and the offending
+// values, and finish() returns it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "support/diagnostic.h"
+#include "targets/nc/isa/instruction.h"
+#include "targets/nc/machine/engine.h"
+#include "targets/nc/machine/profile.h"
+#include "targets/nc/tile/tile_ir.h"
+
+namespace tessel::nc::tile {
+
+/// A rectangular window onto a tile in SBUF or PSUM: a partition range and free dims given as an
+/// access pattern relative to the tile's first element (element offset plus dims, outermost first).
+class TileView {
+ public:
+  TileView() = default;
+
+  int32_t tile() const { return tile_; }
+  MemSpace space() const { return space_; }
+  DType dtype() const { return dtype_; }
+  int64_t partitionStart() const { return partitionStart_; }
+  int64_t partitions() const { return partitionCount_; }
+  int64_t offsetElements() const { return offsetElements_; }
+  const std::vector<FreeDim> &dims() const { return dims_; }
+  /// Counts of the free dims, outermost first.
+  std::vector<int64_t> freeShape() const;
+  /// Product of the free dims: elements per partition.
+  int64_t freeSize() const;
+
+  /// Partitions [start, start + count) of this view.
+  TileView partitionSlice(int64_t start, int64_t count) const;
+  /// Elements [start, start + count) of free dim `dim` (0 = outermost; -1 = innermost).
+  TileView slice(int dim, int64_t start, int64_t count) const;
+  /// Shorthand for slice(-1, start, count).
+  TileView cols(int64_t start, int64_t count) const { return slice(-1, start, count); }
+  /// Splits the contiguous innermost dim into `shape` (row-major), e.g. [P, 2048] -> [P, 4, 512].
+  TileView reshapeFree(const std::vector<int64_t> &shape) const;
+  /// Appends an innermost stride-0 dim of `count`: a [P, 1] per-partition scalar read as [P, count].
+  TileView broadcastFree(int64_t count) const;
+
+ private:
+  friend class KernelBuilder;
+  int32_t tile_ = -1;
+  MemSpace space_ = MemSpace::SBUF;
+  DType dtype_ = DType::F32;
+  int64_t partitionStart_ = 0, partitionCount_ = 0;
+  int64_t offsetElements_ = 0;
+  std::vector<FreeDim> dims_;
+  KernelBuilder *builder_ = nullptr;  // Where slicing errors are reported.
+};
+
+/// A window onto an HBM tensor: an element offset and dims (outermost first) over its row-major
+/// layout. On load/store the outermost dim maps to the tile's partitions and the rest to its free
+/// dims, in order.
+class HbmView {
+ public:
+  HbmView() = default;
+
+  int32_t tensor() const { return tensor_; }
+  DType dtype() const { return dtype_; }
+  int64_t offsetElements() const { return offsetElements_; }
+  const std::vector<FreeDim> &dims() const { return dims_; }
+  std::vector<int64_t> shape() const;
+
+  /// Elements [start, start + count) of dim `dim` (-1 = innermost).
+  HbmView slice(int dim, int64_t start, int64_t count) const;
+  /// Shorthands for 2-D views.
+  HbmView rows(int64_t start, int64_t count) const { return slice(0, start, count); }
+  HbmView cols(int64_t start, int64_t count) const { return slice(-1, start, count); }
+  /// Swaps dims `a` and `b` (a strided view; a DMA through it moves one element per chunk).
+  HbmView transpose(int a = 0, int b = 1) const;
+  /// Splits dim `dim` (contiguous in its parent) into `shape`.
+  HbmView reshapeDim(int dim, const std::vector<int64_t> &shape) const;
+  /// Replaces dim `dim`, which must have count 1, by a stride-0 dim of `count` (row broadcast).
+  HbmView broadcast(int dim, int64_t count) const;
+
+ private:
+  friend class KernelBuilder;
+  int32_t tensor_ = -1;
+  DType dtype_ = DType::F32;
+  int64_t offsetElements_ = 0;
+  std::vector<FreeDim> dims_;
+  KernelBuilder *builder_ = nullptr;
+};
+
+/// A per-partition scalar operand: an immediate or a [P, 1] tile view.
+using ScalarOperand = std::variant<float, TileView>;
+
+/// Optional parts of an activation: dst = func(src * scale + bias), accum = reduce(accumOp) of dst.
+struct ActivationArgs {
+  ScalarOperand scale = 1.0f;
+  std::optional<ScalarOperand> bias;      // [P, 1] view or an immediate (immediate bias: nc-v3 only).
+  std::optional<TileView> accum;          // [P, 1] fp32: free-axis reduction of the results.
+  AluOp accumOp = AluOp::Add;
+};
+
+/// Records one kernel. Engines may be left to the compiler where more than one can run an op.
+class KernelBuilder {
+ public:
+  KernelBuilder(std::string name, const MachineProfile &profile);
+  KernelBuilder(const KernelBuilder &) = delete;
+  KernelBuilder &operator=(const KernelBuilder &) = delete;
+
+  const MachineProfile &profile() const { return profile_; }
+
+  /// Kernel arguments in HBM, row-major.
+  HbmView input(const std::string &name, DType dtype, const std::vector<int64_t> &shape);
+  HbmView output(const std::string &name, DType dtype, const std::vector<int64_t> &shape);
+
+  /// A new tile (partitions <= profile.partitions). PSUM tiles must fit one bank per partition.
+  TileView sbuf(const std::string &name, DType dtype, int64_t partitions, const std::vector<int64_t> &freeShape);
+  TileView psum(const std::string &name, DType dtype, int64_t partitions, const std::vector<int64_t> &freeShape);
+
+  /// DMA: HBM -> SBUF and SBUF -> HBM (element counts must match; dtypes may differ: the DMA casts).
+  void load(const TileView &dst, const HbmView &src);
+  void store(const HbmView &dst, const TileView &src);
+  /// PE: dst[M, N] (PSUM fp32) = stationary[K, M]^T @ moving[K, N]; accumulate adds to dst.
+  void matmul(const TileView &dst, const TileView &stationary, const TileView &moving, bool accumulate);
+  /// PE transpose: src [P, F] (SBUF) -> dst [F, P] (PSUM, same dtype).
+  void transpose(const TileView &dst, const TileView &src);
+  /// ACT: dst = func(src * scale + bias), optionally reducing into args.accum.
+  void activation(const TileView &dst, const TileView &src, ActFunc func, const ActivationArgs &args = {});
+  /// dst = a op b elementwise (DVE by default; POOL allowed for SBUF-only operands).
+  void tensorTensor(const TileView &dst, const TileView &a, const TileView &b, AluOp op,
+                    std::optional<Engine> engine = std::nullopt);
+  /// dst = (src op0 s0) op1 s1; op1 None skips the second op.
+  void tensorScalar(const TileView &dst, const TileView &src, AluOp op0, ScalarOperand s0,
+                    AluOp op1 = AluOp::None, ScalarOperand s1 = 0.0f, std::optional<Engine> engine = std::nullopt);
+  /// dst = reduce(op) of src over its innermost free dim (DVE).
+  void reduce(const TileView &dst, const TileView &src, AluOp op);
+  /// dst = src with a dtype cast; the compiler picks DVE, ACT or POOL unless `engine` is given.
+  void copy(const TileView &dst, const TileView &src, std::optional<Engine> engine = std::nullopt);
+  void memset(const TileView &dst, float value, std::optional<Engine> engine = std::nullopt);
+  /// POOL: dst[p][k] = offset + p * partitionMultiplier + k * step (k = flat free index).
+  void iota(const TileView &dst, float offset, float partitionMultiplier, float step);
+  /// POOL: dst = (partitionMultiplier * p + freeMultiplier * k + offset >= 0) ? src : fill.
+  void affineSelect(const TileView &dst, const TileView &src, float partitionMultiplier, float freeMultiplier,
+                    float offset, float fill);
+  /// DVE batch-norm statistics: src [P, N <= 512] -> dst [P, 6]; bnAggr: [P, 6 * G] -> [P, 2] (mean, var).
+  void bnStats(const TileView &dst, const TileView &src);
+  void bnAggr(const TileView &dst, const TileView &src);
+
+  /// Records a shape error (the first one wins); used by views and ops.
+  void fail(std::string message);
+
+  /// The recorded kernel, or the first error (InvalidArgument, "kernel 'name': op #i (matmul): ...").
+  Expected<Kernel> finish();
+
+ private:
+  std::string name_;
+  const MachineProfile &profile_;
+  Kernel kernel_;
+  std::optional<Diagnostic> error_;
+};
+
+}  // namespace tessel::nc::tile
