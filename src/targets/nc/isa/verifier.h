@@ -1,7 +1,9 @@
 // Checks accelerator instructions against the tile rules of accelerator-model.md section 7 (and
 // the memory/engine/dtype rules of sections 3 and 4) before they are scheduled or simulated. Runs
 // on what the assembler or the decoder returns; each violation is one message naming the
-// instruction index, its mnemonic, the rule id and the offending value.
+// instruction index, its mnemonic, the rule id and the offending value. Besides the tile rules it
+// checks the encoding-level rules: SBUF/PSUM free dims within the hardware's int16 stride / uint16
+// count (HBM unrestricted), at most kMaxWaits waits, and the DMA queue (dma_copy only).
 #pragma once
 
 #include <cstdint>
@@ -10,11 +12,13 @@
 
 #include "support/diagnostic.h"
 #include "targets/nc/isa/instruction.h"
+#include "targets/nc/machine/profile.h"
 
 namespace tessel::nc {
 
-/// The machine numbers the verifier needs. Defaults are nc-v2 (section 10); the nc profiles will
-/// fill this in once they land.
+/// The machine numbers the verifier needs. Defaults are nc-v2 (section 10); isaLimitsFor() fills
+/// them from a profile. The members without a profile key (T7, T8 and the DVE transpose size) are
+/// the section 7 constants, the same on every profile.
 struct IsaLimits {
   int partitions = 128;
   uint64_t sbufBytesPerPartition = 196608;
@@ -26,7 +30,12 @@ struct IsaLimits {
   uint64_t bnStatsMaxFree = 512;
   int peTransposeMax = 128, dveTransposeMax = 32;
   bool actReduceAddOnly = true;             // T15, nc-v2.
+  int dmaQueues = 16;                       // dma_copy queue ids 0..dmaQueues-1.
 };
+
+/// The limits of `profile`: its partitions, memory sizes, PE array, PSUM bank, ACT reduce ops and
+/// DMA queues per engine.
+IsaLimits isaLimitsFor(const MachineProfile &profile);
 
 /// Returns every violation in one instruction (empty when legal). `index` labels the messages.
 std::vector<std::string> verifyInstruction(const Instruction &insn, size_t index, const IsaLimits &limits);
