@@ -8,6 +8,7 @@ packages=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-onnx
+  chromium  # headless screenshot test of the profiler report
 )
 
 missing=()

@@ -14,6 +14,9 @@ void addRunCommand(CLI::App &app);
 void addConformanceCommand(CLI::App &app);
 void addOptCommand(CLI::App &app);
 void addOpsCommand(CLI::App &app);
+void addAsmCommand(CLI::App &app);
+void addDisasmCommand(CLI::App &app);
+void addKernelCommand(CLI::App &app);
 
 /// Prints a diagnostic as "tessel: error: <file: node ...: message>" and sets the exit code to 1.
 void reportError(const std::string &message);

@@ -25,6 +25,9 @@ int main(int argc, char **argv) {
   tessel::cli::addConformanceCommand(app);
   tessel::cli::addOptCommand(app);
   tessel::cli::addOpsCommand(app);
+  tessel::cli::addAsmCommand(app);
+  tessel::cli::addDisasmCommand(app);
+  tessel::cli::addKernelCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -132,11 +132,11 @@ std::optional<AccessPattern> LineParser::accessPattern() {
       return std::nullopt;
     }
     if (!expect(", [")) return std::nullopt;
-    auto stride = signedInteger(INT16_MIN, INT16_MAX, "stride");
+    auto stride = signedInteger(INT64_MIN, INT64_MAX, "stride");
     if (!stride || !expect(",")) return std::nullopt;
-    auto dimCount = integer(UINT16_MAX, "dim count");
+    auto dimCount = integer(UINT32_MAX, "dim count");
     if (!dimCount || !expect("]")) return std::nullopt;
-    ap.dims.push_back({static_cast<int16_t>(*stride), static_cast<uint16_t>(*dimCount)});
+    ap.dims.push_back({*stride, static_cast<uint32_t>(*dimCount)});
   }
   if (!expect("]:")) return std::nullopt;
   at = pos_;
@@ -181,11 +181,19 @@ void LineParser::field(Instruction &insn, std::string_view key, size_t keyAt) {
   } else if (key == "acc") {
     if (expect("1")) insn.accumulate = true;
   } else if (key == "wait") {
-    if (!expect("s")) return;
-    auto id = integer(UINT16_MAX, "semaphore id");
-    if (!id || !expect(">=")) return;
-    auto value = integer(UINT32_MAX, "semaphore value");
-    if (value) insn.wait = SemaphoreWait{static_cast<uint16_t>(*id), static_cast<uint32_t>(*value)};
+    do {
+      if (insn.waits.size() == kMaxWaits) return fail(pos_, fmt::format("more than {} semaphore waits", kMaxWaits));
+      if (!expect("s")) return;
+      auto id = integer(UINT16_MAX, "semaphore id");
+      if (!id || !expect(">=")) return;
+      auto value = integer(UINT32_MAX, "semaphore value");
+      if (!value) return;
+      insn.waits.push_back(SemaphoreWait{static_cast<uint16_t>(*id), static_cast<uint32_t>(*value)});
+    } while (pos_ < line_.size() && line_[pos_] == ',' && ++pos_);
+  } else if (key == "queue") {
+    if (!expect("q")) return;
+    auto queue = integer(UINT8_MAX, "queue");
+    if (queue) insn.queue = static_cast<uint8_t>(*queue);
   } else if (key == "inc") {
     if (!expect("s")) return;
     auto id = integer(UINT16_MAX, "semaphore id");
@@ -207,7 +215,7 @@ std::variant<std::monostate, Instruction, LineParser::Error> LineParser::parse()
   at = pos_;
   std::string_view engineText = word();
   auto engine = parseEngine(engineText);
-  if (!engine) return Error{at + 1, fmt::format("unknown engine '{}'; expected PE, DVE, ACT, POOL or DMA", engineText)};
+  if (!engine) return Error{at + 1, fmt::format("unknown engine '{}'; expected PE, DVE, ACT, POOL, SP or DMA", engineText)};
   insn.engine = *engine;
   while (!error_) {
     size_t before = pos_;
@@ -230,7 +238,12 @@ std::variant<std::monostate, Instruction, LineParser::Error> LineParser::parse()
 }  // namespace
 
 Expected<std::vector<Instruction>> assemble(std::string_view text, const std::string &fileName) {
-  std::vector<Instruction> program;
+  TESSEL_ASSIGN_OR_RETURN(AssembledProgram program, assembleWithLines(text, fileName));
+  return std::move(program.instructions);
+}
+
+Expected<AssembledProgram> assembleWithLines(std::string_view text, const std::string &fileName) {
+  AssembledProgram program;
   size_t lineNumber = 0;
   while (!text.empty()) {
     ++lineNumber;
@@ -240,7 +253,10 @@ Expected<std::vector<Instruction>> assemble(std::string_view text, const std::st
     auto result = LineParser(line).parse();
     if (auto *error = std::get_if<LineParser::Error>(&result))
       return makeError(ErrorCode::ParseError, "{}:{}:{}: {}", fileName, lineNumber, error->column, error->message);
-    if (auto *insn = std::get_if<Instruction>(&result)) program.push_back(std::move(*insn));
+    if (auto *insn = std::get_if<Instruction>(&result)) {
+      program.instructions.push_back(std::move(*insn));
+      program.lines.push_back(lineNumber);
+    }
   }
   return program;
 }

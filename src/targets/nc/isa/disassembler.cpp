@@ -39,7 +39,11 @@ std::string formatInstruction(const Instruction &insn) {
       text += (i ? "," : "") + formatScalar(insn.scalars[i]);
   }
   if (insn.accumulate) text += " acc=1";
-  if (insn.wait) text += fmt::format(" wait=s{}>={}", insn.wait->id, insn.wait->value);
+  // dma_copy always shows its queue; elsewhere a queue is an error the verifier reports, printed so
+  // that the text still says what the binary holds.
+  if (insn.opcode == Opcode::DmaCopy || insn.queue != 0) text += fmt::format(" queue=q{}", insn.queue);
+  for (size_t i = 0; i < insn.waits.size(); ++i)
+    text += fmt::format("{}s{}>={}", i ? "," : " wait=", insn.waits[i].id, insn.waits[i].value);
   if (insn.increment) text += fmt::format(" inc=s{}", *insn.increment);
   return text;
 }

@@ -11,7 +11,9 @@ namespace {
 
 constexpr char kMagic[4] = {'T', 'N', 'C', 'I'};
 constexpr size_t kHeaderFixedBytes = 10;  // magic, version, body size.
-constexpr uint8_t kFlagWait = 1, kFlagIncrement = 2, kFlagAccumulate = 4;
+constexpr uint8_t kFlagIncrement = 1, kFlagAccumulate = 2;
+constexpr int kNumFlagValues = 4;         // Flags bytes 0..3; anything else is corrupt.
+constexpr uint64_t kMinInstructionBytes = 10;  // The fixed u8 fields of an instruction.
 
 class Writer {
  public:
@@ -40,6 +42,7 @@ void writeOperand(Writer &out, const AccessPattern &ap) {
   out.u8(ap.startPartition);
   out.u8(ap.partitionCount);
   out.varint(ap.offsetBytes);
+  TESSEL_CHECK(ap.dims.size() <= kMaxFreeDims, "{} free dims: out of the encodable range", ap.dims.size());
   out.u8(static_cast<uint8_t>(ap.dims.size()));
   for (const FreeDim &dim : ap.dims) {
     out.zigzag(dim.strideElements);
@@ -50,8 +53,9 @@ void writeOperand(Writer &out, const AccessPattern &ap) {
 void writeInstruction(Writer &out, const Instruction &insn) {
   out.u8(static_cast<uint8_t>(insn.opcode));
   out.u8(static_cast<uint8_t>(insn.engine));
-  out.u8((insn.wait ? kFlagWait : 0) | (insn.increment ? kFlagIncrement : 0) |
-         (insn.accumulate ? kFlagAccumulate : 0));
+  TESSEL_CHECK(insn.scalars.size() <= kMaxScalars && insn.waits.size() <= kMaxWaits,
+               "{} immediates, {} waits: out of the encodable range", insn.scalars.size(), insn.waits.size());
+  out.u8((insn.increment ? kFlagIncrement : 0) | (insn.accumulate ? kFlagAccumulate : 0));
   uint8_t mask = 0;
   for (int i = 0; i < kMaxOperands; ++i)
     if (insn.operands[i]) mask |= 1 << i;
@@ -61,11 +65,13 @@ void writeInstruction(Writer &out, const Instruction &insn) {
   out.u8(static_cast<uint8_t>(insn.func));
   out.u8(static_cast<uint8_t>(insn.scalars.size()));
   for (float scalar : insn.scalars) out.u32(std::bit_cast<uint32_t>(scalar));
-  if (insn.wait) {
-    out.varint(insn.wait->id);
-    out.varint(insn.wait->value);
+  out.u8(static_cast<uint8_t>(insn.waits.size()));
+  for (const SemaphoreWait &wait : insn.waits) {
+    out.varint(wait.id);
+    out.varint(wait.value);
   }
   if (insn.increment) out.varint(*insn.increment);
+  out.u8(insn.queue);
   for (const auto &operand : insn.operands)
     if (operand) writeOperand(out, *operand);
 }
@@ -134,10 +140,10 @@ Expected<AccessPattern> readOperand(Reader &in) {
   TESSEL_ASSIGN_OR_RETURN(ap.offsetBytes, in.varint("byte offset", UINT64_MAX));
   TESSEL_ASSIGN_OR_RETURN(uint8_t numDims, in.enumByte("free dim count", kMaxFreeDims + 1));
   for (int i = 0; i < numDims; ++i) {
-    TESSEL_ASSIGN_OR_RETURN(uint64_t zz, in.varint("stride", 0xffff));
-    TESSEL_ASSIGN_OR_RETURN(uint64_t count, in.varint("dim count", 0xffff));
-    int64_t stride = static_cast<int64_t>(zz >> 1) ^ -static_cast<int64_t>(zz & 1);
-    ap.dims.push_back({static_cast<int16_t>(stride), static_cast<uint16_t>(count)});
+    TESSEL_ASSIGN_OR_RETURN(uint64_t zz, in.varint("stride", UINT64_MAX));
+    TESSEL_ASSIGN_OR_RETURN(uint64_t count, in.varint("dim count", UINT32_MAX));
+    int64_t stride = static_cast<int64_t>((zz >> 1) ^ (0 - (zz & 1)));
+    ap.dims.push_back({stride, static_cast<uint32_t>(count)});
   }
   return ap;
 }
@@ -148,7 +154,7 @@ Expected<Instruction> readInstruction(Reader &in) {
   TESSEL_ASSIGN_OR_RETURN(uint8_t engine, in.enumByte("engine", kNumEngines));
   insn.opcode = static_cast<Opcode>(opcode);
   insn.engine = static_cast<Engine>(engine);
-  TESSEL_ASSIGN_OR_RETURN(uint8_t flags, in.enumByte("flags", 8));
+  TESSEL_ASSIGN_OR_RETURN(uint8_t flags, in.enumByte("flags", kNumFlagValues));
   size_t maskAt = in.offset();
   TESSEL_ASSIGN_OR_RETURN(uint8_t mask, in.u8("operand mask"));
   const std::vector<OperandSlot> &slots = operandSlots(insn.opcode);
@@ -173,15 +179,17 @@ Expected<Instruction> readInstruction(Reader &in) {
     TESSEL_ASSIGN_OR_RETURN(uint32_t bits, in.u32("scalar"));
     insn.scalars.push_back(std::bit_cast<float>(bits));
   }
-  if (flags & kFlagWait) {
-    TESSEL_ASSIGN_OR_RETURN(uint64_t id, in.varint("semaphore id", 0xffff));
-    TESSEL_ASSIGN_OR_RETURN(uint64_t value, in.varint("semaphore value", 0xffffffff));
-    insn.wait = SemaphoreWait{static_cast<uint16_t>(id), static_cast<uint32_t>(value)};
+  TESSEL_ASSIGN_OR_RETURN(uint8_t numWaits, in.enumByte("wait count", kMaxWaits + 1));
+  for (int i = 0; i < numWaits; ++i) {
+    TESSEL_ASSIGN_OR_RETURN(uint64_t id, in.varint("semaphore id", UINT16_MAX));
+    TESSEL_ASSIGN_OR_RETURN(uint64_t value, in.varint("semaphore value", UINT32_MAX));
+    insn.waits.push_back(SemaphoreWait{static_cast<uint16_t>(id), static_cast<uint32_t>(value)});
   }
   if (flags & kFlagIncrement) {
-    TESSEL_ASSIGN_OR_RETURN(uint64_t id, in.varint("semaphore id", 0xffff));
+    TESSEL_ASSIGN_OR_RETURN(uint64_t id, in.varint("semaphore id", UINT16_MAX));
     insn.increment = static_cast<uint16_t>(id);
   }
+  TESSEL_ASSIGN_OR_RETURN(insn.queue, in.u8("queue"));
   insn.accumulate = flags & kFlagAccumulate;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (!(mask & (1 << i))) continue;
@@ -221,8 +229,8 @@ Expected<std::vector<Instruction>> decodeProgram(const std::vector<uint8_t> &byt
                            std::to_string(in.remaining()));
   size_t countAt = in.offset();
   TESSEL_ASSIGN_OR_RETURN(uint64_t count, in.varint("instruction count", UINT32_MAX));
-  // Each instruction takes at least 8 bytes; reject impossible counts before reserving.
-  if (count > in.remaining() / 8)
+  // Each instruction takes at least kMinInstructionBytes; reject impossible counts before reserving.
+  if (count > in.remaining() / kMinInstructionBytes)
     return in.error(countAt, "instruction count " + std::to_string(count) + " exceeds what " +
                                  std::to_string(in.remaining()) + " bytes can hold");
   std::vector<Instruction> program;

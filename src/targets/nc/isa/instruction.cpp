@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "support/diagnostic.h"
+
 namespace tessel::nc {
 namespace {
 
@@ -61,6 +63,8 @@ std::vector<std::vector<OperandSlot>> buildSlots() {
       if (optional) word.remove_suffix(1);
       slots.push_back({word, optional});
     }
+    TESSEL_CHECK(slots.size() <= kMaxOperands, "isa.def signature '{}' has more than {} slots", row.signature,
+                 kMaxOperands);
     all.push_back(std::move(slots));
   }
   return all;

@@ -3,6 +3,7 @@
 #include "targets/nc/isa/verifier.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include <fmt/format.h>
 
@@ -32,6 +33,8 @@ class Checker {
   void checkMatmul();
   void checkTranspose();
   void checkOpcodeRules();
+  void checkPerPartitionScalars(std::initializer_list<const char *> names);
+  void checkSync();
 
   const Instruction &insn_;
   const IsaLimits &limits_;
@@ -61,21 +64,47 @@ void Checker::checkOperand(std::string_view name, const AccessPattern &ap, bool 
       report("{}: start partition {} not allowed for {} partitions; must be a multiple of {} (T6)", name, start,
              count, align);
   }
-  // Byte range inside one partition (or HBM), counting negative strides.
-  int64_t minElement = 0, maxElement = 0;
-  for (const FreeDim &dim : ap.dims) {
+  // Free dim widths: SBUF/PSUM access patterns have int16 strides and uint16 counts (section 4.2);
+  // HBM operands are DMA descriptors, whose fields are wide.
+  for (size_t d = 0; d < ap.dims.size(); ++d) {
+    const FreeDim &dim = ap.dims[d];
     if (dim.count == 0) {
-      report("{}: free dim of count 0", name);
+      report("{}: free dim {} has count 0; every dim needs count >= 1", name, d);
       return;
     }
-    int64_t span = static_cast<int64_t>(dim.strideElements) * (dim.count - 1);
-    (span < 0 ? minElement : maxElement) += span;
+    if (ap.space == MemSpace::HBM) continue;
+    if (dim.strideElements < INT16_MIN || dim.strideElements > INT16_MAX)
+      report("{}: free dim {} stride {} outside the {} access-pattern range {}..{} (int16 stride)", name, d,
+             dim.strideElements, memSpaceName(ap.space), INT16_MIN, INT16_MAX);
+    if (dim.count > UINT16_MAX)
+      report("{}: free dim {} count {} outside the {} access-pattern range 1..{} (uint16 count)", name, d, dim.count,
+             memSpaceName(ap.space), UINT16_MAX);
   }
-  int64_t size = dtypeSizeBytes(ap.dtype);
-  int64_t first = static_cast<int64_t>(std::min<uint64_t>(ap.offsetBytes, INT64_MAX / 4)) + minElement * size;
-  uint64_t end = ap.offsetBytes + static_cast<uint64_t>((maxElement + 1) * size);
-  if (first < 0 || end > capacity || ap.offsetBytes > capacity)
-    report("{}: bytes [{}, {}) outside {} (0..{})", name, first, end, memSpaceName(ap.space), capacity);
+  // Byte range inside one partition (or HBM), counting negative strides; wide HBM dims can overflow
+  // int64, which is out of range by definition.
+  int64_t minElement = 0, maxElement = 0;
+  bool overflow = false;
+  for (const FreeDim &dim : ap.dims) {
+    int64_t span = 0;
+    overflow |= __builtin_mul_overflow(dim.strideElements, static_cast<int64_t>(dim.count) - 1, &span);
+    overflow |= __builtin_add_overflow(span < 0 ? minElement : maxElement, span, span < 0 ? &minElement : &maxElement);
+  }
+  int64_t size = dtypeSizeBytes(ap.dtype), minBytes = 0, maxBytes = 0;
+  overflow |= __builtin_mul_overflow(minElement, size, &minBytes);
+  overflow |= __builtin_mul_overflow(maxElement + 1, size, &maxBytes);
+  uint64_t elements = 1;
+  for (const FreeDim &dim : ap.dims) overflow |= __builtin_mul_overflow(elements, uint64_t{dim.count}, &elements);
+  if (overflow) {
+    report("{}: free dims span more than 64-bit byte addresses; outside {} (0..{})", name, memSpaceName(ap.space),
+           capacity);
+  } else if (ap.offsetBytes > capacity) {
+    report("{}: offset {} outside {} (0..{})", name, ap.offsetBytes, memSpaceName(ap.space), capacity);
+  } else {
+    int64_t first = static_cast<int64_t>(ap.offsetBytes) + minBytes;  // offset <= capacity < 2^62.
+    uint64_t end = ap.offsetBytes + static_cast<uint64_t>(maxBytes);
+    if (first < 0 || end > capacity)
+      report("{}: bytes [{}, {}) outside {} (0..{})", name, first, end, memSpaceName(ap.space), capacity);
+  }
   // Engine <-> memory connectivity (section 4.4).
   bool psum = ap.space == MemSpace::PSUM, hbm = ap.space == MemSpace::HBM;
   switch (insn_.engine) {
@@ -94,6 +123,7 @@ void Checker::checkOperand(std::string_view name, const AccessPattern &ap, bool 
     case Engine::ACT:
       if (hbm) report("{}: {} cannot access HBM", name, engineName(insn_.engine));
       break;
+    case Engine::SP: break;  // No opcode runs on SP; run() has reported the engine already.
   }
   // T7: DVE/ACT free size.
   if (insn_.engine == Engine::DVE || insn_.engine == Engine::ACT) {
@@ -151,18 +181,48 @@ void Checker::checkTranspose() {
     report("dst: PE transpose writes PSUM, got {}", memSpaceName(dst->space));
 }
 
+// Optional [P,1] operands (bias, scale, accum, scalar0/1): one element in each of dst's partitions.
+void Checker::checkPerPartitionScalars(std::initializer_list<const char *> names) {
+  const AccessPattern *dst = slot("dst");
+  for (const char *name : names) {
+    const AccessPattern *ap = slot(name);
+    if (!ap) continue;
+    if (freeSizeElements(*ap) != 1)
+      report("{}: must be one element per partition ([P,1]), got free size {}", name, freeSizeElements(*ap));
+    if (dst && ap->partitionCount != dst->partitionCount)
+      report("{}: {} partitions, dst has {}; a [P,1] operand covers dst's partitions", name, ap->partitionCount,
+             dst->partitionCount);
+  }
+}
+
+// Semaphore waits and the DMA queue (section 2, 5.5).
+void Checker::checkSync() {
+  if (insn_.waits.size() > static_cast<size_t>(kMaxWaits))
+    report("{} semaphore waits; at most {}", insn_.waits.size(), kMaxWaits);
+  if (insn_.opcode == Opcode::DmaCopy) {
+    if (insn_.queue >= limits_.dmaQueues)
+      report("queue q{} outside the DMA queues q0..q{}", insn_.queue, limits_.dmaQueues - 1);
+  } else if (insn_.queue != 0) {
+    report("queue q{} on a non-DMA instruction; only dma_copy has a queue (must be 0)", insn_.queue);
+  }
+}
+
 void Checker::checkOpcodeRules() {
   switch (insn_.opcode) {
     case Opcode::NcMatmul: return checkMatmul();
     case Opcode::NcTranspose: return checkTranspose();
     case Opcode::Activation:
       if (insn_.func == ActFunc::None) report("func is required");
-      if (slot("accum") && insn_.op0 == AluOp::None) report("accum needs a reduce op in op0");
-      for (const char *name : {"bias", "accum"})
-        if (const AccessPattern *ap = slot(name); ap && freeSizeElements(*ap) != 1)
-          report("{}: must be one element per partition ([P,1]), got free size {}", name, freeSizeElements(*ap));
-      if (slot("accum") && limits_.actReduceAddOnly && insn_.op0 != AluOp::None && insn_.op0 != AluOp::Add)
-        report("ACT reduce op {} not supported; only add (T15)", aluOpName(insn_.op0));
+      checkPerPartitionScalars({"bias", "accum", "scale"});
+      if (slot("accum")) {
+        AluOp op = insn_.op0;
+        if (op == AluOp::None)
+          report("accum needs a reduce op in op0");
+        else if (op != AluOp::Add && op != AluOp::Maximum && op != AluOp::Minimum && op != AluOp::Multiply)
+          report("accum reduce op {} is not one of add, maximum, minimum, multiply", aluOpName(op));
+        else if (limits_.actReduceAddOnly && op != AluOp::Add)
+          report("ACT reduce op {} not supported; only add (T15)", aluOpName(op));
+      }
       return;
     case Opcode::TensorTensor:
       if (insn_.op0 == AluOp::None) report("op0 is required");
@@ -171,6 +231,8 @@ void Checker::checkOpcodeRules() {
       return;
     case Opcode::TensorScalar:
       if (insn_.op0 == AluOp::None) report("op0 is required");
+      checkPerPartitionScalars({"scalar0", "scalar1"});
+      if (slot("scalar1") && insn_.op1 == AluOp::None) report("scalar1 given but op1 is none");
       return;
     case Opcode::TensorReduce:
       if (insn_.op0 == AluOp::None) report("op0 (the reduce op) is required");
@@ -196,7 +258,8 @@ void Checker::checkOpcodeRules() {
 }
 
 std::vector<std::string> Checker::run() {
-  if (!(allowedEngines(insn_.opcode) & (1 << static_cast<int>(insn_.engine)))) {
+  checkSync();
+  if (!(allowedEngines(insn_.opcode) & engineBit(insn_.engine))) {
     report("engine {} may not run {}", engineName(insn_.engine), mnemonic(insn_.opcode));
     return errors_;  // The remaining rules assume a legal engine.
   }
@@ -208,6 +271,23 @@ std::vector<std::string> Checker::run() {
 }
 
 }  // namespace
+
+IsaLimits isaLimitsFor(const MachineProfile &profile) {
+  IsaLimits limits;
+  limits.partitions = static_cast<int>(profile.partitions);
+  limits.sbufBytesPerPartition = static_cast<uint64_t>(profile.sbuf.bytesPerPartition);
+  limits.psumBytesPerPartition = static_cast<uint64_t>(profile.psum.bytesPerPartition);
+  limits.psumBankBytes = static_cast<uint64_t>(profile.psum.bankFp32Elements) * dtypeSizeBytes(DType::F32);
+  limits.hbmBytes = static_cast<uint64_t>(profile.hbm.bytesPerCore);
+  limits.matmulMaxK = static_cast<int>(profile.pe.rows);
+  limits.matmulMaxStationaryFree = static_cast<int>(profile.pe.cols);
+  limits.matmulMaxMovingFree = static_cast<int>(profile.psum.bankFp32Elements);
+  limits.peTransposeMax = static_cast<int>(std::min(profile.pe.rows, profile.pe.cols));
+  limits.actReduceAddOnly = std::all_of(profile.act.reduceOps.begin(), profile.act.reduceOps.end(),
+                                        [](const std::string &op) { return op == "add"; });
+  limits.dmaQueues = static_cast<int>(profile.dma.queuesPerEngine);
+  return limits;
+}
 
 std::vector<std::string> verifyInstruction(const Instruction &insn, size_t index, const IsaLimits &limits) {
   return Checker(insn, index, limits).run();

@@ -31,6 +31,7 @@ struct IsaLimits {
   int peTransposeMax = 128, dveTransposeMax = 32;
   bool actReduceAddOnly = true;             // T15, nc-v2.
   int dmaQueues = 16;                       // dma_copy queue ids 0..dmaQueues-1.
+  bool operator==(const IsaLimits &) const = default;
 };
 
 /// The limits of `profile`: its partitions, memory sizes, PE array, PSUM bank, ACT reduce ops and

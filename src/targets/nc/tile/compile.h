@@ -39,6 +39,13 @@ struct CompileOptions {
   int dmaQueues = 0;            // DMA queues to spread loads/stores over; 0 = all the profile has.
 };
 
+/// When the list scheduler expects one program instruction to run.
+struct InstructionTiming {
+  int32_t op = -1;              // The Tile IR op it came from.
+  double startNs = 0;           // Issue (DMA: trigger).
+  double endNs = 0;             // Engine free again (DMA: last byte moved).
+};
+
 struct CompiledKernel {
   std::string name;
   std::vector<Instruction> program;
@@ -47,6 +54,7 @@ struct CompiledKernel {
   std::vector<TilePlacement> tiles;
   uint64_t peakSbufBytesPerPartition = 0, peakPsumBytesPerPartition = 0;
   double estimatedNs = 0;       // The list scheduler's estimate.
+  std::vector<InstructionTiming> timing;  // Parallel to `program`.
 };
 
 /// Compiles `kernel` for `profile`. Errors: tiles that do not fit SBUF/PSUM (saying by how much),

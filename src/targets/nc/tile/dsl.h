@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <variant>
@@ -25,6 +26,8 @@
 #include "targets/nc/tile/tile_ir.h"
 
 namespace tessel::nc::tile {
+
+class KernelBuilder;
 
 /// A rectangular window onto a tile in SBUF or PSUM: a partition range and free dims given as an
 /// access pattern relative to the tile's first element (element offset plus dims, outermost first).
@@ -100,6 +103,9 @@ class HbmView {
   KernelBuilder *builder_ = nullptr;
 };
 
+/// Whether ACT can run tensor_scalar with these ops: multiply, add, or multiply then add (section 6.1).
+bool tensorScalarRunsOnAct(AluOp op0, AluOp op1);
+
 /// A per-partition scalar operand: an immediate or a [P, 1] tile view.
 using ScalarOperand = std::variant<float, TileView>;
 
@@ -119,6 +125,8 @@ class KernelBuilder {
   KernelBuilder &operator=(const KernelBuilder &) = delete;
 
   const MachineProfile &profile() const { return profile_; }
+  /// The kernel recorded so far (tiles, tensors, ops).
+  const Kernel &kernel() const { return kernel_; }
 
   /// Kernel arguments in HBM, row-major.
   HbmView input(const std::string &name, DType dtype, const std::vector<int64_t> &shape);
@@ -168,6 +176,15 @@ class KernelBuilder {
   const MachineProfile &profile_;
   Kernel kernel_;
   std::optional<Diagnostic> error_;
+
+  // Operand checks and conversion (dsl.cpp); `what` names the operand in messages.
+  std::string opPrefix(TileOpKind kind) const;
+  bool checkTile(TileOpKind kind, const char *what, const TileView &view);
+  bool checkHbm(TileOpKind kind, const char *what, const HbmView &view);
+  bool checkScalar(TileOpKind kind, const char *what, const ScalarOperand &scalar, const TileView &dst);
+  bool checkEngine(TileOpKind kind, Opcode opcode, std::optional<Engine> engine,
+                   std::initializer_list<const TileView *> operands);
+  void record(TileOp op);
 };
 
 }  // namespace tessel::nc::tile

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "targets/nc/isa/instruction.h"
@@ -45,6 +46,9 @@ enum class TileOpKind : uint8_t {
   Load, Store, Matmul, Transpose, Activation, TensorTensor, TensorScalar, Reduce, Copy, Memset, Iota,
   AffineSelect, BnStats, BnAggr
 };
+
+/// The DSL name of a kind ("load", "matmul", "tensorTensor", ...), as error messages and printKernel show it.
+std::string_view tileOpKindName(TileOpKind kind);
 
 /// One tile operation. `operands` follow the ISA signature of the instruction it lowers to
 /// (dst first; absent optional operands are std::nullopt), so lowering is a placement of views.

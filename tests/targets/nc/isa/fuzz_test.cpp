@@ -80,6 +80,23 @@ TEST(NcIsaFuzz, SpecificCorruptionsNameTheOffset) {
   auto decoded = decodeProgram(badOpcode);
   ASSERT_FALSE(decoded.ok());
   EXPECT_EQ(decoded.diag().message, "nc program: byte offset 11: bad opcode 238");
+  // First instruction: 13 flags, 18 scalar count, 19 wait count, 20 increment id, 21 queue.
+  std::vector<uint8_t> badFlags = bytes;
+  badFlags[13] = 4;
+  decoded = decodeProgram(badFlags);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.diag().message, "nc program: byte offset 13: bad flags 4");
+  std::vector<uint8_t> tooManyWaits = bytes;
+  tooManyWaits[19] = kMaxWaits + 1;
+  decoded = decodeProgram(tooManyWaits);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.diag().message, "nc program: byte offset 19: bad wait count 9");
+  std::vector<uint8_t> otherQueue = bytes;
+  otherQueue[21] = 200;  // Any queue byte decodes; the verifier judges it.
+  decoded = decodeProgram(otherQueue);
+  ASSERT_TRUE(decoded.ok()) << decoded.diag().str();
+  EXPECT_EQ(decoded->at(0).queue, 200);
+  EXPECT_FALSE(verifyProgram(*decoded).ok());
   std::vector<uint8_t> longer = bytes;
   longer.push_back(0);
   decoded = decodeProgram(longer);
@@ -92,7 +109,7 @@ TEST(NcIsaFuzz, SpecificCorruptionsNameTheOffset) {
   badVersion[4] = 9;
   decoded = decodeProgram(badVersion);
   ASSERT_FALSE(decoded.ok());
-  EXPECT_EQ(decoded.diag().message, "nc program: byte offset 4: unsupported version 9; expected 1");
+  EXPECT_EQ(decoded.diag().message, "nc program: byte offset 4: unsupported version 9; expected 2");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "targets/nc/isa/assembler.h"
 #include "targets/nc/isa/verifier.h"
+#include "targets/nc/machine/profile.h"
 
 namespace tessel::nc {
 namespace {
@@ -162,6 +163,108 @@ TEST(NcIsaVerifier, PoolOperandsInSbuf) {
   EXPECT_EQ(violations("affine_select.POOL dst=sbuf[p0:128, off 0, [1,8]]:f32 src=hbm[p0:1, off 64, [1,8]]:f32"),
             "#0 affine_select.POOL: src: POOL cannot access hbm (T11)|"
             "#0 affine_select.POOL: operands must be in SBUF (T13)");
+}
+
+TEST(NcIsaVerifier, SbufPsumStrideIsInt16) {
+  EXPECT_EQ(violations("memset.POOL dst=sbuf[p0:128, off 0, [32767,2]]:u8"), "");
+  EXPECT_EQ(violations("memset.POOL dst=sbuf[p0:128, off 0, [32768,2]]:u8"),
+            "#0 memset.POOL: dst: free dim 0 stride 32768 outside the sbuf access-pattern range -32768..32767 "
+            "(int16 stride)");
+  EXPECT_EQ(violations("memset.POOL dst=sbuf[p0:128, off 32768, [1,1], [-32768,2]]:u8"), "");
+  EXPECT_EQ(violations("memset.POOL dst=sbuf[p0:128, off 32769, [1,1], [-32769,2]]:u8"),
+            "#0 memset.POOL: dst: free dim 1 stride -32769 outside the sbuf access-pattern range -32768..32767 "
+            "(int16 stride)");
+  EXPECT_EQ(violations("memset.DVE dst=psum[p0:128, off 0, [40000,1]]:f32"),
+            "#0 memset.DVE: dst: free dim 0 stride 40000 outside the psum access-pattern range -32768..32767 "
+            "(int16 stride)");
+}
+
+TEST(NcIsaVerifier, SbufPsumCountIsUint16) {
+  EXPECT_EQ(violations("memset.POOL dst=sbuf[p0:128, off 0, [1,65535]]:u8"), "");
+  EXPECT_EQ(violations("memset.POOL dst=sbuf[p0:128, off 0, [1,65536]]:u8"),
+            "#0 memset.POOL: dst: free dim 0 count 65536 outside the sbuf access-pattern range 1..65535 (uint16 count)");
+  EXPECT_EQ(violations("memset.POOL dst=sbuf[p0:128, off 0, [1,0]]:u8"),
+            "#0 memset.POOL: dst: free dim 0 has count 0; every dim needs count >= 1");
+}
+
+TEST(NcIsaVerifier, HbmDimsAreWide) {
+  std::string dst = "dma_copy.DMA dst=sbuf[p0:128, off 0, [1,1000]]:bf16 src=";
+  EXPECT_EQ(violations(dst + "hbm[p0:1, off 0, [1,128000]]:bf16 queue=q0"), "");
+  EXPECT_EQ(violations(dst + "hbm[p0:1, off 0, [100000,128], [1,1000]]:bf16 queue=q0"), "");
+  EXPECT_EQ(violations(dst + "hbm[p0:1, off 256000000, [-1000000,128], [1,1000]]:bf16 queue=q0"), "");
+  EXPECT_EQ(violations(dst + "hbm[p0:1, off 0, [1,0], [1,1000]]:bf16 queue=q0"),
+            "#0 dma_copy.DMA: src: free dim 0 has count 0; every dim needs count >= 1|"
+            "#0 dma_copy.DMA: dst has 128000 elements, src 0");
+  // Still inside the core's HBM.
+  EXPECT_EQ(violations(dst + "hbm[p0:1, off 0, [100000000,128], [1,1000]]:bf16 queue=q0"),
+            "#0 dma_copy.DMA: src: bytes [0, 25400002000) outside hbm (0..17179869184)");
+  EXPECT_EQ(violations(dst + "hbm[p0:1, off 0, [9223372036854775807,128], [1,1000]]:bf16 queue=q0"),
+            "#0 dma_copy.DMA: src: free dims span more than 64-bit byte addresses; outside hbm (0..17179869184)");
+  EXPECT_EQ(violations(dst + "hbm[p0:1, off 18446744073709551615, [1,128000]]:bf16 queue=q0"),
+            "#0 dma_copy.DMA: src: offset 18446744073709551615 outside hbm (0..17179869184)");
+}
+
+TEST(NcIsaVerifier, Waits) {
+  auto program = assemble("memset.DVE dst=sbuf[p0:1, off 0]:f32 wait=s0>=1,s1>=1,s2>=1,s3>=1,s4>=1,s5>=1,s6>=1,s7>=1", "w.s");
+  ASSERT_TRUE(program.ok()) << program.diag().str();
+  Instruction insn = program->at(0);
+  EXPECT_TRUE(verifyInstruction(insn, 0, IsaLimits()).empty());
+  insn.waits.push_back({8, 1});
+  EXPECT_EQ(verifyInstruction(insn, 0, IsaLimits()),
+            std::vector<std::string>{"#0 memset.DVE: 9 semaphore waits; at most 8"});
+}
+
+TEST(NcIsaVerifier, DmaQueue) {
+  std::string copy = "dma_copy.DMA dst=sbuf[p0:128, off 0, [1,8]]:f32 src=hbm[p0:1, off 0, [1,1024]]:f32 ";
+  EXPECT_EQ(violations(copy + "queue=q15"), "");
+  EXPECT_EQ(violations(copy + "queue=q16"), "#0 dma_copy.DMA: queue q16 outside the DMA queues q0..q15");
+  IsaLimits four;
+  four.dmaQueues = 4;
+  EXPECT_EQ(violations(copy + "queue=q4", four), "#0 dma_copy.DMA: queue q4 outside the DMA queues q0..q3");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:1, off 0]:f32 queue=q0"), "");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:1, off 0]:f32 queue=q1"),
+            "#0 memset.DVE: queue q1 on a non-DMA instruction; only dma_copy has a queue (must be 0)");
+}
+
+TEST(NcIsaVerifier, PerPartitionScalarOperands) {
+  std::string ts = "tensor_scalar.DVE dst=sbuf[p0:128, off 0, [1,8]]:f32 src=sbuf[p0:128, off 64, [1,8]]:f32 ";
+  EXPECT_EQ(violations(ts + "scalar0=sbuf[p0:128, off 128]:f32 scalar1=sbuf[p0:128, off 132, [1,1]]:f32 op0=add op1=add"),
+            "");
+  EXPECT_EQ(violations(ts + "scalar0=sbuf[p0:128, off 128, [1,2]]:f32 op0=add"),
+            "#0 tensor_scalar.DVE: scalar0: must be one element per partition ([P,1]), got free size 2");
+  EXPECT_EQ(violations(ts + "scalar0=sbuf[p0:64, off 128]:f32 op0=add"),
+            "#0 tensor_scalar.DVE: scalar0: 64 partitions, dst has 128; a [P,1] operand covers dst's partitions");
+  EXPECT_EQ(violations(ts + "scalar1=sbuf[p0:128, off 128]:f32 op0=add"),
+            "#0 tensor_scalar.DVE: scalar1 given but op1 is none");
+  std::string act = "activation.ACT dst=sbuf[p0:128, off 0, [1,8]]:f32 src=sbuf[p0:128, off 64, [1,8]]:f32 func=exp ";
+  EXPECT_EQ(violations(act + "scale=sbuf[p0:128, off 128]:f32"), "");
+  EXPECT_EQ(violations(act + "scale=sbuf[p0:128, off 128, [1,4]]:f32"),
+            "#0 activation.ACT: scale: must be one element per partition ([P,1]), got free size 4");
+}
+
+TEST(NcIsaVerifier, ActivationAccumReduceOps) {
+  std::string head = "activation.ACT dst=sbuf[p0:128, off 0, [1,8]]:f32 src=psum[p0:128, off 0, [1,8]]:f32 "
+                     "accum=sbuf[p0:128, off 64, [1,1]]:f32 func=exp ";
+  IsaLimits v3;
+  v3.actReduceAddOnly = false;
+  for (const char *op : {"add", "maximum", "minimum", "multiply"})
+    EXPECT_EQ(violations(head + "op0=" + op, v3), "") << op;
+  EXPECT_EQ(violations(head + "op0=subtract", v3),
+            "#0 activation.ACT: accum reduce op subtract is not one of add, maximum, minimum, multiply");
+  EXPECT_EQ(violations(head), "#0 activation.ACT: accum needs a reduce op in op0");
+}
+
+TEST(NcIsaVerifier, LimitsFromProfiles) {
+  auto v2 = loadProfile("nc-v2");
+  auto v3 = loadProfile("nc-v3");
+  ASSERT_TRUE(v2.ok() && v3.ok());
+  // The defaults are nc-v2's numbers.
+  EXPECT_TRUE(isaLimitsFor(*v2) == IsaLimits());
+  IsaLimits limits3 = isaLimitsFor(*v3);
+  EXPECT_FALSE(limits3.actReduceAddOnly);
+  EXPECT_EQ(limits3.dmaQueues, v3->dma.queuesPerEngine);
+  EXPECT_EQ(limits3.sbufBytesPerPartition, static_cast<uint64_t>(v3->sbuf.bytesPerPartition));
+  EXPECT_EQ(limits3.psumBankBytes, 2048u);
 }
 
 TEST(NcIsaVerifier, ProgramStatusListsEveryViolation) {

@@ -1,0 +1,102 @@
+// The kernel compiler pipeline: allocate tiles (allocate.h), lay out HBM and build one instruction
+// per op (emit.h), derive dependences on the placed bytes (dependences.h), choose engines and
+// queues and order the streams (schedule.h), insert semaphores (semaphores.h), and check every
+// instruction against the tile rules (isa/verifier.h), naming the op on failure.
+#include "targets/nc/tile/compile.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "targets/nc/isa/verifier.h"
+#include "targets/nc/tile/allocate.h"
+#include "targets/nc/tile/dependences.h"
+#include "targets/nc/tile/dsl.h"
+#include "targets/nc/tile/emit.h"
+#include "targets/nc/tile/schedule.h"
+#include "targets/nc/tile/semaphores.h"
+
+namespace tessel::nc::tile {
+namespace {
+
+bool isInt32(DType dtype) { return dtype == DType::I32 || dtype == DType::U32; }
+
+/// The engines op `op` may run on: fixed, or those allowed for its opcode that reach its operands
+/// and meet the per-engine rules (T7 free sizes, ACT's tensor_scalar ops, exact int32 copies).
+uint8_t candidateEngines(const TileOp &op, const Instruction &insn, const IsaLimits &limits) {
+  if (op.engine) return engineBit(*op.engine);
+  uint8_t engines = 0;
+  for (int e = 0; e < kNumEngines; ++e) {
+    Engine engine = static_cast<Engine>(e);
+    if (!(allowedEngines(op.opcode) & engineBit(engine))) continue;
+    bool ok = true;
+    for (const auto &ap : insn.operands) {
+      if (!ap) continue;
+      if (engine == Engine::POOL && ap->space != MemSpace::SBUF) ok = false;
+      if (engine == Engine::DVE || engine == Engine::ACT) {
+        uint64_t max = ap->space == MemSpace::PSUM ? limits.dveActMaxFreePsum : limits.dveActMaxFreeSbuf;
+        if (freeSizeElements(*ap) > max) ok = false;
+      }
+      if (engine == Engine::ACT && op.opcode == Opcode::TensorCopy && isInt32(ap->dtype)) ok = false;
+    }
+    if (engine == Engine::ACT && op.opcode == Opcode::TensorScalar && !tensorScalarRunsOnAct(op.op0, op.op1))
+      ok = false;
+    if (ok) engines |= engineBit(engine);
+  }
+  return engines;
+}
+
+}  // namespace
+
+Expected<CompiledKernel> compileKernel(const Kernel &kernel, const MachineProfile &profile,
+                                       const CompileOptions &options) {
+  TESSEL_ASSIGN_OR_RETURN(Allocation allocation, allocateTiles(kernel, profile));
+  CompiledKernel compiled;
+  compiled.name = kernel.name;
+  compiled.hbmTensors = layoutHbm(kernel, &compiled.hbmBytes);
+  compiled.tiles = allocation.tiles;
+  compiled.peakSbufBytesPerPartition = allocation.peakSbufBytesPerPartition;
+  compiled.peakPsumBytesPerPartition = allocation.peakPsumBytesPerPartition;
+
+  const IsaLimits limits = isaLimitsFor(profile);
+  const size_t numOps = kernel.ops.size();
+  std::vector<Instruction> insns;
+  std::vector<uint8_t> candidates;
+  insns.reserve(numOps);
+  candidates.reserve(numOps);
+  for (size_t i = 0; i < numOps; ++i) {
+    insns.push_back(emitOp(kernel.ops[i], allocation, compiled.hbmTensors));
+    candidates.push_back(candidateEngines(kernel.ops[i], insns.back(), limits));
+    if (candidates.back() == 0)
+      return makeError(ErrorCode::InvalidArgument, "kernel '{}': op #{} ({}): no engine can run {} on these operands",
+                       kernel.name, i, tileOpKindName(kernel.ops[i].kind), mnemonic(kernel.ops[i].opcode));
+  }
+  DependenceGraph deps = computeDependences(kernel, insns, allocation);
+  int queues = static_cast<int>(profile.dma.queuesPerEngine);
+  if (options.dmaQueues > 0) queues = std::min(queues, options.dmaQueues);
+  Schedule schedule = scheduleOps(insns, candidates, deps, profile, queues);
+
+  compiled.program.reserve(numOps);
+  compiled.timing.reserve(numOps);
+  for (int32_t op : schedule.order) {
+    const ScheduledOp &placed = schedule.ops[op];
+    Instruction insn = std::move(insns[op]);
+    insn.engine = placed.engine;
+    insn.queue = placed.engine == Engine::DMA ? placed.queue : 0;
+    compiled.program.push_back(std::move(insn));
+    compiled.timing.push_back(InstructionTiming{op, placed.startNs, placed.endNs});
+  }
+  TESSEL_RETURN_IF_ERROR(insertSemaphores(compiled.program, schedule, deps, profile));
+  for (size_t k = 0; k < compiled.program.size(); ++k) {
+    std::vector<std::string> errors = verifyInstruction(compiled.program[k], k, limits);
+    if (errors.empty()) continue;
+    int32_t op = compiled.timing[k].op;
+    return makeError(ErrorCode::InvalidArgument, "kernel '{}': op #{} ({}) on {}: {}", kernel.name, op,
+                     tileOpKindName(kernel.ops[op].kind), engineName(compiled.program[k].engine),
+                     fmt::join(errors, "; "));
+  }
+  compiled.estimatedNs = schedule.makespanNs;
+  return compiled;
+}
+
+}  // namespace tessel::nc::tile

@@ -1,0 +1,58 @@
+// Text forms of a compiled kernel for tests and people: the allocation (one line per tile) and the
+// schedule (per engine and DMA queue, its instructions in program order with the scheduler's
+// estimated start and end times). Both are deterministic.
+#include <map>
+
+#include <fmt/format.h>
+
+#include "targets/nc/isa/disassembler.h"
+#include "targets/nc/tile/compile.h"
+#include "targets/nc/tile/schedule.h"
+
+namespace tessel::nc::tile {
+
+std::string printAllocation(const Kernel &kernel, const CompiledKernel &compiled) {
+  std::string text = fmt::format("allocation '{}': SBUF peak {} bytes per partition, PSUM peak {}\n", compiled.name,
+                                 compiled.peakSbufBytesPerPartition, compiled.peakPsumBytesPerPartition);
+  for (const HbmPlacement &tensor : compiled.hbmTensors)
+    text += fmt::format("  {} {}: HBM offset {} {}[{}]\n", tensor.isOutput ? "output" : "input", tensor.name,
+                        tensor.offsetBytes, dtypeName(tensor.dtype), fmt::join(tensor.shape, ", "));
+  for (const TilePlacement &placement : compiled.tiles) {
+    const std::string &name = placement.tile >= 0 && static_cast<size_t>(placement.tile) < kernel.tiles.size()
+                                  ? kernel.tiles[placement.tile].name
+                                  : std::string("?");
+    if (placement.firstOp < 0) {
+      text += fmt::format("  tile {}: {} unused\n", name, placement.space == MemSpace::PSUM ? "PSUM" : "SBUF");
+      continue;
+    }
+    text += fmt::format("  tile {}: {} offset {} bytes {} ops #{}..#{}\n", name,
+                        placement.space == MemSpace::PSUM ? "PSUM" : "SBUF", placement.offsetBytes,
+                        placement.bytesPerPartition, placement.firstOp, placement.lastOp);
+  }
+  return text;
+}
+
+std::string printSchedule(const CompiledKernel &compiled) {
+  // Streams in the order PE, DVE, ACT, POOL, SP, then DMA queues by number.
+  std::map<int, std::vector<size_t>> streams;
+  for (size_t k = 0; k < compiled.program.size(); ++k) {
+    const Instruction &insn = compiled.program[k];
+    int stream = insn.engine == Engine::DMA ? kFirstDmaStream + insn.queue : static_cast<int>(insn.engine);
+    streams[stream].push_back(k);
+  }
+  std::string text = fmt::format("schedule '{}': {} instructions, estimated {:.1f} ns\n", compiled.name,
+                                 compiled.program.size(), compiled.estimatedNs);
+  for (const auto &[stream, indices] : streams) {
+    text += fmt::format("{}:\n", streamName(stream));
+    for (size_t k : indices) {
+      double start = k < compiled.timing.size() ? compiled.timing[k].startNs : 0;
+      double end = k < compiled.timing.size() ? compiled.timing[k].endNs : 0;
+      int32_t op = k < compiled.timing.size() ? compiled.timing[k].op : -1;
+      text += fmt::format("  {:>10.1f} {:>10.1f}  #{} op{} {}\n", start, end, k, op,
+                          formatInstruction(compiled.program[k]));
+    }
+  }
+  return text;
+}
+
+}  // namespace tessel::nc::tile

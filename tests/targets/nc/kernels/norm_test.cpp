@@ -1,0 +1,26 @@
+// layernorm and rmsnorm at aligned and ragged shapes (bn_stats chunks of 512 and a ragged last one),
+// with the eps option, and the error for rows too wide for SBUF.
+#include <gtest/gtest.h>
+
+#include "kernel_test_util.h"
+
+namespace tessel::nc::kernels {
+namespace {
+
+TEST(NormKernels, LayerNormAtEveryShape) { testing::expectKernelPassesAtShapes("layernorm"); }
+TEST(NormKernels, RmsNormAtEveryShape) { testing::expectKernelPassesAtShapes("rmsnorm"); }
+
+TEST(NormKernels, EpsOption) {
+  testing::expectKernelPasses("layernorm", {{"R", 130}, {"C", 64}}, DType::F32, "nc-v2", {{"eps", "0.5"}});
+  testing::expectKernelPasses("rmsnorm", {{"R", 130}, {"C", 64}}, DType::F32, "nc-v3", {{"eps", "0.25"}});
+}
+
+TEST(NormKernels, RowsTooWideForSbufAreAnError) {
+  KernelParams params{{{"R", 4}, {"C", 1 << 20}}, DType::F32, {}};
+  auto result = runKernel(*findKernel("layernorm"), params, testing::profileNamed("nc-v2"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.diag().message.find("C=1048576"), std::string::npos) << result.diag().message;
+}
+
+}  // namespace
+}  // namespace tessel::nc::kernels
