@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../../../common/headless_browser.h"
 #include "targets/nc/profile/summary.h"
 #include "targets/nc/profile/tracks.h"
 #include "test_timeline.h"
@@ -182,48 +183,10 @@ TEST_F(ReportTest, WriteProfileReportsThePathItCannotCreate) {
 
 // ---- Headless browser ----
 
-/// The chromium binary on PATH, or "".
-std::string findChromium() {
-  const char *path = std::getenv("PATH");
-  if (!path) return "";
-  for (const char *name : {"chromium", "chromium-browser", "google-chrome"}) {
-    std::stringstream dirs(path);
-    for (std::string dir; std::getline(dirs, dir, ':');) {
-      fs::path candidate = fs::path(dir) / name;
-      std::error_code error;
-      if (!dir.empty() && fs::is_regular_file(candidate, error) && access(candidate.c_str(), X_OK) == 0)
-        return candidate.string();
-    }
-  }
-  return "";
-}
-
-/// Runs a shell command and returns its stdout (stderr goes to `log`).
-std::string run(const std::string &command, const fs::path &log) {
-  std::string full = command + " 2>" + log.string();
-  FILE *pipe = popen(full.c_str(), "r");
-  if (!pipe) return "";
-  std::string output;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
-  pclose(pipe);
-  return output;
-}
-
-/// Width and height from a PNG's IHDR chunk, or {0, 0}.
-std::pair<uint32_t, uint32_t> pngSize(const std::string &png) {
-  if (png.size() < 24 || png.compare(1, 3, "PNG") != 0 || png.compare(12, 4, "IHDR") != 0) return {0, 0};
-  auto be32 = [&](size_t at) {
-    return (uint32_t(uint8_t(png[at])) << 24) | (uint32_t(uint8_t(png[at + 1])) << 16) |
-           (uint32_t(uint8_t(png[at + 2])) << 8) | uint32_t(uint8_t(png[at + 3]));
-  };
-  return {be32(16), be32(20)};
-}
-
 class BrowserTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    chromium_ = findChromium();
+    chromium_ = tessel::testing::findChromium();
     if (chromium_.empty()) GTEST_SKIP() << "chromium is not installed (apt-get install chromium); browser test skipped";
     // One directory per test: ctest runs them in parallel processes.
     dir_ = freshDir(std::string("browser_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -233,23 +196,11 @@ class BrowserTest : public ::testing::Test {
   /// Runs headless chromium on `page` (plus `fragment`, e.g. "#selftest") and returns its stdout.
   std::string browser(const std::string &flags, const fs::path &page, const std::string &logName,
                       const std::string &fragment = "") {
-    std::string profile = (dir_ / ("chrome-" + logName)).string();
-    return run(fmt::format("timeout 120 '{}' --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
-                           "--no-first-run --user-data-dir='{}' {} 'file://{}{}'",
-                           chromium_, profile, flags, fs::absolute(page).string(), fragment),
-               dir_ / (logName + ".log"));
+    return tessel::testing::runHeadlessBrowser(chromium_, flags, page, dir_, logName, fragment);
   }
 
-  /// The value of attribute `name` on the tracks-drawn marker in a dumped DOM, or "".
   static std::string markerAttribute(const std::string &dom, const std::string &name) {
-    size_t marker = dom.find("id=\"tracks-drawn\"");
-    if (marker == std::string::npos) return "";
-    size_t tagStart = dom.rfind('<', marker), tagEnd = dom.find("></div>", marker);
-    std::string tag = dom.substr(tagStart, tagEnd - tagStart);
-    size_t at = tag.find(" " + name + "=\"");
-    if (at == std::string::npos) return "";
-    at += name.size() + 3;
-    return tag.substr(at, tag.find('"', at) - at);
+    return tessel::testing::reportMarkerAttribute(dom, name);
   }
 
   std::string chromium_;
@@ -292,7 +243,7 @@ TEST_F(BrowserTest, ScreenshotIsNotBlank) {
   ASSERT_TRUE(fs::is_regular_file(shot)) << "no screenshot; see " << (dir_ / "shot.log");
   ASSERT_TRUE(fs::is_regular_file(blankShot)) << "no screenshot; see " << (dir_ / "blankshot.log");
   std::string png = readFile(shot);
-  EXPECT_EQ(pngSize(png), (std::pair<uint32_t, uint32_t>{1400, 900}));
+  EXPECT_EQ(tessel::testing::pngSize(png), (std::pair<uint32_t, uint32_t>{1400, 900}));
   // A single-color page compresses to almost nothing; tables, text and colored boxes do not.
   size_t blankBytes = fs::file_size(blankShot);
   EXPECT_GT(png.size(), 5 * blankBytes) << "report " << png.size() << " B, blank page " << blankBytes << " B";
