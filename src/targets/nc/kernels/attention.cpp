@@ -41,12 +41,14 @@
 
 #include "targets/nc/kernels/reference.h"
 #include "targets/nc/kernels/tiling.h"
+#include "targets/nc/tile/tile_ring.h"
 
 namespace tessel::nc::kernels {
 namespace {
 
 using tile::HbmView;
 using tile::KernelBuilder;
+using tile::TileRing;
 using tile::TileView;
 
 /// Added to the scores of masked (future) keys: exp(scale * (s + kMaskedScore) + bias) is 0.
@@ -114,36 +116,6 @@ struct AttentionShape {
 /// t * (D + 1), its last column all ones so that p v also yields the row sums of p.
 struct KeyBlock {
   TileView kT, v;
-};
-
-/// A fixed set of same-shape tiles used round-robin. Each slot is one tile that lives for the whole
-/// kernel, so its place is fixed however other tiles come and go, and the dependence analysis orders
-/// each reuse after the slot's previous users: the number of slots is the multi-buffering depth.
-/// PSUM tiles live in rings so that which banks a block uses does not depend on allocation history.
-class TileRing {
- public:
-  TileRing(MemSpace space, std::string name, DType dtype, int64_t partitions, std::vector<int64_t> freeShape,
-           int64_t slots)
-      : space_(space), name_(std::move(name)), dtype_(dtype), partitions_(partitions),
-        freeShape_(std::move(freeShape)), slots_(slots) {}
-
-  TileView next(KernelBuilder &b) {
-    if (static_cast<int64_t>(tiles_.size()) < slots_)
-      tiles_.push_back(space_ == MemSpace::PSUM ? b.psum(name_, dtype_, partitions_, freeShape_)
-                                                : b.sbuf(name_, dtype_, partitions_, freeShape_));
-    TileView slot = tiles_[static_cast<size_t>(cursor_)];
-    cursor_ = (cursor_ + 1) % slots_;
-    return slot;
-  }
-
- private:
-  MemSpace space_;
-  std::string name_;
-  DType dtype_;
-  int64_t partitions_;
-  std::vector<int64_t> freeShape_;
-  int64_t slots_, cursor_ = 0;
-  std::vector<TileView> tiles_;
 };
 
 /// Slots of the PSUM rings: scores (one bank each), p^T and q^T/k^T transposes (bf16, half a bank

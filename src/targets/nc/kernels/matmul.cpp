@@ -41,6 +41,7 @@
 
 #include "targets/nc/kernels/reference.h"
 #include "targets/nc/kernels/tiling.h"
+#include "targets/nc/tile/tile_ring.h"
 #include "targets/nc/machine/cost.h"
 
 namespace tessel::nc::kernels {
@@ -48,6 +49,7 @@ namespace {
 
 using tile::HbmView;
 using tile::KernelBuilder;
+using tile::TileRing;
 using tile::TileView;
 
 /// Bytes one DMA should move per engine to amortise its fixed costs (section 5.5 [P:PERF]: "> 32 KiB
@@ -159,42 +161,16 @@ MatmulPlan planMatmul(const MachineProfile &profile, int64_t M, int64_t N, int64
   return plan;
 }
 
-/// A fixed set of same-shape SBUF tiles used round-robin. Each slot is one tile that lives for the
-/// whole kernel, so the buffers are placed once (no fragmentation however the other tiles come and
-/// go), and the dependence analysis orders each reuse of a slot after its previous readers (WAR):
-/// the ring depth is the multi-buffering depth.
-class TileRing {
- public:
-  TileRing(std::string name, DType dtype, int64_t partitions, std::vector<int64_t> freeShape, int64_t slots)
-      : name_(std::move(name)), dtype_(dtype), partitions_(partitions), freeShape_(std::move(freeShape)),
-        slots_(slots) {}
-
-  TileView next(KernelBuilder &b) {
-    if (static_cast<int64_t>(tiles_.size()) < slots_) tiles_.push_back(b.sbuf(name_, dtype_, partitions_, freeShape_));
-    TileView slot = tiles_[static_cast<size_t>(cursor_)];
-    cursor_ = (cursor_ + 1) % slots_;
-    return slot;
-  }
-
- private:
-  std::string name_;
-  DType dtype_;
-  int64_t partitions_;
-  std::vector<int64_t> freeShape_;
-  int64_t slots_, cursor_ = 0;
-  std::vector<TileView> tiles_;
-};
-
 /// Records the kernel for one plan; the state that crosses loop iterations lives here.
 class MatmulBuilder {
  public:
   MatmulBuilder(KernelBuilder &b, const MatmulPlan &plan, DType dtype, bool hasBias, Epilogue epilogue)
       : b_(b), plan_(plan), dtype_(dtype), hasBias_(hasBias), epilogue_(epilogue),
-        aRing_("a_t", dtype, plan.tileK, {plan.chunkTiles * plan.blockCols()}, kChunkSlots),
-        bRing_("b", dtype, plan.tileK, {plan.chunkTiles * plan.bCols}, kChunkSlots),
-        stagingRing_("c", outputDtype(dtype), plan.tileM, {plan.groupTiles * plan.bCols}, kEpilogueSlots),
-        biasRing_("bias", DType::F32, plan.tileM, {plan.bCols}, kEpilogueSlots),
-        biasedRing_("biased", DType::F32, plan.tileM, {plan.bCols}, kEpilogueSlots) {}
+        aRing_(MemSpace::SBUF, "a_t", dtype, plan.tileK, {plan.chunkTiles * plan.blockCols()}, kChunkSlots),
+        bRing_(MemSpace::SBUF, "b", dtype, plan.tileK, {plan.chunkTiles * plan.bCols}, kChunkSlots),
+        stagingRing_(MemSpace::SBUF, "c", outputDtype(dtype), plan.tileM, {plan.groupTiles * plan.bCols}, kEpilogueSlots),
+        biasRing_(MemSpace::SBUF, "bias", DType::F32, plan.tileM, {plan.bCols}, kEpilogueSlots),
+        biasedRing_(MemSpace::SBUF, "biased", DType::F32, plan.tileM, {plan.bCols}, kEpilogueSlots) {}
 
   void build() {
     aT_ = b_.input("a_t", dtype_, {plan_.K, plan_.M});
