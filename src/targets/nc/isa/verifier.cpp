@@ -214,6 +214,8 @@ void Checker::checkOpcodeRules() {
     case Opcode::Activation:
       if (insn_.func == ActFunc::None) report("func is required");
       checkPerPartitionScalars({"bias", "accum", "scale"});
+      if (!limits_.actBiasImmediate && insn_.scalars.size() > 1 && insn_.scalars[1] != 0.0f)
+        report("immediate bias {} not supported; the bias must be a [P,1] operand (T15)", insn_.scalars[1]);
       if (slot("accum")) {
         AluOp op = insn_.op0;
         if (op == AluOp::None)
@@ -285,6 +287,7 @@ IsaLimits isaLimitsFor(const MachineProfile &profile) {
   limits.peTransposeMax = static_cast<int>(std::min(profile.pe.rows, profile.pe.cols));
   limits.actReduceAddOnly = std::all_of(profile.act.reduceOps.begin(), profile.act.reduceOps.end(),
                                         [](const std::string &op) { return op == "add"; });
+  limits.actBiasImmediate = profile.act.biasImmediate;
   limits.dmaQueues = static_cast<int>(profile.dma.queuesPerEngine);
   return limits;
 }

@@ -30,6 +30,7 @@ struct IsaLimits {
   uint64_t bnStatsMaxFree = 512;
   int peTransposeMax = 128, dveTransposeMax = 32;
   bool actReduceAddOnly = true;             // T15, nc-v2.
+  bool actBiasImmediate = false;            // T15: nc-v2 takes the ACT bias from a [P,1] vector only.
   int dmaQueues = 16;                       // dma_copy queue ids 0..dmaQueues-1.
   bool operator==(const IsaLimits &) const = default;
 };

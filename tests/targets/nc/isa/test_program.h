@@ -25,7 +25,7 @@ inline const std::string kEveryOpcodeProgram =
     "bias=sbuf[p0:64, off 4]:f32 accum=sbuf[p0:64, off 0, [1,1]]:f32 scale=sbuf[p0:64, off 2048]:f32 op0=add func=exp "
     "imm=0.125\n"
     "activation.ACT dst=sbuf[p0:128, off 0, [1,64]]:f32 src=sbuf[p0:128, off 256, [1,64]]:f32 "
-    "scale=sbuf[p0:128, off 1024, [1,1]]:f32 func=sigmoid imm=2,-0.5\n"
+    "scale=sbuf[p0:128, off 1024, [1,1]]:f32 func=sigmoid imm=2\n"
     "tensor_tensor.DVE dst=sbuf[p0:128, off 0, [64,8], [1,64]]:f32 in0=psum[p0:128, off 0, [64,8], [1,64]]:f32 "
     "in1=sbuf[p0:128, off 4096, [0,8], [1,64]]:f32 op0=multiply\n"
     "tensor_tensor.POOL dst=sbuf[p96:16, off 0, [2,4], [8,2], [1,2], [16,2]]:i32 in0=sbuf[p96:16, off 256, [-1,64]]:i32 "

@@ -158,6 +158,16 @@ TEST(NcIsaVerifier, ActivationFuncAndReduceOp) {
   EXPECT_EQ(violations(head + "bias=sbuf[p0:128, off 64, [1,1]]:f32 func=exp"), "");
 }
 
+TEST(NcIsaVerifier, ActivationImmediateBiasOnlyWhereTheProfileHasIt) {
+  std::string head = "activation.ACT dst=sbuf[p0:128, off 0, [1,8]]:f32 src=psum[p0:128, off 0, [1,8]]:f32 func=exp ";
+  EXPECT_EQ(violations(head + "imm=0.5,0"), "");  // A scale immediate and a zero bias are fine.
+  EXPECT_EQ(violations(head + "imm=1,0.25"),
+            "#0 activation.ACT: immediate bias 0.25 not supported; the bias must be a [P,1] operand (T15)");
+  IsaLimits v3;
+  v3.actBiasImmediate = true;
+  EXPECT_EQ(violations(head + "imm=1,0.25", v3), "");
+}
+
 TEST(NcIsaVerifier, PoolOperandsInSbuf) {
   EXPECT_EQ(violations("affine_select.POOL dst=sbuf[p0:128, off 0, [1,8]]:f32 src=sbuf[p0:128, off 64, [1,8]]:f32"), "");
   EXPECT_EQ(violations("affine_select.POOL dst=sbuf[p0:128, off 0, [1,8]]:f32 src=hbm[p0:1, off 64, [1,8]]:f32"),
@@ -262,6 +272,7 @@ TEST(NcIsaVerifier, LimitsFromProfiles) {
   EXPECT_TRUE(isaLimitsFor(*v2) == IsaLimits());
   IsaLimits limits3 = isaLimitsFor(*v3);
   EXPECT_FALSE(limits3.actReduceAddOnly);
+  EXPECT_TRUE(limits3.actBiasImmediate);
   EXPECT_EQ(limits3.dmaQueues, v3->dma.queuesPerEngine);
   EXPECT_EQ(limits3.sbufBytesPerPartition, static_cast<uint64_t>(v3->sbuf.bytesPerPartition));
   EXPECT_EQ(limits3.psumBankBytes, 2048u);
