@@ -1,0 +1,64 @@
+// AVX2+FMA GEMM microkernels (compiled with -mavx2 -mfma, nothing else is). One template,
+// instantiated for each `avx2` row of gemm.def: an mr x nr tile of C lives in mr * nr/8 ymm
+// accumulators (6x16: 12 of the 16 registers, two for B, one broadcast). Only the row functions
+// have external linkage, so no code built with these flags leaks into the portable paths.
+#include <immintrin.h>
+
+#include "targets/cpu/kernels/gemm_microkernel.h"
+
+namespace tessel::cpu {
+namespace {
+
+constexpr int kLanes = 8;  // floats per ymm register.
+
+template <int kMr, int kNr>
+inline __attribute__((always_inline)) void microkernel(const MicrokernelArgs &args) {
+  static_assert(kNr % kLanes == 0, "nr must be a multiple of the vector width");
+  constexpr int kVecs = kNr / kLanes;
+  __m256 acc[kMr][kVecs];
+#pragma GCC unroll 32
+  for (int i = 0; i < kMr; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm256_setzero_ps();
+  }
+  const float *a = args.a;
+  const float *b = args.b;
+  for (int64_t p = 0; p < args.k; ++p) {
+    __m256 bv[kVecs];
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) bv[j] = _mm256_loadu_ps(b + j * kLanes);
+#pragma GCC unroll 32
+    for (int i = 0; i < kMr; ++i) {
+      const __m256 av = _mm256_broadcast_ss(a + i);
+#pragma GCC unroll 8
+      for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+    a += kMr;
+    b += kNr;
+  }
+  const __m256 zero = _mm256_setzero_ps();
+#pragma GCC unroll 32
+  for (int i = 0; i < kMr; ++i) {
+    float *c = args.c + i * args.ldc;
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) {
+      __m256 v = acc[i][j];
+      if (args.accumulate) v = _mm256_add_ps(v, _mm256_loadu_ps(c + j * kLanes));
+      if (args.bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(args.bias + j * kLanes));
+      if (args.relu) v = _mm256_max_ps(v, zero);
+      _mm256_storeu_ps(c + j * kLanes, v);
+    }
+  }
+}
+
+}  // namespace
+
+#define KERNEL_avx512(name, mr, nr)
+#define KERNEL_avx2(name, mr, nr) \
+  void name(const MicrokernelArgs &args) { microkernel<mr, nr>(args); }
+#define KERNEL_generic(name, mr, nr)
+#define KERNEL(name, family, isa, dtype, mr, nr) KERNEL_##family(name, mr, nr)
+#include "targets/cpu/kernels/gemm.def"
+#undef KERNEL
+
+}  // namespace tessel::cpu

@@ -1,0 +1,44 @@
+// Portable C++ GEMM microkernels for hosts without AVX2+FMA (and the reference the vector
+// variants are tested beside). One template, instantiated for each `generic` row of gemm.def; the
+// accumulator tile is a local array the compiler keeps in registers where it can.
+#include "targets/cpu/kernels/gemm_microkernel.h"
+
+namespace tessel::cpu {
+namespace {
+
+template <int kMr, int kNr>
+void microkernel(const MicrokernelArgs &args) {
+  float acc[kMr][kNr] = {};
+  const float *a = args.a;
+  const float *b = args.b;
+  for (int64_t p = 0; p < args.k; ++p) {
+    for (int i = 0; i < kMr; ++i) {
+      const float av = a[i];
+      for (int j = 0; j < kNr; ++j) acc[i][j] += av * b[j];
+    }
+    a += kMr;
+    b += kNr;
+  }
+  for (int i = 0; i < kMr; ++i) {
+    float *c = args.c + i * args.ldc;
+    for (int j = 0; j < kNr; ++j) {
+      float v = acc[i][j];
+      if (args.accumulate) v += c[j];
+      if (args.bias != nullptr) v += args.bias[j];
+      if (args.relu && !(v > 0.0f)) v = 0.0f;
+      c[j] = v;
+    }
+  }
+}
+
+}  // namespace
+
+#define KERNEL_avx512(name, mr, nr)
+#define KERNEL_avx2(name, mr, nr)
+#define KERNEL_generic(name, mr, nr) \
+  void name(const MicrokernelArgs &args) { microkernel<mr, nr>(args); }
+#define KERNEL(name, family, isa, dtype, mr, nr) KERNEL_##family(name, mr, nr)
+#include "targets/cpu/kernels/gemm.def"
+#undef KERNEL
+
+}  // namespace tessel::cpu
