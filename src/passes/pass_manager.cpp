@@ -2,7 +2,10 @@
 #include "passes/pass_manager.h"
 
 #include "ir/verifier.h"
+#include "passes/eliminate_common_subexpressions.h"
 #include "passes/eliminate_dead_code.h"
+#include "passes/fold_constants.h"
+#include "passes/fold_shapes.h"
 #include "passes/infer_shapes.h"
 
 namespace tessel {

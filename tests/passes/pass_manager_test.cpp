@@ -39,7 +39,8 @@ TEST(PassManager, RejectsUnknownNamesListingTheKnownOnes) {
   Status status = manager.addPipeline("infer-shapes,fold-everything");
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.diag().code, ErrorCode::InvalidArgument);
-  EXPECT_EQ(status.diag().message, "unknown pass 'fold-everything'; the passes are: infer-shapes, eliminate-dead-code");
+  EXPECT_EQ(status.diag().message, "unknown pass 'fold-everything'; the passes are: infer-shapes, fold-shapes, fold-constants, "
+            "eliminate-common-subexpressions, eliminate-dead-code");
 }
 
 TEST(PassManager, RunsPipelinesInOrderAndReportsChanges) {

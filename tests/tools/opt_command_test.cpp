@@ -85,7 +85,8 @@ TEST_F(OptCommand, ReportsUnknownPassesAndFailingPasses) {
   CommandResult unknown = runTool("opt " + path + " --passes=infer-shapes,make-it-fast");
   EXPECT_EQ(unknown.exitCode, 1);
   EXPECT_EQ(unknown.output,
-            "tessel: error: unknown pass 'make-it-fast'; the passes are: infer-shapes, eliminate-dead-code\n");
+            "tessel: error: unknown pass 'make-it-fast'; the passes are: infer-shapes, fold-shapes, fold-constants, "
+            "eliminate-common-subexpressions, eliminate-dead-code\n");
   CommandResult failing = runTool("opt " + path + " --passes=infer-shapes");
   EXPECT_EQ(failing.exitCode, 1);
   EXPECT_EQ(failing.output.rfind("tessel: error: " + path + ": node 'mm' (MatMul, #0): pass 'infer-shapes': ", 0), 0u)

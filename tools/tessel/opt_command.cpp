@@ -1,6 +1,7 @@
-// `tessel opt MODEL [--passes=a,b] [--print-types] [--elide-large-tensors] [-o FILE]`: loads a
-// model (.onnx through the importer, any other file as text IR), verifies it, runs the passes in
-// order (verifying after each) and prints the result as text IR. Pass tests under tests/passes run
+// `tessel opt MODEL [-O0..-O3] [--passes=a,b] [--print-pipeline] [--print-types]
+// [--elide-large-tensors] [-o FILE]`: loads a model (.onnx through the importer, any other file as
+// text IR), verifies it, runs the pipeline of the -O level and then the --passes, in order
+// (verifying after each) and prints the result as text IR. Pass tests under tests/passes run
 // it on .tsl.txt files.
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"
+#include "passes/pipelines.h"
 
 namespace tessel::cli {
 
@@ -18,7 +20,9 @@ namespace {
 
 struct OptOptions {
   std::string model;
+  int optLevel = 0;
   std::vector<std::string> passes;
+  bool printPipeline = false;
   bool printTypes = false;
   bool elideLargeTensors = false;
   std::string output;
@@ -47,9 +51,17 @@ Status writeText(const std::string &text, const std::string &path) {
 
 void runOpt(const OptOptions &options) {
   PassManager manager;
+  Status level = addOptimizationPipeline(manager, options.optLevel);
+  if (!level.ok()) return reportError(level.diag().str());
   for (const std::string &pass : options.passes) {
     Status added = manager.addPass(pass);
     if (!added.ok()) return reportError(added.diag().str());
+  }
+  if (options.printPipeline) {
+    std::string names;
+    for (const PassInfo *pass : manager.passes()) names += std::string(pass->cliName) + "\n";
+    std::fwrite(names.data(), 1, names.size(), stdout);
+    return;
   }
   auto model = loadModel(options.model);
   if (!model.ok()) return reportError(model.diag().str());
@@ -76,7 +88,11 @@ void addOptCommand(CLI::App &app) {
   auto options = std::make_shared<OptOptions>();
   CLI::App *cmd = app.add_subcommand("opt", "Run graph passes on a model and print it as text IR");
   cmd->add_option("model", options->model, "Model file: .onnx, or text IR (e.g. .tsl.txt)")->required();
+  cmd->add_option("-O", options->optLevel, "Optimization level 0-3: run that level's pass pipeline first")
+      ->check(CLI::Range(0, kMaxOptimizationLevel));
   cmd->add_option("--passes", options->passes, passesHelp())->delimiter(',');
+  cmd->add_flag("--print-pipeline", options->printPipeline,
+                "Print the passes that would run (the -O level's, then --passes), one a line, and stop");
   cmd->add_flag("--print-types", options->printTypes, "Print the type of every node output");
   cmd->add_flag("--elide-large-tensors", options->elideLargeTensors,
                 "Print tensors over 16 elements as a hash (readable, but the text no longer parses)");

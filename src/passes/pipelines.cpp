@@ -1,0 +1,48 @@
+// The pipelines per optimization level, as data, with the reason for each position.
+#include "passes/pipelines.h"
+
+namespace tessel {
+
+namespace {
+
+const PipelineSpec kO0Pipeline = {};
+
+const PipelineSpec kO1Pipeline = {
+    {"infer-shapes"},    // First: fold-shapes reads the inferred types, fold-constants checks its size
+                         // cap against them before evaluating.
+    {"fold-shapes"},     // Before fold-constants: turns Shape/Size of static values into constants, so
+                         // the Gather/Unsqueeze/Concat after them become all-constant.
+    {"fold-constants"},  // Folds those chains (and any other constant subexpression) in one run, up to
+                         // the Reshape/Expand that reads the result.
+    {"eliminate-common-subexpressions"},  // After folding: equal folded constants and the nodes
+                                          // reading them become identical and merge.
+    {"eliminate-dead-code"},  // Removes what folding and merging left unread (Shape nodes whose
+                              // Gathers folded, Constant nodes, duplicate chains).
+    {"infer-shapes"},  // Again, last: a Reshape/Expand whose shape input is now constant gets a static
+                       // output type.
+};
+
+// -O2 and -O3 are -O1 for now; the fusion passes (BatchNorm into Conv, epilogues, elementwise
+// chains, pattern recognition) and layout assignment come next, after this cleanup so that they
+// see canonical, folded graphs.
+const PipelineSpec kO2Pipeline = kO1Pipeline;
+const PipelineSpec kO3Pipeline = kO2Pipeline;
+
+}  // namespace
+
+const PipelineSpec &pipelineForLevel(int level) {
+  TESSEL_CHECK(level >= 0 && level <= kMaxOptimizationLevel, "no optimization level {}", level);
+  static const PipelineSpec *const kLevels[] = {&kO0Pipeline, &kO1Pipeline, &kO2Pipeline, &kO3Pipeline};
+  return *kLevels[level];
+}
+
+Status addOptimizationPipeline(PassManager &manager, int level) {
+  if (level < 0 || level > kMaxOptimizationLevel) {
+    return makeError(ErrorCode::InvalidArgument, "no optimization level -O{}; the levels are -O0 to -O{}", level,
+                     kMaxOptimizationLevel);
+  }
+  for (const PipelineStep &step : pipelineForLevel(level)) TESSEL_RETURN_IF_ERROR(manager.addPass(step.pass));
+  return Status::success();
+}
+
+}  // namespace tessel
