@@ -23,8 +23,13 @@ TEST(ElementwiseKernels, MulSubMaxInEachMode) {
   }
 }
 
-TEST(ElementwiseKernels, Activations) {
-  for (const char *name : {"gelu", "silu", "relu"}) expectKernelPassesAtShapes(name);
+TEST(ElementwiseKernels, GeluAtEveryShape) { expectKernelPassesAtShapes("gelu"); }
+
+TEST(ElementwiseKernels, SiluAndRelu) {
+  for (const char *name : {"silu", "relu"}) {
+    expectKernelPasses(name, {{"R", 130}, {"C", 513}}, DType::BF16, "nc-v2");
+    expectKernelPasses(name, {{"R", 1}, {"C", 2000}}, DType::F32, "nc-v3");
+  }
 }
 
 TEST(ElementwiseKernels, UnknownBroadcastModeIsAnError) {
