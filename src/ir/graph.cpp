@@ -123,6 +123,19 @@ Value *Graph::addInitializer(std::string name, Tensor tensor) {
   return value;
 }
 
+void Graph::removeInitializer(Value *value) {
+  TESSEL_CHECK(value && value->graph_ == this && value->hasInitializer(),
+               "removing '{}', which is not an initializer of graph '@{}'", value ? value->name_ : "null", name_);
+  TESSEL_CHECK(std::find(initializers_.begin(), initializers_.end(), value) != initializers_.end(),
+               "removing '{}', which is not in the initializers of graph '@{}'", value->name_, name_);
+  TESSEL_CHECK(value->uses_.empty(), "removing initializer '{}', which is still used", value->name_);
+  TESSEL_CHECK(!value->isGraphInput_, "removing initializer '{}', which is a graph input", value->name_);
+  TESSEL_CHECK(std::find(outputs_.begin(), outputs_.end(), value) == outputs_.end(),
+               "removing initializer '{}', which is a graph output", value->name_);
+  std::erase(initializers_, value);  // Every entry: addInitializer on an existing one appends it again.
+  value->initializer_.reset();
+}
+
 Node *Graph::addNode(std::string opType, std::vector<Value *> inputs, const std::vector<std::string> &outputNames,
                      std::string name, std::string domain) {
   auto node = std::make_unique<Node>();

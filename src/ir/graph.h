@@ -131,6 +131,12 @@ class Graph {
   Value *addInput(std::string name, Type type);
   /// Creates an initializer (a named constant).
   Value *addInitializer(std::string name, Tensor tensor);
+  /// Drops `value` from the initializers and frees its tensor; the Value itself stays owned by the
+  /// graph as an orphan (no producer, not an input, no initializer). Precondition checked: it is an
+  /// initializer of this graph with no uses, not a graph output and not a graph input (an input's
+  /// initializer is the default a user may override, so it is not for a pass to drop). A subgraph
+  /// returning it directly is not a use: callers must check that themselves.
+  void removeInitializer(Value *value);
   void addOutput(Value *value) { outputs_.push_back(value); }
   void setOutput(size_t i, Value *value) { outputs_[i] = value; }
 

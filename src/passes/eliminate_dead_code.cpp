@@ -1,8 +1,11 @@
 // Dead-code elimination: mark the producers of graph outputs live, then the producers of what live
 // nodes read (including reads from their subgraphs), and erase the rest from the back, so each
-// erased node's outputs have no users left.
+// erased node's outputs have no users left. Then drop the initializers that nothing reads any more:
+// no use (uses by nodes inside subgraphs are in the use lists too), not returned by a subgraph, not
+// a graph output, not a graph input.
 #include "passes/eliminate_dead_code.h"
 
+#include <algorithm>
 #include <unordered_set>
 #include <vector>
 
@@ -62,7 +65,21 @@ Expected<bool> eliminateDeadCode(Model &model) {
     for (Graph *sub : (*it)->subgraphs()) detachSubgraphReads(*sub);
     graph.eraseNode(*it);
   }
-  return !dead.empty();
+  // Initializers: after the nodes, so that those only dead nodes read are unread now. A subgraph
+  // output naming an outer value is no entry in its use list, so those are collected here.
+  std::vector<Value *> returned;
+  for (const auto &node : graph.nodes()) {
+    for (const Graph *sub : node->subgraphs()) collectOuterReads(*sub, graph, returned);
+  }
+  const std::unordered_set<const Value *> keep(returned.begin(), returned.end());
+  std::vector<Value *> unread;
+  for (Value *init : graph.initializers()) {
+    if (!init->uses().empty() || init->isGraphInput() || keep.count(init)) continue;
+    if (std::find(graph.outputs().begin(), graph.outputs().end(), init) != graph.outputs().end()) continue;
+    unread.push_back(init);
+  }
+  for (Value *init : unread) graph.removeInitializer(init);
+  return !dead.empty() || !unread.empty();
 }
 
 }  // namespace tessel

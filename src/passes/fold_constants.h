@@ -23,7 +23,7 @@ struct FoldConstantsOptions {
 /// (left to eliminate-dead-code once unused), nodes whose kernel fails on the constants (the
 /// error is left for run time), outputs that are not tensors, and outputs over
 /// `maxOutputElements` (checked against the inferred output shape before evaluating when known).
-/// Initializers that become unused stay (the IR cannot remove an initializer yet).
+/// Initializers that become unused stay; eliminate-dead-code removes them.
 /// Requires: a verified model. Preserves: the order of the remaining nodes and every value's name.
 /// Returns whether any node was folded.
 Expected<bool> foldConstants(Model &model, const FoldConstantsOptions &options);

@@ -15,7 +15,7 @@ namespace tessel {
 /// Together with fold-constants this folds the Shape -> Gather -> Unsqueeze -> Concat -> Reshape
 /// chains that PyTorch export emits on static shapes. Nothing fires on an unknown rank or a
 /// symbolic dim that is asked for. Shapes and initializers left unused are for
-/// eliminate-dead-code (nodes) to remove; unused initializers stay.
+/// eliminate-dead-code to remove.
 /// Requires: shapes inferred (infer-shapes). Preserves: the order of the remaining nodes and every
 /// value's name. Returns whether any node was folded.
 Expected<bool> foldShapes(Model &model);

@@ -17,7 +17,8 @@ const PipelineSpec kO1Pipeline = {
     {"eliminate-common-subexpressions"},  // After folding: equal folded constants and the nodes
                                           // reading them become identical and merge.
     {"eliminate-dead-code"},  // Removes what folding and merging left unread (Shape nodes whose
-                              // Gathers folded, Constant nodes, duplicate chains).
+                              // Gathers folded, Constant nodes, duplicate chains) and the
+                              // initializers they read.
     {"infer-shapes"},  // Again, last: a Reshape/Expand whose shape input is now constant gets a static
                        // output type.
 };

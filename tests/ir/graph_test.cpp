@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/builder.h"
+#include "ir/verifier.h"
 
 namespace tessel {
 namespace {
@@ -31,6 +32,31 @@ TEST(Graph, UseListsFollowMutations) {
   g.eraseNode(y->producer());
   EXPECT_EQ(g.numNodes(), 2u);
   EXPECT_EQ(x->uses().size(), 2u);  // Neg and Add; the erased Relu dropped its use.
+}
+
+TEST(Graph, RemovesUnusedInitializers) {
+  Graph g;
+  Value *x = g.addInput("x", f32({2}));
+  Value *w = g.addInitializer("w", Tensor::fromVector<float>({2}, {1, 2}));
+  Value *dead = g.addInitializer("dead", Tensor::fromVector<float>({2}, {3, 4}));
+  Node *add = g.addNode("Add", {x, w}, {"y"});
+  g.addOutput(add->output(0));
+  g.removeInitializer(dead);
+  EXPECT_EQ(g.initializers(), std::vector<Value *>{w});
+  EXPECT_FALSE(dead->hasInitializer());
+  EXPECT_FALSE(dead->isGraphInput());
+  EXPECT_EQ(dead->producer(), nullptr);
+  EXPECT_EQ(g.findValue("dead"), dead);  // Stays owned, as an orphan.
+  EXPECT_TRUE(verifyGraph(g).ok());
+  // Once unread, the other goes too.
+  add->setInput(1, x);
+  g.removeInitializer(w);
+  EXPECT_TRUE(g.initializers().empty());
+  EXPECT_TRUE(verifyGraph(g).ok());
+  // A name freed this way can be an initializer again, on the same value.
+  EXPECT_EQ(g.addInitializer("dead", Tensor::fromVector<float>({1}, {5})), dead);
+  EXPECT_EQ(g.initializers(), std::vector<Value *>{dead});
+  EXPECT_TRUE(verifyGraph(g).ok());
 }
 
 TEST(Graph, SortsTopologicallyAndRejectsCycles) {

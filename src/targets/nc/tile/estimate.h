@@ -1,7 +1,10 @@
-// Time estimates of single instructions for the list scheduler, from the cost functions of
-// machine/cost.h (the ones the timing simulator uses): how long the instruction keeps its engine
-// busy and how long after that its results become visible. DMA copies report their trigger latency
-// and data-phase time separately, because transfers overlap triggers with earlier data phases.
+// Time estimates of single instructions for the list scheduler: how long the instruction keeps its
+// engine busy and how long after that its results become visible. A compute instruction's numbers
+// are the timing simulator's own (isa/instruction_cost.h: one function, so the two cannot disagree;
+// tests/targets/nc/tile/estimate_test.cpp checks it); a matmul's busy time is its stream pair (the
+// LoadStationary hidden behind the previous MultiplyMoving). DMA copies report their trigger latency
+// and data-phase time separately (machine/cost.h), because transfers overlap triggers with earlier
+// data phases.
 #pragma once
 
 #include "targets/nc/isa/instruction.h"

@@ -13,7 +13,7 @@
 
 #include "targets/nc/isa/instruction.h"
 #include "targets/nc/machine/profile.h"
-#include "targets/nc/sim/timing/instruction_cost.h"
+#include "targets/nc/isa/instruction_cost.h"
 #include "targets/nc/sim/timing/throttle.h"
 
 namespace tessel::nc {

@@ -16,7 +16,7 @@
 #include "targets/nc/machine/cost.h"
 #include "targets/nc/sim/timing/dma_model.h"
 #include "targets/nc/sim/timing/dma_transfer.h"
-#include "targets/nc/sim/timing/instruction_cost.h"
+#include "targets/nc/isa/instruction_cost.h"
 #include "targets/nc/sim/timing/pe_pipeline.h"
 #include "targets/nc/sim/timing/ports.h"
 #include "targets/nc/sim/timing/semaphores.h"

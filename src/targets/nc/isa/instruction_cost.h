@@ -3,7 +3,10 @@
 // that keeps its engine occupied, the pipeline latency after which its results are visible, the
 // LoadStationary half of a matmul, and the FLOPs the profiler counts. This file only maps an
 // instruction's operands (shapes, dtypes, memories, strides) onto the cost functions' shapes; it
-// derives no machine number of its own. dma_copy is timed by the DMA model (dma_transfer.h).
+// derives no machine number of its own. dma_copy is timed by the DMA model (sim/timing/dma_transfer.h).
+// This is the one source of truth for a compute instruction's busy time: the timing simulator runs
+// it on every instruction, and the kernel compiler's scheduler (tile/estimate.h) on the instruction
+// it is about to emit, so the two cannot disagree (style-examples.md section 6).
 #pragma once
 
 #include <cstddef>
@@ -29,6 +32,11 @@ struct InstructionCost {
 /// The cost of instruction `index` (any opcode but dma_copy). Errors name the instruction when an
 /// opcode/engine pair has no timing rule (the verifier rejects such pairs first).
 Expected<InstructionCost> costInstruction(const Instruction &insn, size_t index, const MachineProfile &profile);
+
+/// The cost of instruction `index` as if it ran on `engine` instead of insn.engine (the scheduler
+/// weighs each engine an op may use before it picks one).
+Expected<InstructionCost> costInstructionOn(const Instruction &insn, Engine engine, size_t index,
+                                            const MachineProfile &profile);
 
 /// The matmul dtype class of a PE input dtype (fp8 variants, bf16, fp16, tf32, fp32).
 PeDtype peDtypeOf(DType dtype);

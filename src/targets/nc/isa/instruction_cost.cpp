@@ -1,11 +1,9 @@
 // Instruction costs; see instruction_cost.h. Each opcode maps its operands onto one cost.h function
 // (the formula and its source are stated there); the comment on each case names the table row.
-#include "targets/nc/sim/timing/instruction_cost.h"
+#include "targets/nc/isa/instruction_cost.h"
 
 #include <algorithm>
 #include <cstdlib>
-
-#include "targets/nc/sim/footprint.h"
 
 namespace tessel::nc {
 namespace {
@@ -26,9 +24,12 @@ const AccessPattern *slot(const Instruction &insn, int index) {
 
 bool isHalfFloat(DType dtype) { return dtype == DType::BF16 || dtype == DType::F16; }
 
+// Contiguous innermost dim: the innermost dim with more than one element steps by one element
+// (count-1 dims do not count; a stride-0 broadcast dim is not contiguous).
 bool isContiguous(const AccessPattern &ap) {
-  std::vector<StridedDim> dims = normalizedDims(ap.dims, /*dropBroadcast=*/false);
-  return dims.empty() || dims.back().strideElements == 1;
+  for (auto it = ap.dims.rbegin(); it != ap.dims.rend(); ++it)
+    if (it->count > 1) return it->strideElements == 1;
+  return true;
 }
 
 int64_t freeElements(const AccessPattern &ap) { return static_cast<int64_t>(freeSizeElements(ap)); }
@@ -40,9 +41,11 @@ int64_t maxStrideBytes(std::initializer_list<const AccessPattern *> operands) {
   return stride;
 }
 
-// The nc-v3 DVE performance-mode case of an instruction (section 5.2).
-DvePerfCase dvePerfCaseOf(const Instruction &insn) {
-  if (insn.engine != Engine::DVE) return DvePerfCase::None;
+// The nc-v3 DVE performance-mode case of an instruction run on `engine` (section 5.2): bf16/fp16 in
+// and out, SBUF placement and contiguity. Only the data operands count (dst and src; tensor_tensor:
+// both inputs); tensor_scalar's f32 [P,1] scalar operands do not disqualify it.
+DvePerfCase dvePerfCaseOf(const Instruction &insn, Engine engine) {
+  if (engine != Engine::DVE) return DvePerfCase::None;
   const AccessPattern *dst = slot(insn, 0), *src = slot(insn, 1);
   if (!dst || !src) return DvePerfCase::None;
   if (insn.opcode == Opcode::TensorCopy || insn.opcode == Opcode::TensorScalar) {
@@ -72,9 +75,9 @@ double pipeLatencyNs(const MachineProfile &profile, Engine engine) {
   return 0;
 }
 
-Diagnostic noRule(const Instruction &insn, size_t index) {
+Diagnostic noRule(const Instruction &insn, Engine engine, size_t index) {
   return makeError(ErrorCode::InvalidArgument, "instruction {} ({}.{}): no timing rule for this opcode on {}", index,
-                   mnemonic(insn.opcode), engineName(insn.engine), engineName(insn.engine));
+                   mnemonic(insn.opcode), engineName(insn.engine), engineName(engine));
 }
 
 }  // namespace
@@ -102,11 +105,15 @@ int64_t innermostStrideBytes(const AccessPattern &ap) {
 // One case per opcode, each mapping operands onto one cost.h function: the switch reads as the
 // section 6.1 table, so it stays one function rather than a dozen three-line helpers.
 Expected<InstructionCost> costInstruction(const Instruction &insn, size_t index, const MachineProfile &profile) {
+  return costInstructionOn(insn, insn.engine, index, profile);
+}
+
+Expected<InstructionCost> costInstructionOn(const Instruction &insn, Engine engine, size_t index,
+                                            const MachineProfile &profile) {
   InstructionCost cost;
-  const Engine engine = insn.engine;
   cost.pipeLatencyNs = pipeLatencyNs(profile, engine);
   const AccessPattern *dst = slot(insn, 0), *src = slot(insn, 1);
-  if (!dst) return noRule(insn, index);
+  if (!dst) return noRule(insn, engine, index);
   auto busy = [&](int64_t cycles) { cost.busyNs = cyclesToNs(profile, engine, static_cast<double>(cycles)); };
   auto stream = [&](int64_t elements, int64_t inputs, int64_t strideBytes, double speedup) {
     busy(costStreamingCycles(profile, engine, StreamShape{elements, inputs, strideBytes, speedup}));
@@ -116,7 +123,7 @@ Expected<InstructionCost> costInstruction(const Instruction &insn, size_t index,
   switch (insn.opcode) {
     case Opcode::NcMatmul: {  // Section 5.1: LoadStationary + MultiplyMoving.
       const AccessPattern *moving = slot(insn, 2);
-      if (engine != Engine::PE || !src || !moving) return noRule(insn, index);
+      if (engine != Engine::PE || !src || !moving) return noRule(insn, engine, index);
       MatmulShape shape{src->partitionCount, freeElements(*src), freeElements(*moving), peDtypeOf(src->dtype)};
       busy(costMatmulCycles(profile, shape));
       cost.loadStationaryNs = cyclesToNs(profile, engine, static_cast<double>(costLoadStationaryCycles(profile, shape.m)));
@@ -126,7 +133,7 @@ Expected<InstructionCost> costInstruction(const Instruction &insn, size_t index,
       return cost;
     }
     case Opcode::NcTranspose: {  // Section 6.1: PE max(P, min(64, F)); DVE max(MIN_II, N).
-      if (!src) return noRule(insn, index);
+      if (!src) return noRule(insn, engine, index);
       if (engine == Engine::PE) {
         int64_t partitions = src->partitionCount, free = freeElements(*src);
         busy(costPeTransposeCycles(profile, partitions, free));
@@ -135,29 +142,29 @@ Expected<InstructionCost> costInstruction(const Instruction &insn, size_t index,
         cost.peFlops = matmulFlops(MatmulShape{partitions, free, partitions}) * weight;
         return cost;
       }
-      if (!onDve) return noRule(insn, index);
+      if (!onDve) return noRule(insn, engine, index);
       stream(freeElements(*src), 1, maxStrideBytes({dst, src}), 1.0);
       return cost;
     }
     case Opcode::Activation: {  // Section 6.1: max(MIN_II, N) (+ MIN_II with the accumulate).
-      if (!onAct || !src) return noRule(insn, index);
+      if (!onAct || !src) return noRule(insn, engine, index);
       busy(costActivationCycles(profile, freeElements(*src), /*reduce=*/slot(insn, 3) != nullptr));
       return cost;
     }
     case Opcode::TensorTensor: {  // Section 6.1: N with a PSUM input or bf16 add/sub/mul in SBUF, else 2N.
       const AccessPattern *in1 = slot(insn, 2);
-      if (!src || !in1) return noRule(insn, index);
+      if (!src || !in1) return noRule(insn, engine, index);
       if (onPool) {
         busy(costPoolCycles(profile, freeElements(*src)));
         return cost;
       }
-      if (!onDve) return noRule(insn, index);
+      if (!onDve) return noRule(insn, engine, index);
       bool psumInput = src->space == MemSpace::PSUM || in1->space == MemSpace::PSUM;
       bool cheapBf16 = src->dtype == DType::BF16 && in1->dtype == DType::BF16 && dst->dtype == DType::BF16 &&
                        (insn.op0 == AluOp::Add || insn.op0 == AluOp::Subtract || insn.op0 == AluOp::Multiply) &&
                        isContiguous(*src) && isContiguous(*in1) && isContiguous(*dst);
       int64_t inputs = psumInput || cheapBf16 ? 1 : 2;
-      cost.dvePerfCase = dvePerfCaseOf(insn);
+      cost.dvePerfCase = dvePerfCaseOf(insn, engine);
       cost.dvePerfMode = dvePerfModeSpeedup(profile, cost.dvePerfCase) > 1;
       // The performance mode doubles the two-input rate; the one-input cases already run at N.
       double speedup = inputs == 2 ? dvePerfModeSpeedup(profile, cost.dvePerfCase) : 1.0;
@@ -166,20 +173,20 @@ Expected<InstructionCost> costInstruction(const Instruction &insn, size_t index,
     }
     case Opcode::TensorScalar:
     case Opcode::TensorCopy: {  // Section 6.1: max(MIN_II, N); nc-v3 DVE performance mode /4 or /2.
-      if (!src) return noRule(insn, index);
+      if (!src) return noRule(insn, engine, index);
       if (onPool) {
         busy(costPoolCycles(profile, freeElements(*src)));
         return cost;
       }
-      if (!onDve && !onAct) return noRule(insn, index);
-      cost.dvePerfCase = dvePerfCaseOf(insn);
+      if (!onDve && !onAct) return noRule(insn, engine, index);
+      cost.dvePerfCase = dvePerfCaseOf(insn, engine);
       double speedup = dvePerfModeSpeedup(profile, cost.dvePerfCase);
       stream(freeElements(*src), 1, maxStrideBytes({dst, src}), speedup);
       cost.dvePerfMode = speedup > 1;
       return cost;
     }
     case Opcode::TensorReduce: {  // Section 6.1: N; N/2 for bf16 in/out with add or max.
-      if (!onDve || !src) return noRule(insn, index);
+      if (!onDve || !src) return noRule(insn, engine, index);
       bool fast = src->dtype == DType::BF16 && dst->dtype == DType::BF16 &&
                   (insn.op0 == AluOp::Add || insn.op0 == AluOp::Maximum);
       stream(freeElements(*src), 1, maxStrideBytes({src}), fast ? kBf16ReduceSpeedup : 1.0);
@@ -190,31 +197,31 @@ Expected<InstructionCost> costInstruction(const Instruction &insn, size_t index,
         busy(costPoolCycles(profile, freeElements(*dst)));
         return cost;
       }
-      if (!onDve) return noRule(insn, index);
+      if (!onDve) return noRule(insn, engine, index);
       bool zeroHalf = isHalfFloat(dst->dtype) && !insn.scalars.empty() && insn.scalars[0] == 0.0f;
       stream(freeElements(*dst), 1, maxStrideBytes({dst}), zeroHalf ? kHalfZeroMemsetSpeedup : 1.0);
       return cost;
     }
     case Opcode::Iota:
     case Opcode::AffineSelect: {  // Section 6.1: GPSIMD_START + N.
-      if (!onPool) return noRule(insn, index);
+      if (!onPool) return noRule(insn, engine, index);
       busy(costPoolCycles(profile, freeElements(*dst)));
       return cost;
     }
     case Opcode::BnStats: {  // Section 6.1: max(MIN_II, N).
-      if (!onDve || !src) return noRule(insn, index);
+      if (!onDve || !src) return noRule(insn, engine, index);
       stream(freeElements(*src), 1, maxStrideBytes({src}), 1.0);
       return cost;
     }
     case Opcode::BnAggr: {  // Section 6.1: max(MIN_II, 13*N/3).
-      if (!onDve || !src) return noRule(insn, index);
+      if (!onDve || !src) return noRule(insn, engine, index);
       int64_t work = (freeElements(*src) * kBnAggrWorkNumerator + kBnAggrWorkDenominator - 1) / kBnAggrWorkDenominator;
       stream(work, 1, maxStrideBytes({src}), 1.0);
       return cost;
     }
     case Opcode::DmaCopy: break;
   }
-  return noRule(insn, index);
+  return noRule(insn, engine, index);
 }
 
 }  // namespace tessel::nc
