@@ -41,8 +41,8 @@
 
 #include "targets/nc/kernels/reference.h"
 #include "targets/nc/kernels/tiling.h"
-#include "targets/nc/tile/tile_ring.h"
 #include "targets/nc/machine/cost.h"
+#include "targets/nc/tile/tile_ring.h"
 
 namespace tessel::nc::kernels {
 namespace {

@@ -294,25 +294,15 @@ std::string checkTileDecl(const MachineProfile &profile, const TileDecl &decl) {
 
 TileView KernelBuilder::sbuf(const std::string &name, DType dtype, int64_t partitions,
                              const std::vector<int64_t> &freeShape) {
-  TileDecl decl{name, MemSpace::SBUF, dtype, partitions, freeShape};
-  TileView view;
-  view.builder_ = this;
-  if (std::string error = checkTileDecl(profile_, decl); !error.empty()) {
-    fail(error);
-    return view;
-  }
-  kernel_.tiles.push_back(decl);
-  view.tile_ = static_cast<int32_t>(kernel_.tiles.size() - 1);
-  view.space_ = decl.space;
-  view.dtype_ = dtype;
-  view.partitionCount_ = partitions;
-  view.dims_ = rowMajorDims(freeShape);
-  return view;
+  return newTile(TileDecl{name, MemSpace::SBUF, dtype, partitions, freeShape});
 }
 
 TileView KernelBuilder::psum(const std::string &name, DType dtype, int64_t partitions,
                              const std::vector<int64_t> &freeShape) {
-  TileDecl decl{name, MemSpace::PSUM, dtype, partitions, freeShape};
+  return newTile(TileDecl{name, MemSpace::PSUM, dtype, partitions, freeShape});
+}
+
+TileView KernelBuilder::newTile(const TileDecl &decl) {
   TileView view;
   view.builder_ = this;
   if (std::string error = checkTileDecl(profile_, decl); !error.empty()) {
@@ -322,9 +312,9 @@ TileView KernelBuilder::psum(const std::string &name, DType dtype, int64_t parti
   kernel_.tiles.push_back(decl);
   view.tile_ = static_cast<int32_t>(kernel_.tiles.size() - 1);
   view.space_ = decl.space;
-  view.dtype_ = dtype;
-  view.partitionCount_ = partitions;
-  view.dims_ = rowMajorDims(freeShape);
+  view.dtype_ = decl.dtype;
+  view.partitionCount_ = decl.partitions;
+  view.dims_ = rowMajorDims(decl.freeShape);
   return view;
 }
 

@@ -177,6 +177,8 @@ class KernelBuilder {
   Kernel kernel_;
   std::optional<Diagnostic> error_;
 
+  /// Declares a tile and returns a view of all of it (an empty view after a declaration error).
+  TileView newTile(const TileDecl &decl);
   // Operand checks and conversion (dsl.cpp); `what` names the operand in messages.
   std::string opPrefix(TileOpKind kind) const;
   bool checkTile(TileOpKind kind, const char *what, const TileView &view);
