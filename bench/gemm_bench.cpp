@@ -4,19 +4,28 @@
 //   Sgemm/<variant>/<n>          C = A*B, square n, B packed on the fly (every runnable variant at
 //                                the smallest size, the selected variant at every size)
 //   SgemmPacked/<variant>/<n>    the same with B packed once beforehand (the weights path)
+//   SgemmPackedA/<variant>/<n>   the same with A packed once beforehand (convolution weights)
+//   .../threads:<t>              the same split over a ThreadPool of t threads
+//   Layer/<name>/threads:<t>     model-shaped products with the constant operand pre-packed:
+//                                linear layers (packed B, small M) and convolutions (packed A)
 //
-// Counters: GFLOPS, and peak_fraction = achieved / the best loop's measured peak. Single-threaded,
-// like the kernels. Rates are per CPU second (thread CPU time for the peak, Google Benchmark's CPU
-// time for the rest): the machines are shared, and wall time would count other tenants' work. Run: build-*/bin/tessel_gemm_bench [--benchmark_repetitions=3 ...]
+// Counters: GFLOPS, and peak_fraction = achieved / (threads x the best loop's measured one-core
+// peak). Single-threaded rates are per CPU second (thread CPU time for the peak, Google
+// Benchmark's CPU time for the rest): the machines are shared, and wall time would count other
+// tenants' work. Threaded rates are per wall second. Run: build-*/bin/tessel_gemm_bench
+// [--benchmark_repetitions=3 --benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <ctime>
 #include <fstream>
+#include <memory>
+#include <span>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "support/thread_pool.h"
 #include "targets/cpu/kernels/fma_peak.h"
 #include "targets/cpu/kernels/gemm.h"
 
@@ -27,6 +36,7 @@ constexpr int64_t kSizes[] = {1024, 2048, 4096};
 constexpr double kGiga = 1e9;
 constexpr int64_t kPeakIterations = 20'000'000;  // About 0.1 s per trial at AVX-512 peak.
 constexpr int kPeakTrials = 5;                   // Best of these is the peak (the machine is shared).
+constexpr int kThreadCounts[] = {1, 2};
 
 /// CPU time of this thread: the machines are shared, and wall time would count other tenants.
 double threadCpuSeconds() {
@@ -62,11 +72,16 @@ std::string cpuModel() {
   return "unknown";
 }
 
-void setThroughputCounters(benchmark::State &state, double flopsPerIteration) {
+void setThroughputCounters(benchmark::State &state, double flopsPerIteration, int threads = 1) {
   state.counters["GFLOPS"] =
       benchmark::Counter(flopsPerIteration / kGiga, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["peak_fraction"] =
-      benchmark::Counter(flopsPerIteration / measuredPeakFlops(), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_fraction"] = benchmark::Counter(flopsPerIteration / (measuredPeakFlops() * threads),
+                                                       benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// A pool of `threads` threads, or null for one (the single-threaded entry path).
+std::unique_ptr<ThreadPool> makePool(int threads) {
+  return threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
 }
 
 void benchFmaPeak(benchmark::State &state, const FmaPeakLoop *loop) {
@@ -84,20 +99,68 @@ std::vector<float> randomMatrix(int64_t count, uint32_t seed) {
   return v;
 }
 
-void benchSgemm(benchmark::State &state, const GemmKernel *kernel, int64_t n, bool prepacked) {
+/// Which operand is packed before the timed loop.
+enum class Prepacked { None, B, A };
+
+void benchSgemm(benchmark::State &state, const GemmKernel *kernel, int64_t n, Prepacked prepacked, int threads) {
   const std::vector<float> a = randomMatrix(n * n, 1), b = randomMatrix(n * n, 2);
   std::vector<float> c(size_t(n * n));
   const GemmShape shape{n, n, n};
-  const PackedB packed = prepacked ? packB(*kernel, n, n, b.data(), n) : PackedB{};
+  const PackedB packedB = prepacked == Prepacked::B ? packB(*kernel, n, n, b.data(), n) : PackedB{};
+  const PackedA packedA = prepacked == Prepacked::A ? packA(*kernel, n, n, a.data(), n) : PackedA{};
+  const std::unique_ptr<ThreadPool> pool = makePool(threads);
   for (auto _ : state) {
-    if (prepacked) {
-      sgemmPacked(shape, a.data(), n, packed, c.data(), n);
-    } else {
-      sgemm(*kernel, shape, a.data(), n, b.data(), n, c.data(), n);
+    switch (prepacked) {
+      case Prepacked::None: sgemm(*kernel, shape, a.data(), n, b.data(), n, c.data(), n, {}, pool.get()); break;
+      case Prepacked::B: sgemmPacked(shape, a.data(), n, packedB, c.data(), n, {}, pool.get()); break;
+      case Prepacked::A: sgemmPackedA(shape, packedA, b.data(), n, c.data(), n, {}, pool.get()); break;
     }
     benchmark::ClobberMemory();
   }
-  setThroughputCounters(state, 2.0 * double(n) * double(n) * double(n));
+  setThroughputCounters(state, 2.0 * double(n) * double(n) * double(n), threads);
+}
+
+/// A layer-shaped product: the constant operand (B for a linear layer, A for a convolution's
+/// weights) is packed beforehand, bias and ReLU fused, scratch from the caller.
+struct LayerShape {
+  const char *name;
+  GemmShape shape;
+  bool weightsOnLeft;  // Convolution: Y[Cout, HW] = W[Cout, K] x cols[K, HW].
+};
+
+constexpr LayerShape kLayerShapes[] = {
+    {"linear_m1_768x768", {1, 768, 768}, false},      {"linear_m16_768x3072", {16, 3072, 768}, false},
+    {"linear_m64_3072x768", {64, 768, 3072}, false},  {"linear_m128_768x768", {128, 768, 768}, false},
+    {"linear_m128_3072x768", {128, 3072, 768}, false}, {"linear_m128_768x3072", {128, 768, 3072}, false},
+    {"conv_64x12544x147", {64, 12544, 147}, true},    {"conv_128x3136x576", {128, 3136, 576}, true},
+    {"conv_512x49x4608", {512, 49, 4608}, true},      {"conv_2048x49x512", {2048, 49, 512}, true},
+};
+
+void benchLayer(benchmark::State &state, const LayerShape *layer, int threads) {
+  const GemmShape s = layer->shape;
+  const std::vector<float> a = randomMatrix(s.m * s.k, 1), b = randomMatrix(s.k * s.n, 2);
+  const std::vector<float> bias = randomMatrix(layer->weightsOnLeft ? s.m : s.n, 3);
+  std::vector<float> c(size_t(s.m * s.n));
+  const std::unique_ptr<ThreadPool> pool = makePool(threads);
+  GemmEpilogue epilogue;
+  epilogue.bias = bias.data();
+  epilogue.biasPerRow = layer->weightsOnLeft;
+  epilogue.activation.kind = Activation::Relu;
+  const GemmPacking packing{layer->weightsOnLeft, !layer->weightsOnLeft};
+  std::vector<std::byte> scratchBytes(sgemmScratchBytes(s, threads, packing) + 64);
+  const size_t offset = (64 - reinterpret_cast<uintptr_t>(scratchBytes.data()) % 64) % 64;
+  const std::span<std::byte> scratch(scratchBytes.data() + offset, scratchBytes.size() - 64);
+  const PackedA packedA = layer->weightsOnLeft ? packA(s.m, s.k, a.data(), s.k) : PackedA{};
+  const PackedB packedB = layer->weightsOnLeft ? PackedB{} : packB(s.k, s.n, b.data(), s.n);
+  for (auto _ : state) {
+    if (layer->weightsOnLeft) {
+      sgemmPackedA(s, packedA, b.data(), s.n, c.data(), s.n, epilogue, pool.get(), scratch);
+    } else {
+      sgemmPacked(s, a.data(), s.k, packedB, c.data(), s.n, epilogue, pool.get(), scratch);
+    }
+    benchmark::ClobberMemory();
+  }
+  setThroughputCounters(state, 2.0 * double(s.m) * double(s.n) * double(s.k), threads);
 }
 
 void registerBenchmarks() {
@@ -108,14 +171,28 @@ void registerBenchmarks() {
   const GemmKernel *selected = &selectedGemmKernel();
   for (const GemmKernel &kernel : gemmKernels()) {
     if (!canRun(kernel)) continue;
-    for (int64_t n : kSizes) {
-      if (&kernel != selected && n != kSizes[0]) continue;
-      for (bool prepacked : {false, true}) {
-        const std::string name =
-            std::string(prepacked ? "SgemmPacked/" : "Sgemm/") + kernel.name + "/" + std::to_string(n);
-        benchmark::RegisterBenchmark(name.c_str(), benchSgemm, &kernel, n, prepacked)
-            ->Unit(benchmark::kMillisecond);
+    for (int threads : kThreadCounts) {
+      for (int64_t n : kSizes) {
+        if (&kernel != selected && (n != kSizes[0] || threads != 1)) continue;
+        for (Prepacked prepacked : {Prepacked::None, Prepacked::B, Prepacked::A}) {
+          const char *prefix = prepacked == Prepacked::None ? "Sgemm/"
+                               : prepacked == Prepacked::B  ? "SgemmPacked/"
+                                                            : "SgemmPackedA/";
+          std::string name = prefix + std::string(kernel.name) + "/" + std::to_string(n);
+          if (threads > 1) name += "/threads:" + std::to_string(threads);
+          auto *bench = benchmark::RegisterBenchmark(name.c_str(), benchSgemm, &kernel, n, prepacked, threads)
+                            ->Unit(benchmark::kMillisecond);
+          if (threads > 1) bench->UseRealTime();
+        }
       }
+    }
+  }
+  for (int threads : kThreadCounts) {
+    for (const LayerShape &layer : kLayerShapes) {
+      const std::string name = std::string("Layer/") + layer.name + "/threads:" + std::to_string(threads);
+      auto *bench = benchmark::RegisterBenchmark(name.c_str(), benchLayer, &layer, threads)
+                        ->Unit(benchmark::kMicrosecond);
+      if (threads > 1) bench->UseRealTime();
     }
   }
 }

@@ -12,6 +12,12 @@ namespace ref {
 #undef OP
 }  // namespace ref
 
+// Declarations of the shape inference functions the table names (besides inferOnnx, which
+// registry.h declares): those of ops ONNX's schemas do not know.
+#define OP(name, domain, since, until, infer, reference) Status infer(Node &node, int64_t opset);
+#include "ops/ops.def"
+#undef OP
+
 namespace {
 std::vector<OpInfo> buildTable() {
   std::vector<OpInfo> table = {

@@ -4,9 +4,16 @@
 #include "ir/verifier.h"
 #include "passes/eliminate_common_subexpressions.h"
 #include "passes/eliminate_dead_code.h"
+#include "passes/fold_batch_norm.h"
 #include "passes/fold_constants.h"
 #include "passes/fold_shapes.h"
+#include "passes/fuse_elementwise.h"
+#include "passes/fuse_epilogues.h"
 #include "passes/infer_shapes.h"
+#include "passes/recognize_attention.h"
+#include "passes/recognize_gelu.h"
+#include "passes/recognize_layer_norm.h"
+#include "passes/recognize_softmax.h"
 
 namespace tessel {
 

@@ -23,11 +23,33 @@ const PipelineSpec kO1Pipeline = {
                        // output type.
 };
 
-// -O2 and -O3 are -O1 for now; the fusion passes (BatchNorm into Conv, epilogues, elementwise
-// chains, pattern recognition) and layout assignment come next, after this cleanup so that they
-// see canonical, folded graphs.
-const PipelineSpec kO2Pipeline = kO1Pipeline;
-const PipelineSpec kO3Pipeline = kO2Pipeline;
+// -O2: the fusions, on the canonical, folded graph -O1 leaves (constants they match are folded
+// initializers, shapes are inferred).
+const PipelineSpec kO2Pipeline = [] {
+  PipelineSpec spec = kO1Pipeline;
+  spec.insert(spec.end(), {
+      {"fold-batch-norm"},       // First: leaves a Conv whose activation fuse-epilogues then takes.
+      {"recognize-gelu"},        // Before fuse-epilogues, which takes the Gelu as an activation.
+      {"recognize-layer-norm"},
+      {"recognize-softmax"},     // Before recognize-attention, which starts from the Softmax.
+      {"recognize-attention"},   // Before fuse-epilogues: the score MatMul's mask Add would
+                                 // otherwise be fused into it as a residual.
+      {"fuse-epilogues"},
+      {"eliminate-dead-code"},   // Constant nodes the patterns read, weights replaced by folded ones.
+  });
+  return spec;
+}();
+
+// -O3: -O2, then what is left of elementwise chains becomes FusedElementwise (last, so that it
+// takes no op another fusion wants).
+const PipelineSpec kO3Pipeline = [] {
+  PipelineSpec spec = kO2Pipeline;
+  spec.insert(spec.end(), {
+      {"fuse-elementwise"},
+      {"eliminate-dead-code"},  // The constants only the fused ops' bodies now hold.
+  });
+  return spec;
+}();
 
 }  // namespace
 

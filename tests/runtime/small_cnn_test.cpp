@@ -10,8 +10,10 @@ namespace {
 
 const std::string kExamples = std::string(TESSEL_SOURCE_DIR) + "/examples/";
 
-TEST(SmallCnn, MatchesNumpyGolden) {
-  auto session = Session::load(kExamples + "small_cnn.onnx", "ref");
+class SmallCnn : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SmallCnn, MatchesNumpyGolden) {
+  auto session = Session::load(kExamples + "small_cnn.onnx", GetParam());
   ASSERT_TRUE(session.ok()) << session.diag().str();
   auto input = readNpy(kExamples + "small_cnn_input.npy");
   auto expected = readNpy(kExamples + "small_cnn_expected.npy");
@@ -25,6 +27,8 @@ TEST(SmallCnn, MatchesNumpyGolden) {
     EXPECT_NEAR(got.data<float>()[i], expected->data<float>()[i], 1e-5) << "element " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Targets, SmallCnn, ::testing::Values("ref", "cpu"));
 
 }  // namespace
 }  // namespace tessel

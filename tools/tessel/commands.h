@@ -4,6 +4,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/diagnostic.h"
+
 namespace tessel::cli {
 
 /// Set by a subcommand's callback; main() returns it.
@@ -17,6 +23,10 @@ void addOpsCommand(CLI::App &app);
 void addAsmCommand(CLI::App &app);
 void addDisasmCommand(CLI::App &app);
 void addKernelCommand(CLI::App &app);
+void addCompileCommand(CLI::App &app);
+
+/// Parses `--shape NAME=D0,D1,...` (compile, bench).
+Expected<std::pair<std::string, std::vector<int64_t>>> parseShapeSpec(const std::string &spec);
 
 /// Prints a diagnostic as "tessel: error: <file: node ...: message>" and sets the exit code to 1.
 void reportError(const std::string &message);

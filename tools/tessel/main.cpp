@@ -28,6 +28,7 @@ int main(int argc, char **argv) {
   tessel::cli::addAsmCommand(app);
   tessel::cli::addDisasmCommand(app);
   tessel::cli::addKernelCommand(app);
+  tessel::cli::addCompileCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -1,5 +1,6 @@
-// `tessel run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--target T] [--seed S]`:
-// runs a model, feeding seeded random inputs for any input not given, and writes outputs as .npy.
+// `tessel run MODEL|ARTIFACT [--input NAME=FILE.npy ...] [--output-dir DIR] [--target T] [-O N]
+// [--threads N] [--seed S]`: runs a model (a .tsl artifact runs on cpu), feeding seeded random
+// inputs for any input not given, and writes outputs as .npy.
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -18,6 +19,8 @@ struct RunArgs {
   std::vector<std::string> dims;
   std::string outputDir;
   std::string target = "ref";
+  int optLevel = 3;
+  int threads = 0;
   uint64_t seed = 0;
 };
 
@@ -75,7 +78,8 @@ void printSummary(const std::string &name, const RuntimeValue &value) {
 }
 
 void runModel(const RunArgs &args) {
-  auto session = Session::load(args.model, args.target);
+  const std::string target = cpu::isCpuArtifact(args.model) ? "cpu" : args.target;
+  auto session = Session::load(args.model, target, {args.optLevel, args.threads});
   if (!session.ok()) return reportError(session.diag().str());
   const Graph &graph = *(*session)->model().graph;
   std::map<std::string, int64_t> dimValues;
@@ -103,7 +107,7 @@ void runModel(const RunArgs &args) {
   }
   auto outputs = (*session)->run(feeds);
   if (!outputs.ok()) return reportError(outputs.diag().str());
-  std::printf("outputs (target %s):\n", args.target.c_str());
+  std::printf("outputs (target %s):\n", target.c_str());
   for (const auto &[name, value] : *outputs) printSummary(name, value);
   if (args.outputDir.empty()) return;
   std::error_code ec;
@@ -126,11 +130,13 @@ void runModel(const RunArgs &args) {
 void addRunCommand(CLI::App &app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App *cmd = app.add_subcommand("run", "Run a model and write its outputs as .npy");
-  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
+  cmd->add_option("model", args->model, "Model file (.onnx, or a .tsl artifact from tessel compile)")->required();
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy; inputs not given are seeded random");
   cmd->add_option("--dim", args->dims, "NAME=SIZE for a symbolic dimension of random inputs (default 1)");
   cmd->add_option("--output-dir", args->outputDir, "Folder for the outputs as NAME.npy");
-  cmd->add_option("--target", args->target, "Target to run on")->capture_default_str();
+  cmd->add_option("--target", args->target, "Target to run on: ref or cpu")->capture_default_str();
+  cmd->add_option("-O", args->optLevel, "cpu: optimization level 0-3")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "cpu: threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
   cmd->callback([args] { runModel(*args); });
 }

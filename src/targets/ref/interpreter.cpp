@@ -102,6 +102,19 @@ Expected<std::vector<RuntimeValue>> ReferenceInterpreter::runGraph(const Graph &
   return outputs;
 }
 
+Expected<std::vector<RuntimeValue>> ReferenceInterpreter::runSingleNode(
+    const Node &node, std::vector<std::pair<const Value *, RuntimeValue>> values) const {
+  Frame frame;
+  for (auto &[value, runtime] : values) frame.values[value] = std::move(runtime);
+  TESSEL_RETURN_IF_ERROR(runNode(node, frame));
+  std::vector<RuntimeValue> outputs;
+  for (const Value *out : node.outputs()) {
+    auto it = out ? frame.values.find(out) : frame.values.end();
+    outputs.push_back(it == frame.values.end() ? RuntimeValue() : std::move(it->second));
+  }
+  return outputs;
+}
+
 Status ReferenceInterpreter::runNode(const Node &node, Frame &frame) const {
   const SourceLoc loc = locationOf(node, model_.sourcePath);
   const int64_t opset = model_.opsetFor(node.domain());

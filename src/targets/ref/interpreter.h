@@ -24,6 +24,12 @@ class ReferenceInterpreter {
   /// order.
   Expected<NamedValues> run(const NamedValues &feeds) const;
 
+  /// Runs one node of the model. `values` holds every value the node reads: its inputs and, for a
+  /// node with subgraphs, the outer-scope values those read. Returns the node's outputs in order
+  /// (none for an omitted optional output). What the cpu target uses for ops it has no kernel for.
+  Expected<std::vector<RuntimeValue>> runSingleNode(const Node &node,
+                                                    std::vector<std::pair<const Value *, RuntimeValue>> values) const;
+
  private:
   struct Frame;
   Expected<std::vector<RuntimeValue>> runGraph(const Graph &graph, std::vector<RuntimeValue> inputs,

@@ -1,37 +1,46 @@
-// The SGEMM driver: BLIS-style loop nest around the microkernels of gemm.def.
+// The SGEMM driver: BLIS-style loop nest around the microkernels of gemm.def, run once per
+// rectangle of C when the work is split over threads.
 //
 //   for jc in N by NC          B block (KC x NC) stays in L3 (packed once per (jc, pc))
 //     for pc in K by KC        epilogue only on the last pc; later blocks accumulate into C
 //       for ic in M by MC      A block (MC x KC) packed into mr-row panels, stays in L2
 //         for jr in NC by nr   one packed B micro-panel (KC x nr) stays in L1
-//           for ir in MC by mr microkernel: full tile into C, or a ragged edge via a scratch tile
+//           for ir in MC by mr microkernel: one mr x nr tile of C, epilogue on the last pc
 //
-// Packed panels are zero-padded to whole tiles, so the microkernels only ever see full mr x nr
-// tiles; for a ragged edge the driver runs the tile into scratch and copies the valid part, doing
-// accumulate, bias and ReLU itself. Block sizes derive from the row's mr/nr and the cache budgets
-// below. Single-threaded (see gemm.h).
+// Packed panels are zero-padded to whole tiles, so the microkernels always compute full mr x nr
+// tiles and store only the valid part of a ragged edge (masked stores), epilogue included.
+// Pre-packed operands hold the whole K per panel, so a block is an offset into them and needs no
+// packing. Activations other than ReLU/Clip (which the microkernel does in registers) run on each
+// tile right after it is stored, while it is in L1.
 #include "targets/cpu/kernels/gemm.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "support/diagnostic.h"
 
 namespace tessel::cpu {
 namespace {
 
-// Cache budgets the block sizes are derived from; conservative for current x86 cores (L1D 32-48
-// KiB, L2 1-2 MiB per core, L3 several MiB per core).
+// Cache budgets the block sizes are derived from; for current x86 cores (L1D 32-48 KiB, L2 1-2
+// MiB per core, L3 several MiB per core).
 constexpr int64_t kL1BytesForBPanel = 32 * 1024;    // One KC x nr micro-panel of B.
-constexpr int64_t kL2BytesForABlock = 256 * 1024;   // The MC x KC block of A.
+constexpr int64_t kL2BytesForABlock = 384 * 1024;   // The MC x KC block of A.
 constexpr int64_t kL3BytesForBBlock = 4096 * 1024;  // The KC x NC block of B.
 constexpr int64_t kMaxKc = 512;                     // Longer K blocks gain nothing measurable.
 constexpr int64_t kAlignBytes = 64;                 // Cache line; also the zmm width.
+// Cost model of the thread split, in multiply-adds: packing one float (a strided load and a
+// store) costs about this many, and each extra task about kTaskCost (wake-up, claiming, cold
+// caches).
+constexpr int64_t kPackCost = 16;
+constexpr int64_t kTaskCost = 100'000;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
-/// Block sizes for one variant and shape.
+/// Block sizes for one variant and (sub)shape.
 struct Blocking {
   int64_t kc, mc, nc;
 };
@@ -40,7 +49,9 @@ Blocking chooseBlocking(const GemmKernel &kernel, const GemmShape &shape) {
   const int64_t bytes = sizeof(float);
   Blocking blocking;
   blocking.kc = std::clamp<int64_t>(kL1BytesForBPanel / (kernel.nr * bytes), 1, kMaxKc);
-  blocking.kc = std::min(blocking.kc, std::max<int64_t>(shape.k, 1));
+  // Split K evenly rather than leaving a thin last block.
+  const int64_t k = std::max<int64_t>(shape.k, 1);
+  blocking.kc = ceilDiv(k, ceilDiv(k, blocking.kc));
   const int64_t mcFit = kL2BytesForABlock / (blocking.kc * bytes) / kernel.mr * kernel.mr;
   blocking.mc = std::min(std::max<int64_t>(mcFit, kernel.mr), roundUp(shape.m, kernel.mr));
   const int64_t ncFit = kL3BytesForBBlock / (blocking.kc * bytes) / kernel.nr * kernel.nr;
@@ -48,108 +59,235 @@ Blocking chooseBlocking(const GemmKernel &kernel, const GemmShape &shape) {
   return blocking;
 }
 
-std::unique_ptr<float[], AlignedFree> allocateFloats(int64_t count) {
-  const size_t bytes = size_t(roundUp(std::max<int64_t>(count, 1) * int64_t(sizeof(float)), kAlignBytes));
-  auto *p = static_cast<float *>(std::aligned_alloc(kAlignBytes, bytes));
-  TESSEL_CHECK(p != nullptr, "out of memory allocating {} bytes for sgemm", bytes);
-  return std::unique_ptr<float[], AlignedFree>(p);
-}
+size_t alignedBytes(int64_t floats) { return size_t(roundUp(floats * int64_t(sizeof(float)), kAlignBytes)); }
 
-/// Packs rows [0, mc) x cols [0, kc) of A into ceil(mc/mr) panels of kc steps of mr floats.
-void packA(const GemmKernel &kernel, int64_t mc, int64_t kc, const float *a, int64_t lda, float *dst) {
-  const int64_t mr = kernel.mr;
-  for (int64_t ir = 0; ir < mc; ir += mr, dst += kc * mr) {
-    const int64_t rows = std::min(mr, mc - ir);
-    for (int64_t i = 0; i < rows; ++i) {
-      const float *src = a + (ir + i) * lda;
-      for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = src[p];
-    }
-    for (int64_t i = rows; i < mr; ++i) {
-      for (int64_t p = 0; p < kc; ++p) dst[p * mr + i] = 0.0f;
-    }
-  }
-}
-
-/// Packs rows [0, kc) x cols [0, nc) of B into ceil(nc/nr) panels; panel j starts at
-/// dst + j * panelStride and holds kc steps of nr floats, zero-padded past column nc.
-void packBPanels(const GemmKernel &kernel, int64_t kc, int64_t nc, const float *b, int64_t ldb, float *dst,
-                 int64_t panelStride) {
-  const int64_t nr = kernel.nr;
-  for (int64_t jr = 0; jr < nc; jr += nr, dst += panelStride) {
-    const int64_t cols = std::min(nr, nc - jr);
-    for (int64_t p = 0; p < kc; ++p) {
-      float *row = dst + p * nr;
-      std::memcpy(row, b + p * ldb + jr, size_t(cols) * sizeof(float));
-      std::fill(row + cols, row + nr, 0.0f);
-    }
-  }
-}
-
-/// Where the microkernels find B: panel j of the current (jc, pc) block is at
-/// base + j * panelStride and holds kc steps of nr floats.
-struct BBlock {
-  const float *base;
-  int64_t panelStride;
+/// Packing buffers of one task, carved from scratch.
+struct TaskBuffers {
+  float *a = nullptr;     // MC x KC block of A (null when A is pre-packed).
+  float *b = nullptr;     // KC x NC block of B (null when B is pre-packed).
 };
 
-/// C = epilogue(A*B) for the whole shape; `bBlock(jc, pc, kc, nc)` gives each packed B block.
-template <typename GetBBlock>
-void runBlocked(const GemmKernel &kernel, const GemmShape &shape, const float *a, int64_t lda, float *c,
-                int64_t ldc, const GemmEpilogue &epilogue, GetBBlock bBlock) {
+size_t taskScratchBytes(const GemmKernel &kernel, const GemmShape &part, GemmPacking packing) {
+  const Blocking blocking = chooseBlocking(kernel, part);
+  size_t bytes = 0;
+  if (!packing.a) bytes += alignedBytes(blocking.mc * blocking.kc);
+  if (!packing.b) bytes += alignedBytes(blocking.kc * blocking.nc);
+  return bytes;
+}
+
+TaskBuffers carveTaskBuffers(const GemmKernel &kernel, const GemmShape &part, GemmPacking packing, std::byte *base) {
+  const Blocking blocking = chooseBlocking(kernel, part);
+  TaskBuffers buffers;
+  if (!packing.a) {
+    buffers.a = reinterpret_cast<float *>(base);
+    base += alignedBytes(blocking.mc * blocking.kc);
+  }
+  if (!packing.b) buffers.b = reinterpret_cast<float *>(base);
+  return buffers;
+}
+
+/// A split of C into a grid of rectangles, one per task; row and column sizes are whole tiles.
+struct Grid {
+  int64_t rowsPerTask, colsPerTask;
+  int64_t taskRows, taskCols;
+
+  int64_t tasks() const { return taskRows * taskCols; }
+  GemmShape part(const GemmShape &shape) const { return {rowsPerTask, colsPerTask, shape.k}; }
+};
+
+Grid chooseGrid(const GemmKernel &kernel, const GemmShape &shape, int threads, GemmPacking packing) {
+  const int64_t rowTiles = ceilDiv(shape.m, kernel.mr), colTiles = ceilDiv(shape.n, kernel.nr);
+  Grid best{roundUp(shape.m, kernel.mr), roundUp(shape.n, kernel.nr), 1, 1};
+  int64_t bestCost = std::numeric_limits<int64_t>::max();
+  for (int64_t tm = 1; tm <= threads && tm <= rowTiles; ++tm) {
+    for (int64_t tn = 1; tm * tn <= threads && tn <= colTiles; ++tn) {
+      const int64_t rows = ceilDiv(rowTiles, tm) * kernel.mr, cols = ceilDiv(colTiles, tn) * kernel.nr;
+      const Blocking blocking = chooseBlocking(kernel, {rows, cols, shape.k});
+      int64_t cost = rows * cols * shape.k;
+      if (!packing.a) cost += kPackCost * rows * shape.k * ceilDiv(cols, blocking.nc);
+      if (!packing.b) cost += kPackCost * cols * shape.k;
+      const Grid grid{rows, cols, ceilDiv(shape.m, rows), ceilDiv(shape.n, cols)};
+      cost += kTaskCost * (grid.tasks() - 1);
+      if (cost < bestCost) {
+        bestCost = cost;
+        best = grid;
+      }
+    }
+  }
+  return best;
+}
+
+/// One full panel of kMr rows of row-major A: reads kMr rows side by side so each K step is one
+/// contiguous run of stores (the compiler unrolls the rows).
+template <int kMr>
+void packAPanelRows(int64_t kc, const float *a, int64_t lda, float *dst) {
+  const float *rows[kMr];
+  for (int i = 0; i < kMr; ++i) rows[i] = a + i * lda;
+  for (int64_t p = 0; p < kc; ++p, dst += kMr) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kMr; ++i) dst[i] = rows[i][p];
+  }
+}
+
+/// Packs rows [0, mc) x cols [0, kc) of A (element (i, p) at a[i * rowStride + p * colStride])
+/// into ceil(mc/mr) panels of kc steps of mr floats; panel r starts at dst + r * panelStride.
+void packAPanels(int64_t mr, int64_t mc, int64_t kc, const float *a, int64_t rowStride, int64_t colStride,
+                 float *dst, int64_t panelStride) {
+  for (int64_t ir = 0; ir < mc; ir += mr, dst += panelStride) {
+    const int64_t rows = std::min(mr, mc - ir);
+    const float *src = a + ir * rowStride;
+    if (colStride == 1 && rows == mr) {
+      // The tile heights of gemm.def; others take the general loop.
+      switch (mr) {
+        case 4: packAPanelRows<4>(kc, src, rowStride, dst); continue;
+        case 6: packAPanelRows<6>(kc, src, rowStride, dst); continue;
+        case 8: packAPanelRows<8>(kc, src, rowStride, dst); continue;
+        case 14: packAPanelRows<14>(kc, src, rowStride, dst); continue;
+        default: break;
+      }
+    }
+    for (int64_t p = 0; p < kc; ++p) {
+      for (int64_t i = 0; i < rows; ++i) dst[p * mr + i] = src[i * rowStride + p * colStride];
+      std::fill(dst + p * mr + rows, dst + p * mr + mr, 0.0f);
+    }
+  }
+}
+
+/// Packs rows [0, kc) x cols [0, nc) of B (element (p, j) at b[p * rowStride + j * colStride])
+/// into ceil(nc/nr) panels; panel j starts at dst + j * panelStride and holds kc steps of nr
+/// floats, zero-padded past column nc.
+void packBPanels(int64_t nr, int64_t kc, int64_t nc, const float *b, int64_t rowStride, int64_t colStride,
+                 float *dst, int64_t panelStride) {
+  for (int64_t jr = 0; jr < nc; jr += nr, dst += panelStride) {
+    const int64_t cols = std::min(nr, nc - jr);
+    if (colStride == 1) {
+      for (int64_t p = 0; p < kc; ++p) {
+        float *row = dst + p * nr;
+        std::memcpy(row, b + p * rowStride + jr, size_t(cols) * sizeof(float));
+        std::fill(row + cols, row + nr, 0.0f);
+      }
+    } else {
+      for (int64_t j = 0; j < cols; ++j) {
+        const float *src = b + (jr + j) * colStride;
+        for (int64_t p = 0; p < kc; ++p) dst[p * nr + j] = src[p * rowStride];
+      }
+      for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * nr + cols, dst + p * nr + nr, 0.0f);
+    }
+  }
+}
+
+/// One GEMM operand: raw row-major memory (packed block by block into the task's buffer) or a
+/// whole pre-packed operand (panels of the full K, panelStride floats apart).
+struct Operand {
+  const float *raw = nullptr;
+  int64_t ld = 0;
+  const float *packed = nullptr;
+  int64_t panelStride = 0;
+};
+
+/// Activation work left for the driver after the microkernel's clamp.
+struct EpiloguePlan {
+  bool clamp = false;
+  float lo = 0.0f, hi = 0.0f;
+  bool applyAfter = false;  // applyActivation on each stored tile.
+};
+
+EpiloguePlan planEpilogue(const ActivationSpec &activation) {
+  EpiloguePlan plan;
+  switch (activation.kind) {
+    case Activation::None:
+      break;
+    case Activation::Relu:
+      plan = {true, 0.0f, std::numeric_limits<float>::infinity(), false};
+      break;
+    case Activation::Clip:
+      plan = {true, activation.alpha, activation.beta, false};
+      break;
+    default:
+      plan.applyAfter = true;
+      break;
+  }
+  return plan;
+}
+
+/// C = epilogue(A*B) for one rectangle of C (shape is the rectangle; the operands, C, bias and
+/// residual already point at its top-left corner).
+void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aOp, const Operand &bOp, float *c,
+             int64_t ldc, const GemmEpilogue &epilogue, const EpiloguePlan &plan, const TaskBuffers &buffers) {
   const int64_t mr = kernel.mr;
   const int64_t nr = kernel.nr;
   const Blocking blocking = chooseBlocking(kernel, shape);
-  auto aPacked = allocateFloats(blocking.mc * blocking.kc);
-  auto scratch = allocateFloats(mr * nr);
 
   MicrokernelArgs args;
   for (int64_t jc = 0; jc < shape.n; jc += blocking.nc) {
     const int64_t nc = std::min(blocking.nc, shape.n - jc);
     for (int64_t pc = 0; pc < shape.k; pc += blocking.kc) {
       const int64_t kc = std::min(blocking.kc, shape.k - pc);
-      const bool firstK = pc == 0;
       const bool lastK = pc + kc == shape.k;
-      const bool accumulate = !firstK || epilogue.accumulate;
-      const BBlock b = bBlock(jc, pc, kc, nc);
+      const bool accumulate = pc != 0 || epilogue.accumulate;
+      const float *bBase;
+      int64_t bStride;
+      // With one block of rows, each B panel is used right after it is packed: pack it then, while
+      // it is in L1, rather than the whole block up front (which falls out of L2 when NC is large).
+      const bool packBPerPanel = bOp.packed == nullptr && shape.m <= blocking.mc;
+      if (bOp.packed != nullptr) {
+        bBase = bOp.packed + (jc / nr) * bOp.panelStride + pc * nr;
+        bStride = bOp.panelStride;
+      } else {
+        bStride = kc * nr;
+        if (!packBPerPanel) packBPanels(nr, kc, nc, bOp.raw + pc * bOp.ld + jc, bOp.ld, 1, buffers.b, bStride);
+        bBase = buffers.b;
+      }
       for (int64_t ic = 0; ic < shape.m; ic += blocking.mc) {
         const int64_t mc = std::min(blocking.mc, shape.m - ic);
-        packA(kernel, mc, kc, a + ic * lda + pc, lda, aPacked.get());
+        const float *aBase;
+        int64_t aStride;
+        if (aOp.packed != nullptr) {
+          aBase = aOp.packed + (ic / mr) * aOp.panelStride + pc * mr;
+          aStride = aOp.panelStride;
+        } else {
+          aStride = kc * mr;
+          packAPanels(mr, mc, kc, aOp.raw + ic * aOp.ld + pc, aOp.ld, 1, buffers.a, aStride);
+          aBase = buffers.a;
+        }
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t cols = std::min(nr, nc - jr);
-          const float *bPanel = b.base + (jr / nr) * b.panelStride;
-          const float *bias = epilogue.bias != nullptr && lastK ? epilogue.bias + jc + jr : nullptr;
+          const int64_t col = jc + jr;
+          const float *bPanel = bBase + (jr / nr) * bStride;
+          if (packBPerPanel) {
+            // Every panel reuses the same buffer, which stays in L1.
+            packBPanels(nr, kc, cols, bOp.raw + pc * bOp.ld + jc + jr, bOp.ld, 1, buffers.b, bStride);
+            bPanel = buffers.b;
+          }
+          const float *colBias =
+              lastK && epilogue.bias != nullptr && !epilogue.biasPerRow ? epilogue.bias + col : nullptr;
           for (int64_t ir = 0; ir < mc; ir += mr) {
             const int64_t rows = std::min(mr, mc - ir);
-            float *cTile = c + (ic + ir) * ldc + jc + jr;
+            const int64_t row = ic + ir;
+            float *cTile = c + row * ldc + col;
+            const float *rowBias =
+                lastK && epilogue.bias != nullptr && epilogue.biasPerRow ? epilogue.bias + row : nullptr;
+            const float *residual =
+                lastK && epilogue.residual != nullptr ? epilogue.residual + row * epilogue.ldr + col : nullptr;
             args.k = kc;
-            args.a = aPacked.get() + ir * kc;
+            args.a = aBase + (ir / mr) * aStride;
             args.b = bPanel;
-            if (rows == mr && cols == nr) {
-              args.c = cTile;
-              args.ldc = ldc;
-              args.bias = bias;
-              args.accumulate = accumulate;
-              args.relu = lastK && epilogue.relu;
-              kernel.microkernel(args);
-              continue;
-            }
-            // Ragged edge: the full tile goes to scratch; only the valid part reaches C.
-            args.c = scratch.get();
-            args.ldc = nr;
-            args.bias = nullptr;
-            args.accumulate = false;
-            args.relu = false;
+            args.nextB = ir + mr >= mc && jr + nr < nc && !packBPerPanel ? bPanel + bStride : nullptr;
+            args.c = cTile;
+            args.ldc = ldc;
+            args.rows = int(rows);
+            args.cols = int(cols);
+            args.bias = colBias;
+            args.rowBias = rowBias;
+            args.residual = residual;
+            args.ldr = epilogue.ldr;
+            args.accumulate = accumulate;
+            args.clamp = lastK && plan.clamp;
+            args.lo = plan.lo;
+            args.hi = plan.hi;
             kernel.microkernel(args);
-            for (int64_t i = 0; i < rows; ++i) {
-              float *cRow = cTile + i * ldc;
-              const float *sRow = scratch.get() + i * nr;
-              for (int64_t j = 0; j < cols; ++j) {
-                float v = sRow[j];
-                if (accumulate) v += cRow[j];
-                if (bias != nullptr) v += bias[j];
-                if (lastK && epilogue.relu && !(v > 0.0f)) v = 0.0f;
-                cRow[j] = v;
-              }
+            if (lastK && plan.applyAfter) {
+              for (int64_t i = 0; i < rows; ++i) applyActivation(epilogue.activation, cTile + i * ldc, cols);
             }
           }
         }
@@ -158,77 +296,214 @@ void runBlocked(const GemmKernel &kernel, const GemmShape &shape, const float *a
   }
 }
 
-/// K == 0: the product is zero, so C = epilogue(0) (or C itself when accumulating).
+/// K == 0: the product is zero, so C = epilogue(0) (or of C itself when accumulating).
 void epilogueOnly(const GemmShape &shape, float *c, int64_t ldc, const GemmEpilogue &epilogue) {
   for (int64_t i = 0; i < shape.m; ++i) {
     float *cRow = c + i * ldc;
     for (int64_t j = 0; j < shape.n; ++j) {
       float v = epilogue.accumulate ? cRow[j] : 0.0f;
-      if (epilogue.bias != nullptr) v += epilogue.bias[j];
-      if (epilogue.relu && !(v > 0.0f)) v = 0.0f;
+      if (epilogue.bias != nullptr) v += epilogue.biasPerRow ? epilogue.bias[i] : epilogue.bias[j];
+      if (epilogue.residual != nullptr) v += epilogue.residual[i * epilogue.ldr + j];
       cRow[j] = v;
     }
+    if (epilogue.activation.kind != Activation::None) applyActivation(epilogue.activation, cRow, shape.n);
   }
 }
 
-void checkShape(const GemmShape &shape, int64_t lda, int64_t ldc) {
+void checkShape(const GemmShape &shape, int64_t ldc, const GemmEpilogue &epilogue) {
   TESSEL_CHECK(shape.m >= 0 && shape.n >= 0 && shape.k >= 0, "negative sgemm shape {}x{}x{}", shape.m, shape.n,
                shape.k);
-  TESSEL_CHECK(lda >= shape.k && ldc >= shape.n, "sgemm strides lda={} ldc={} too small for {}x{}x{}", lda, ldc,
-               shape.m, shape.n, shape.k);
+  TESSEL_CHECK(ldc >= shape.n, "sgemm ldc={} < n={}", ldc, shape.n);
+  TESSEL_CHECK(epilogue.residual == nullptr || epilogue.ldr >= shape.n, "sgemm ldr={} < n={}", epilogue.ldr,
+               shape.n);
+}
+
+/// A buffer per thread for calls without caller scratch: grows to the largest request, then is
+/// reused, so steady-state calls do not allocate.
+std::byte *threadLocalScratch(size_t bytes) {
+  struct Buffer {
+    std::byte *data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < bytes) {
+    std::free(buffer.data);
+    buffer.size = std::max(bytes, buffer.size * 2);
+    buffer.data = static_cast<std::byte *>(std::aligned_alloc(kAlignBytes, buffer.size));
+    TESSEL_CHECK(buffer.data != nullptr, "out of memory allocating {} bytes for sgemm", buffer.size);
+  }
+  return buffer.data;
+}
+
+/// Splits C over the pool's threads (as far as scratch allows) and runs each rectangle.
+void runGemm(const GemmKernel &kernel, const GemmShape &shape, const Operand &aOp, const Operand &bOp, float *c,
+             int64_t ldc, GemmEpilogue epilogue, ThreadPool *pool, std::span<std::byte> scratch) {
+  TESSEL_CHECK(canRun(kernel), "sgemm variant {} needs ISA this host lacks", kernel.name);
+  if (shape.m == 0 || shape.n == 0) return;
+  if (epilogue.residual == c && epilogue.ldr == ldc && !epilogue.accumulate) {
+    // The residual is C itself: that is accumulation, and reading it after C's first K block was
+    // written would be wrong.
+    epilogue.residual = nullptr;
+    epilogue.accumulate = true;
+  }
+  if (shape.k == 0) return epilogueOnly(shape, c, ldc, epilogue);
+  // The microkernels load packed panels with aligned vector loads.
+  TESSEL_CHECK(reinterpret_cast<uintptr_t>(scratch.data()) % kAlignBytes == 0 &&
+                   reinterpret_cast<uintptr_t>(aOp.packed) % kAlignBytes == 0 &&
+                   reinterpret_cast<uintptr_t>(bOp.packed) % kAlignBytes == 0,
+               "sgemm scratch and packed operands must be {}-byte aligned", kAlignBytes);
+  const GemmPacking packing{aOp.packed != nullptr, bOp.packed != nullptr};
+  const int threads = pool != nullptr ? pool->size() : 1;
+
+  Grid grid = chooseGrid(kernel, shape, threads, packing);
+  size_t taskBytes = taskScratchBytes(kernel, grid.part(shape), packing);
+  std::byte *base = scratch.data();
+  if (scratch.size() < taskBytes * size_t(grid.tasks())) {
+    // Too little caller scratch for this split: take the widest split that fits, else our own.
+    base = nullptr;
+    for (int t = threads - 1; t >= 1 && base == nullptr; --t) {
+      grid = chooseGrid(kernel, shape, t, packing);
+      taskBytes = taskScratchBytes(kernel, grid.part(shape), packing);
+      if (scratch.size() >= taskBytes * size_t(grid.tasks())) base = scratch.data();
+    }
+    if (base == nullptr) {
+      grid = chooseGrid(kernel, shape, threads, packing);
+      taskBytes = taskScratchBytes(kernel, grid.part(shape), packing);
+      base = threadLocalScratch(taskBytes * size_t(grid.tasks()));
+    }
+  }
+  const EpiloguePlan plan = planEpilogue(epilogue.activation);
+
+  auto runOne = [&](int64_t task) {
+    const int64_t row0 = (task / grid.taskCols) * grid.rowsPerTask;
+    const int64_t col0 = (task % grid.taskCols) * grid.colsPerTask;
+    const GemmShape part{std::min(grid.rowsPerTask, shape.m - row0), std::min(grid.colsPerTask, shape.n - col0),
+                         shape.k};
+    Operand a = aOp, b = bOp;
+    if (a.packed != nullptr) {
+      a.packed += (row0 / kernel.mr) * a.panelStride;
+    } else {
+      a.raw += row0 * a.ld;
+    }
+    if (b.packed != nullptr) {
+      b.packed += (col0 / kernel.nr) * b.panelStride;
+    } else {
+      b.raw += col0;
+    }
+    GemmEpilogue local = epilogue;
+    if (local.bias != nullptr) local.bias += local.biasPerRow ? row0 : col0;
+    if (local.residual != nullptr) local.residual += row0 * local.ldr + col0;
+    const TaskBuffers buffers = carveTaskBuffers(kernel, grid.part(shape), packing, base + size_t(task) * taskBytes);
+    runTask(kernel, part, a, b, c + row0 * ldc + col0, ldc, local, plan, buffers);
+  };
+  if (grid.tasks() == 1 || pool == nullptr) {
+    for (int64_t task = 0; task < grid.tasks(); ++task) runOne(task);
+  } else {
+    pool->parallelFor(grid.tasks(), runOne);
+  }
+}
+
+float *allocateFloats(size_t bytes) {
+  auto *p = static_cast<float *>(std::aligned_alloc(kAlignBytes, std::max<size_t>(bytes, kAlignBytes)));
+  TESSEL_CHECK(p != nullptr, "out of memory allocating {} bytes for sgemm", bytes);
+  return p;
 }
 
 }  // namespace
 
-void sgemm(const GemmKernel &kernel, const GemmShape &shape, const float *a, int64_t lda, const float *b,
-           int64_t ldb, float *c, int64_t ldc, const GemmEpilogue &epilogue) {
-  checkShape(shape, lda, ldc);
-  TESSEL_CHECK(ldb >= shape.n, "sgemm ldb={} < n={}", ldb, shape.n);
-  TESSEL_CHECK(canRun(kernel), "sgemm variant {} needs ISA this host lacks", kernel.name);
-  if (shape.m == 0 || shape.n == 0) return;
-  if (shape.k == 0) return epilogueOnly(shape, c, ldc, epilogue);
-  const Blocking blocking = chooseBlocking(kernel, shape);
-  const int64_t panelStride = blocking.kc * kernel.nr;
-  auto bPacked = allocateFloats(ceilDiv(blocking.nc, kernel.nr) * panelStride);
-  runBlocked(kernel, shape, a, lda, c, ldc, epilogue, [&](int64_t jc, int64_t pc, int64_t kc, int64_t nc) {
-    packBPanels(kernel, kc, nc, b + pc * ldb + jc, ldb, bPacked.get(), panelStride);
-    return BBlock{bPacked.get(), panelStride};
-  });
+size_t packedASize(const GemmKernel &kernel, int64_t m, int64_t k) {
+  return alignedBytes(ceilDiv(m, kernel.mr) * kernel.mr * k);
 }
 
-void sgemm(const GemmShape &shape, const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-           const GemmEpilogue &epilogue) {
-  sgemm(selectedGemmKernel(), shape, a, lda, b, ldb, c, ldc, epilogue);
+size_t packedBSize(const GemmKernel &kernel, int64_t k, int64_t n) {
+  return alignedBytes(ceilDiv(n, kernel.nr) * kernel.nr * k);
+}
+
+void packAInto(const GemmKernel &kernel, int64_t m, int64_t k, const float *a, int64_t lda, float *dst,
+               bool transposed) {
+  TESSEL_CHECK(m >= 0 && k >= 0 && lda >= (transposed ? m : k), "bad packA shape m={} k={} lda={}", m, k, lda);
+  packAPanels(kernel.mr, m, k, a, transposed ? 1 : lda, transposed ? lda : 1, dst, k * kernel.mr);
+}
+
+void packBInto(const GemmKernel &kernel, int64_t k, int64_t n, const float *b, int64_t ldb, float *dst,
+               bool transposed) {
+  TESSEL_CHECK(k >= 0 && n >= 0 && ldb >= (transposed ? k : n), "bad packB shape k={} n={} ldb={}", k, n, ldb);
+  packBPanels(kernel.nr, k, n, b, transposed ? 1 : ldb, transposed ? ldb : 1, dst, k * kernel.nr);
 }
 
 int64_t PackedB::size() const { return kernel == nullptr ? 0 : ceilDiv(n, kernel->nr) * kernel->nr * k; }
 
-PackedB packB(const GemmKernel &kernel, int64_t k, int64_t n, const float *b, int64_t ldb) {
-  TESSEL_CHECK(k >= 0 && n >= 0 && ldb >= n, "bad packB shape k={} n={} ldb={}", k, n, ldb);
+PackedA packA(const GemmKernel &kernel, int64_t m, int64_t k, const float *a, int64_t lda, bool transposed) {
+  PackedA packed;
+  packed.kernel = &kernel;
+  packed.m = m;
+  packed.k = k;
+  packed.data.reset(allocateFloats(packedASize(kernel, m, k)));
+  packAInto(kernel, m, k, a, lda, packed.data.get(), transposed);
+  return packed;
+}
+
+PackedA packA(int64_t m, int64_t k, const float *a, int64_t lda, bool transposed) {
+  return packA(selectedGemmKernel(), m, k, a, lda, transposed);
+}
+
+PackedB packB(const GemmKernel &kernel, int64_t k, int64_t n, const float *b, int64_t ldb, bool transposed) {
   PackedB packed;
   packed.kernel = &kernel;
   packed.k = k;
   packed.n = n;
-  packed.data = allocateFloats(packed.size());
-  packBPanels(kernel, k, n, b, ldb, packed.data.get(), k * kernel.nr);
+  packed.data.reset(allocateFloats(packedBSize(kernel, k, n)));
+  packBInto(kernel, k, n, b, ldb, packed.data.get(), transposed);
   return packed;
 }
 
-PackedB packB(int64_t k, int64_t n, const float *b, int64_t ldb) { return packB(selectedGemmKernel(), k, n, b, ldb); }
+PackedB packB(int64_t k, int64_t n, const float *b, int64_t ldb, bool transposed) {
+  return packB(selectedGemmKernel(), k, n, b, ldb, transposed);
+}
 
-void sgemmPacked(const GemmShape &shape, const float *a, int64_t lda, const PackedB &b, float *c, int64_t ldc,
-                 const GemmEpilogue &epilogue) {
-  checkShape(shape, lda, ldc);
-  TESSEL_CHECK(b.kernel != nullptr && b.k == shape.k && b.n == shape.n,
-               "packed B is {}x{}, sgemm wants {}x{}", b.k, b.n, shape.k, shape.n);
-  TESSEL_CHECK(canRun(*b.kernel), "packed B is for {}, which this host cannot run", b.kernel->name);
-  if (shape.m == 0 || shape.n == 0) return;
-  if (shape.k == 0) return epilogueOnly(shape, c, ldc, epilogue);
-  const int64_t nr = b.kernel->nr;
-  const int64_t panelStride = shape.k * nr;
-  runBlocked(*b.kernel, shape, a, lda, c, ldc, epilogue, [&](int64_t jc, int64_t pc, int64_t, int64_t) {
-    return BBlock{b.data.get() + (jc / nr) * panelStride + pc * nr, panelStride};
-  });
+size_t sgemmScratchBytes(const GemmKernel &kernel, const GemmShape &shape, int threads, GemmPacking packing) {
+  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return 0;
+  const Grid grid = chooseGrid(kernel, shape, std::max(threads, 1), packing);
+  return taskScratchBytes(kernel, grid.part(shape), packing) * size_t(grid.tasks());
+}
+
+size_t sgemmScratchBytes(const GemmShape &shape, int threads, GemmPacking packing) {
+  return sgemmScratchBytes(selectedGemmKernel(), shape, threads, packing);
+}
+
+void sgemm(const GemmKernel &kernel, const GemmShape &shape, const float *a, int64_t lda, const float *b,
+           int64_t ldb, float *c, int64_t ldc, const GemmEpilogue &epilogue, ThreadPool *pool,
+           std::span<std::byte> scratch) {
+  checkShape(shape, ldc, epilogue);
+  TESSEL_CHECK(lda >= shape.k && ldb >= shape.n, "sgemm strides lda={} ldb={} too small for {}x{}x{}", lda, ldb,
+               shape.m, shape.n, shape.k);
+  runGemm(kernel, shape, Operand{a, lda, nullptr, 0}, Operand{b, ldb, nullptr, 0}, c, ldc, epilogue, pool, scratch);
+}
+
+void sgemm(const GemmShape &shape, const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+           const GemmEpilogue &epilogue, ThreadPool *pool, std::span<std::byte> scratch) {
+  sgemm(selectedGemmKernel(), shape, a, lda, b, ldb, c, ldc, epilogue, pool, scratch);
+}
+
+void sgemmPacked(const GemmShape &shape, const float *a, int64_t lda, const PackedBView &b, float *c, int64_t ldc,
+                 const GemmEpilogue &epilogue, ThreadPool *pool, std::span<std::byte> scratch) {
+  checkShape(shape, ldc, epilogue);
+  TESSEL_CHECK(lda >= shape.k, "sgemm lda={} < k={}", lda, shape.k);
+  TESSEL_CHECK(b.kernel != nullptr && b.k == shape.k && b.n == shape.n, "packed B is {}x{}, sgemm wants {}x{}", b.k,
+               b.n, shape.k, shape.n);
+  runGemm(*b.kernel, shape, Operand{a, lda, nullptr, 0}, Operand{nullptr, 0, b.data, shape.k * b.kernel->nr}, c, ldc,
+          epilogue, pool, scratch);
+}
+
+void sgemmPackedA(const GemmShape &shape, const PackedAView &a, const float *b, int64_t ldb, float *c, int64_t ldc,
+                  const GemmEpilogue &epilogue, ThreadPool *pool, std::span<std::byte> scratch) {
+  checkShape(shape, ldc, epilogue);
+  TESSEL_CHECK(ldb >= shape.n, "sgemm ldb={} < n={}", ldb, shape.n);
+  TESSEL_CHECK(a.kernel != nullptr && a.m == shape.m && a.k == shape.k, "packed A is {}x{}, sgemm wants {}x{}", a.m,
+               a.k, shape.m, shape.k);
+  runGemm(*a.kernel, shape, Operand{nullptr, 0, a.data, shape.k * a.kernel->mr}, Operand{b, ldb, nullptr, 0}, c, ldc,
+          epilogue, pool, scratch);
 }
 
 }  // namespace tessel::cpu

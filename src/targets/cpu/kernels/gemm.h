@@ -1,19 +1,28 @@
-// Single-precision GEMM for the cpu target: C = A * B (+ C) (+ bias per column) (then ReLU), all
-// row-major with explicit leading dimensions. A BLIS-style driver packs A and B into panels, blocks
-// for the caches (KC for L1, MC for L2, NC for L3) and calls a register-blocked microkernel chosen
-// at run time from gemm.def by the host's ISA. Weights can be packed once (packB) and reused by
-// sgemmPacked, which is what the cpu plan does for constant B operands.
+// Single-precision GEMM for the cpu target: C = act(A*B (+ C) + bias + residual), all row-major
+// with explicit leading dimensions. A BLIS-style driver packs A and B into panels, blocks for the
+// caches (KC for L1, MC for L2, NC for L3) and calls a register-blocked microkernel chosen at run
+// time from gemm.def by the host's ISA. The epilogue runs on each finished output tile while it is
+// still in cache.
 //
-// Threading: every entry point is single-threaded and re-entrant (no shared mutable state beyond
-// the one-time dispatch choice); callers may run independent GEMMs on several threads. Splitting
-// one GEMM across threads (over the jc/ic loops) is left for the thread pool work.
+// Constant operands are packed once: packB for weights on the right (MatMul, Gemm), packA for
+// weights on the left (convolution: Y[Cout, HW] = W[Cout, K] x cols[K, HW]). The *Into functions
+// write into caller memory (a plan's ConstantStore); the views read it without owning it.
+//
+// Threading: every entry point takes an optional ThreadPool and splits C into a grid of
+// rectangles, one per task, each run as an independent blocked GEMM with its own packing buffers.
+// Those buffers come from caller scratch (sgemmScratchBytes bytes, 64-byte aligned) or, when none
+// is given, from a per-thread buffer that grows once and is then reused, so steady-state calls do
+// not allocate either way. Entry points are re-entrant.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <span>
 
+#include "support/thread_pool.h"
+#include "targets/cpu/kernels/activation.h"
 #include "targets/cpu/kernels/cpu_features.h"
 #include "targets/cpu/kernels/gemm_microkernel.h"
 
@@ -26,11 +35,17 @@ struct GemmShape {
   int64_t k = 0;
 };
 
-/// What happens to each output after the product, on the last K block.
+/// What happens to each output after the product: C = act(A*B [+ C] + bias + residual).
 struct GemmEpilogue {
-  const float *bias = nullptr;  // n floats added to every row of C, or null.
-  bool relu = false;            // max(x, 0) after the bias.
-  bool accumulate = false;      // C += A*B instead of C = A*B (e.g. a fused residual Add).
+  const float *bias = nullptr;  // n floats, one per column, or null.
+  bool biasPerRow = false;      // bias has m floats, one per row (convolution: rows are channels).
+  // m x n (row stride ldr) added after the bias, before the activation, or null. It may be C
+  // itself (same pointer and stride), which reads as accumulate; any other overlap with C is
+  // undefined.
+  const float *residual = nullptr;
+  int64_t ldr = 0;
+  ActivationSpec activation;  // Applied last.
+  bool accumulate = false;    // C += A*B instead of C = A*B.
 };
 
 /// One row of gemm.def.
@@ -55,21 +70,61 @@ const GemmKernel &selectedGemmKernel();
 /// The selected variant's name, e.g. "f32_gemm_6x32__avx512".
 const char *gemmKernelName();
 
-/// C = A*B with the selected variant. Requires lda >= k, ldb >= n, ldc >= n.
-void sgemm(const GemmShape &shape, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-           int64_t ldc, const GemmEpilogue &epilogue = {});
+// ---- Packed operands ------------------------------------------------------------------------
 
-/// Same, with an explicit variant (tests and benchmarks); the host must be able to run it.
-void sgemm(const GemmKernel &kernel, const GemmShape &shape, const float *a, int64_t lda, const float *b,
-           int64_t ldb, float *c, int64_t ldc, const GemmEpilogue &epilogue = {});
+/// A (m x k) packed for one variant: ceil(m / mr) row panels, each k steps of mr floats,
+/// zero-padded past row m. Non-owning; the memory (64-byte aligned) lives elsewhere (a
+/// ConstantStore, a PackedA).
+struct PackedAView {
+  const GemmKernel *kernel = nullptr;
+  int64_t m = 0;
+  int64_t k = 0;
+  const float *data = nullptr;
+};
+
+/// B (k x n) packed for one variant: ceil(n / nr) column panels, each k steps of nr floats,
+/// zero-padded past column n. Non-owning.
+struct PackedBView {
+  const GemmKernel *kernel = nullptr;
+  int64_t k = 0;
+  int64_t n = 0;
+  const float *data = nullptr;
+};
+
+/// Bytes packAInto writes for an m x k A (a multiple of 64).
+size_t packedASize(const GemmKernel &kernel, int64_t m, int64_t k);
+
+/// Bytes packBInto writes for a k x n B (a multiple of 64).
+size_t packedBSize(const GemmKernel &kernel, int64_t k, int64_t n);
+
+/// Packs A (m x k) into dst (packedASize bytes, 64-byte aligned). Element (i, p) is read from
+/// a[i * lda + p], or from a[p * lda + i] when `transposed` (A stored as its k x m transpose).
+void packAInto(const GemmKernel &kernel, int64_t m, int64_t k, const float *a, int64_t lda, float *dst,
+               bool transposed = false);
+
+/// Packs B (k x n) into dst (packedBSize bytes, 64-byte aligned). Element (p, j) is read from
+/// b[p * ldb + j], or from b[j * ldb + p] when `transposed` (B stored as its n x k transpose, as
+/// in Gemm with transB = 1).
+void packBInto(const GemmKernel &kernel, int64_t k, int64_t n, const float *b, int64_t ldb, float *dst,
+               bool transposed = false);
 
 /// Frees memory from std::aligned_alloc.
 struct AlignedFree {
   void operator()(float *p) const { std::free(p); }
 };
 
-/// B (k x n) packed for one variant: ceil(n / nr) column panels, each k rows of nr floats,
-/// zero-padded past column n. Built once (e.g. for weights at compile time) and read-only after.
+/// An owning packed A (tests, benchmarks, callers without a ConstantStore).
+struct PackedA {
+  const GemmKernel *kernel = nullptr;
+  int64_t m = 0;
+  int64_t k = 0;
+  std::unique_ptr<float[], AlignedFree> data;
+
+  PackedAView view() const { return {kernel, m, k, data.get()}; }
+  operator PackedAView() const { return view(); }  // NOLINT: a view of an owner, like string_view.
+};
+
+/// An owning packed B. Built once (e.g. for weights) and read-only after.
 struct PackedB {
   const GemmKernel *kernel = nullptr;
   int64_t k = 0;
@@ -78,16 +133,48 @@ struct PackedB {
 
   /// Floats in `data`.
   int64_t size() const;
+  PackedBView view() const { return {kernel, k, n, data.get()}; }
+  operator PackedBView() const { return view(); }  // NOLINT: a view of an owner, like string_view.
 };
 
-/// Packs row-major B (k x n, row stride ldb) for the selected variant.
-PackedB packB(int64_t k, int64_t n, const float *b, int64_t ldb);
+/// Packs A for the selected variant (or an explicit one).
+PackedA packA(int64_t m, int64_t k, const float *a, int64_t lda, bool transposed = false);
+PackedA packA(const GemmKernel &kernel, int64_t m, int64_t k, const float *a, int64_t lda, bool transposed = false);
 
-/// Packs B for an explicit variant.
-PackedB packB(const GemmKernel &kernel, int64_t k, int64_t n, const float *b, int64_t ldb);
+/// Packs row-major B (k x n, row stride ldb) for the selected variant (or an explicit one).
+PackedB packB(int64_t k, int64_t n, const float *b, int64_t ldb, bool transposed = false);
+PackedB packB(const GemmKernel &kernel, int64_t k, int64_t n, const float *b, int64_t ldb, bool transposed = false);
 
-/// C = A*B with B pre-packed; shape.k and shape.n must match the packed B.
-void sgemmPacked(const GemmShape &shape, const float *a, int64_t lda, const PackedB &b, float *c, int64_t ldc,
-                 const GemmEpilogue &epilogue = {});
+// ---- Products -------------------------------------------------------------------------------
+
+/// Which operands arrive packed (they need no packing buffer in scratch).
+struct GemmPacking {
+  bool a = false;
+  bool b = false;
+};
+
+/// Scratch bytes a call with this shape needs to run on `threads` threads (the pool's size(); 1
+/// without a pool) with no allocation. Scratch must be 64-byte aligned. Passing less (or none) is
+/// allowed: the call then runs on fewer tasks, or falls back to a per-thread buffer.
+size_t sgemmScratchBytes(const GemmKernel &kernel, const GemmShape &shape, int threads, GemmPacking packing = {});
+size_t sgemmScratchBytes(const GemmShape &shape, int threads, GemmPacking packing = {});
+
+/// C = A*B with the selected variant, then the epilogue. Requires lda >= k, ldb >= n, ldc >= n.
+void sgemm(const GemmShape &shape, const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+           int64_t ldc, const GemmEpilogue &epilogue = {}, ThreadPool *pool = nullptr,
+           std::span<std::byte> scratch = {});
+
+/// Same, with an explicit variant (tests and benchmarks); the host must be able to run it.
+void sgemm(const GemmKernel &kernel, const GemmShape &shape, const float *a, int64_t lda, const float *b,
+           int64_t ldb, float *c, int64_t ldc, const GemmEpilogue &epilogue = {}, ThreadPool *pool = nullptr,
+           std::span<std::byte> scratch = {});
+
+/// C = A*B with B pre-packed (its variant is used); shape.k and shape.n must match it.
+void sgemmPacked(const GemmShape &shape, const float *a, int64_t lda, const PackedBView &b, float *c, int64_t ldc,
+                 const GemmEpilogue &epilogue = {}, ThreadPool *pool = nullptr, std::span<std::byte> scratch = {});
+
+/// C = A*B with A pre-packed (its variant is used); shape.m and shape.k must match it.
+void sgemmPackedA(const GemmShape &shape, const PackedAView &a, const float *b, int64_t ldb, float *c, int64_t ldc,
+                  const GemmEpilogue &epilogue = {}, ThreadPool *pool = nullptr, std::span<std::byte> scratch = {});
 
 }  // namespace tessel::cpu

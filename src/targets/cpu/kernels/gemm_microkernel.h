@@ -8,17 +8,27 @@
 
 namespace tessel::cpu {
 
-/// One microkernel call: C[mr x nr] (+)= Apanel * Bpanel over `k` steps, then the epilogue.
-/// The tile is always full (mr x nr); the driver routes ragged edges through a scratch tile.
+/// One microkernel call: C[mr x nr] = clamp(Apanel * Bpanel [+ C] + bias + rowBias + residual).
+/// Packed A and B always hold the full mr x nr tile (zero-padded); only the top-left rows x cols
+/// of C are read and written, so ragged edges need no scratch copy. The epilogue fields are set
+/// only on the last K block; earlier blocks only accumulate.
 struct MicrokernelArgs {
   int64_t k = 0;              // Depth of this K block; may be 0 only when accumulate is set.
   const float *a = nullptr;   // Packed A: k steps of mr consecutive floats (rows of the tile).
   const float *b = nullptr;   // Packed B: k steps of nr consecutive floats (columns of the tile).
   float *c = nullptr;         // Top-left of the C tile, row-major with row stride ldc.
   int64_t ldc = 0;
-  const float *bias = nullptr;  // nr floats added to every row, or null (only on the last K block).
-  bool accumulate = false;      // Add into C (later K blocks, or a C += A*B epilogue).
-  bool relu = false;            // Clamp at zero after the bias (only on the last K block).
+  int rows = 0;               // Valid rows of C in the tile, 1..mr.
+  int cols = 0;               // Valid columns of C in the tile, 1..nr.
+  const float *bias = nullptr;      // cols floats added to every row, or null.
+  const float *rowBias = nullptr;   // rows floats, one added to each row, or null.
+  const float *residual = nullptr;  // rows x cols floats (row stride ldr) added, or null.
+  int64_t ldr = 0;
+  bool accumulate = false;  // Add into C (later K blocks, or a C += A*B epilogue).
+  bool clamp = false;       // min(max(x, lo), hi) last (ReLU: lo = 0, hi = +inf; Clip).
+  float lo = 0.0f;
+  float hi = 0.0f;
+  const float *nextB = nullptr;  // The B panel of the next call, prefetched during this one, or null.
 };
 
 /// Every microkernel has this signature; it allocates nothing, touches no globals and makes no

@@ -1,19 +1,22 @@
 // SGEMM against a naive double-precision reference, for every gemm.def variant the host can run
 // (the others are skipped, not failed): M, N and K below, at and above each tile edge, with row
-// strides larger than the rows, every epilogue, and the pre-packed-B path. Sizes are small enough
-// for the whole file to run in seconds under ASan.
+// strides larger than the rows, every epilogue combination, the pre-packed A and B paths, and
+// split over a thread pool. Sizes are small enough for the whole file to run in seconds under ASan.
 //
-// Tolerance: |c - ref| <= (K + 2) * FLT_EPSILON * (sum_k |a_ik||b_kj| + |bias_j| + |c0_ij|), the
-// worst-case bound for a K-term float sum (with a factor of two to spare); a lost or doubled term
-// is off by about 1/K of that sum, orders of magnitude above it.
+// Tolerance: |c - ref| <= (K + 4) * FLT_EPSILON * (sum_k |a_ik||b_kj| + |bias| + |residual| +
+// |c0_ij|), the worst-case bound for a float sum of those terms (with room to spare); a lost or
+// doubled term is off by about 1/K of that sum, orders of magnitude above it. Smooth activations
+// add their own float rounding (1e-5 relative).
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "support/thread_pool.h"
 #include "targets/cpu/kernels/gemm.h"
 
 namespace tessel::cpu {
@@ -23,9 +26,23 @@ constexpr float kSentinel = -12345.0f;  // Fills padding that sgemm must not tou
 constexpr int64_t kLdaPad = 3;          // lda = K + kLdaPad, and so on: strides past the rows.
 constexpr int64_t kLdbPad = 5;
 constexpr int64_t kLdcPad = 7;
+constexpr int64_t kLdrPad = 2;
 
-enum class EpilogueMode { None, Bias, BiasRelu, AccumulateBiasRelu };
-constexpr int kEpilogueModes = 4;
+/// The epilogue combinations every shape cycles through.
+enum class EpilogueMode {
+  None,
+  Bias,
+  BiasRelu,
+  AccumulateBiasRelu,
+  RowBiasResidualClip,
+  ResidualTanh,
+  AccumulateRowBiasGelu,
+  BiasResidualLeakyRelu,
+};
+constexpr int kEpilogueModes = 8;
+
+/// Which entry point runs the product.
+enum class Path { Unpacked, PackedB, PackedA };
 
 std::vector<float> randomFloats(int64_t count, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -35,60 +52,111 @@ std::vector<float> randomFloats(int64_t count, uint32_t seed) {
   return v;
 }
 
-/// Runs one shape through sgemm and sgemmPacked with `kernel` and checks both against the
-/// double-precision reference; returns the number of mismatches (reported through gtest).
-void checkShape(const GemmKernel &kernel, const GemmShape &s, EpilogueMode mode) {
-  SCOPED_TRACE(testing::Message() << kernel.name << " M=" << s.m << " N=" << s.n << " K=" << s.k
-                                  << " epilogue=" << int(mode));
-  const int64_t lda = s.k + kLdaPad, ldb = s.n + kLdbPad, ldc = s.n + kLdcPad;
-  const uint32_t seed = uint32_t(s.m * 7919 + s.n * 104729 + s.k * 13);
-  const std::vector<float> a = randomFloats(s.m * lda, seed);
-  const std::vector<float> b = randomFloats(s.k * ldb, seed + 1);
-  const std::vector<float> bias = randomFloats(s.n, seed + 2);
-  std::vector<float> c0 = randomFloats(s.m * ldc, seed + 3);
-  for (int64_t i = 0; i < s.m; ++i) {
-    for (int64_t j = s.n; j < ldc; ++j) c0[size_t(i * ldc + j)] = kSentinel;
+double activate(const ActivationSpec &spec, double x) {
+  switch (spec.kind) {
+    case Activation::None: return x;
+    case Activation::Relu: return std::max(x, 0.0);
+    case Activation::Clip: return std::min(std::max(x, double(spec.alpha)), double(spec.beta));
+    case Activation::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case Activation::Tanh: return std::tanh(x);
+    case Activation::Silu: return x / (1.0 + std::exp(-x));
+    case Activation::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::GeluTanh:
+      return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case Activation::LeakyRelu: return x >= 0 ? x : double(spec.alpha) * x;
   }
+  return x;
+}
 
+/// Inputs and the expected result of one shape and epilogue.
+struct Problem {
+  GemmShape s;
+  int64_t lda, ldb, ldc, ldr;
+  std::vector<float> a, b, bias, residual, c0;
   GemmEpilogue epilogue;
-  epilogue.bias = mode == EpilogueMode::None ? nullptr : bias.data();
-  epilogue.relu = mode == EpilogueMode::BiasRelu || mode == EpilogueMode::AccumulateBiasRelu;
-  epilogue.accumulate = mode == EpilogueMode::AccumulateBiasRelu;
+  std::vector<double> ref, bound;
 
-  std::vector<double> ref(size_t(s.m * s.n));
-  std::vector<double> bound(size_t(s.m * s.n));
-  const double tolerance = double(s.k + 2) * FLT_EPSILON;
-  for (int64_t i = 0; i < s.m; ++i) {
-    for (int64_t j = 0; j < s.n; ++j) {
-      double sum = 0.0, magnitude = 0.0;
-      for (int64_t p = 0; p < s.k; ++p) {
-        const double term = double(a[size_t(i * lda + p)]) * double(b[size_t(p * ldb + j)]);
-        sum += term;
-        magnitude += std::fabs(term);
+  Problem(const GemmShape &shape, EpilogueMode mode) : s(shape) {
+    lda = s.k + kLdaPad, ldb = s.n + kLdbPad, ldc = s.n + kLdcPad, ldr = s.n + kLdrPad;
+    const uint32_t seed = uint32_t(s.m * 7919 + s.n * 104729 + s.k * 13);
+    a = randomFloats(s.m * lda, seed);
+    b = randomFloats(s.k * ldb, seed + 1);
+    bias = randomFloats(std::max(s.m, s.n), seed + 2);
+    residual = randomFloats(s.m * ldr, seed + 3);
+    c0 = randomFloats(s.m * ldc, seed + 4);
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = s.n; j < ldc; ++j) c0[size_t(i * ldc + j)] = kSentinel;
+    }
+    switch (mode) {
+      case EpilogueMode::None: break;
+      case EpilogueMode::Bias: epilogue.bias = bias.data(); break;
+      case EpilogueMode::BiasRelu:
+        epilogue.bias = bias.data();
+        epilogue.activation.kind = Activation::Relu;
+        break;
+      case EpilogueMode::AccumulateBiasRelu:
+        epilogue.accumulate = true;
+        epilogue.bias = bias.data();
+        epilogue.activation.kind = Activation::Relu;
+        break;
+      case EpilogueMode::RowBiasResidualClip:
+        epilogue.bias = bias.data();
+        epilogue.biasPerRow = true;
+        epilogue.residual = residual.data();
+        epilogue.ldr = ldr;
+        epilogue.activation = {Activation::Clip, -0.5f, 1.5f};
+        break;
+      case EpilogueMode::ResidualTanh:
+        epilogue.residual = residual.data();
+        epilogue.ldr = ldr;
+        epilogue.activation.kind = Activation::Tanh;
+        break;
+      case EpilogueMode::AccumulateRowBiasGelu:
+        epilogue.accumulate = true;
+        epilogue.bias = bias.data();
+        epilogue.biasPerRow = true;
+        epilogue.activation.kind = Activation::Gelu;
+        break;
+      case EpilogueMode::BiasResidualLeakyRelu:
+        epilogue.bias = bias.data();
+        epilogue.residual = residual.data();
+        epilogue.ldr = ldr;
+        epilogue.activation = {Activation::LeakyRelu, 0.1f, 0.0f};
+        break;
+    }
+    computeReference();
+  }
+
+  void computeReference() {
+    ref.assign(size_t(s.m * s.n), 0.0);
+    bound.assign(size_t(s.m * s.n), 0.0);
+    const double tolerance = double(s.k + 4) * FLT_EPSILON;
+    const Activation kind = epilogue.activation.kind;
+    const bool smooth = kind != Activation::None && kind != Activation::Relu && kind != Activation::Clip &&
+                        kind != Activation::LeakyRelu;
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = 0; j < s.n; ++j) {
+        double sum = 0.0, magnitude = 0.0;
+        auto add = [&](double term) {
+          sum += term;
+          magnitude += std::fabs(term);
+        };
+        for (int64_t p = 0; p < s.k; ++p) add(double(a[size_t(i * lda + p)]) * double(b[size_t(p * ldb + j)]));
+        if (epilogue.accumulate) add(c0[size_t(i * ldc + j)]);
+        if (epilogue.bias != nullptr) add(bias[size_t(epilogue.biasPerRow ? i : j)]);
+        if (epilogue.residual != nullptr) add(residual[size_t(i * ldr + j)]);
+        const double want = activate(epilogue.activation, sum);
+        ref[size_t(i * s.n + j)] = want;
+        // Every activation here has slope at most about 1.1.
+        double b = 1.2 * tolerance * magnitude + FLT_MIN;
+        if (smooth) b += 1e-5 * (1.0 + std::fabs(want));
+        bound[size_t(i * s.n + j)] = b;
       }
-      if (epilogue.accumulate) {
-        sum += c0[size_t(i * ldc + j)];
-        magnitude += std::fabs(c0[size_t(i * ldc + j)]);
-      }
-      if (epilogue.bias != nullptr) {
-        sum += bias[size_t(j)];
-        magnitude += std::fabs(bias[size_t(j)]);
-      }
-      if (epilogue.relu) sum = std::max(sum, 0.0);
-      ref[size_t(i * s.n + j)] = sum;
-      bound[size_t(i * s.n + j)] = tolerance * magnitude + FLT_MIN;
     }
   }
 
-  const PackedB packed = packB(kernel, s.k, s.n, b.data(), ldb);
-  for (const bool usePacked : {false, true}) {
-    SCOPED_TRACE(usePacked ? "sgemmPacked" : "sgemm");
-    std::vector<float> c = c0;
-    if (usePacked) {
-      sgemmPacked(s, a.data(), lda, packed, c.data(), ldc, epilogue);
-    } else {
-      sgemm(kernel, s, a.data(), lda, b.data(), ldb, c.data(), ldc, epilogue);
-    }
+  /// Checks c (ldc-strided) against the reference and the padding sentinels.
+  void expectMatches(const std::vector<float> &c) const {
     int failures = 0;
     for (int64_t i = 0; i < s.m && failures < 5; ++i) {
       for (int64_t j = 0; j < ldc && failures < 5; ++j) {
@@ -107,6 +175,50 @@ void checkShape(const GemmKernel &kernel, const GemmShape &s, EpilogueMode mode)
         }
       }
     }
+  }
+
+  /// Runs the product through `path`, optionally on `pool`, and returns C.
+  std::vector<float> run(const GemmKernel &kernel, Path path, ThreadPool *pool = nullptr,
+                         std::span<std::byte> scratch = {}) {
+    std::vector<float> c = c0;
+    GemmEpilogue e = epilogue;
+    switch (path) {
+      case Path::Unpacked:
+        sgemm(kernel, s, a.data(), lda, b.data(), ldb, c.data(), ldc, e, pool, scratch);
+        break;
+      case Path::PackedB: {
+        const PackedB packed = packB(kernel, s.k, s.n, b.data(), ldb);
+        sgemmPacked(s, a.data(), lda, packed, c.data(), ldc, e, pool, scratch);
+        break;
+      }
+      case Path::PackedA: {
+        const PackedA packed = packA(kernel, s.m, s.k, a.data(), lda);
+        sgemmPackedA(s, packed, b.data(), ldb, c.data(), ldc, e, pool, scratch);
+        break;
+      }
+    }
+    return c;
+  }
+};
+
+const char *pathName(Path path) {
+  switch (path) {
+    case Path::Unpacked: return "sgemm";
+    case Path::PackedB: return "sgemmPacked";
+    case Path::PackedA: return "sgemmPackedA";
+  }
+  return "?";
+}
+
+/// Runs one shape through every entry point with `kernel` and checks each against the
+/// double-precision reference.
+void checkShape(const GemmKernel &kernel, const GemmShape &s, EpilogueMode mode) {
+  SCOPED_TRACE(testing::Message() << kernel.name << " M=" << s.m << " N=" << s.n << " K=" << s.k
+                                  << " epilogue=" << int(mode));
+  Problem problem(s, mode);
+  for (const Path path : {Path::Unpacked, Path::PackedB, Path::PackedA}) {
+    SCOPED_TRACE(pathName(path));
+    problem.expectMatches(problem.run(kernel, path));
   }
 }
 
@@ -142,6 +254,71 @@ TEST_P(GemmVariantTest, CrossesCacheBlocks) {
   }
   checkShape(kernel(), {600, 40, 1100}, EpilogueMode::BiasRelu);
   checkShape(kernel(), {3, 4200, 300}, EpilogueMode::AccumulateBiasRelu);
+  checkShape(kernel(), {700, 70, 600}, EpilogueMode::RowBiasResidualClip);
+}
+
+// The split over a pool's threads gives the same bits as one thread (every task sums K in the
+// same blocks), on every path, with and without caller scratch, for wide, tall and tiny shapes.
+TEST_P(GemmVariantTest, ThreadedMatchesSingleThreaded) {
+  ThreadPool pool(3);
+  const GemmShape shapes[] = {{1, 300, 70}, {5, 1000, 33}, {128, 200, 300}, {333, 7, 90}, {97, 250, 600}};
+  int index = 0;
+  for (const GemmShape &s : shapes) {
+    for (const Path path : {Path::Unpacked, Path::PackedB, Path::PackedA}) {
+      const EpilogueMode mode = EpilogueMode(index++ % kEpilogueModes);
+      SCOPED_TRACE(testing::Message() << pathName(path) << " M=" << s.m << " N=" << s.n << " K=" << s.k
+                                      << " epilogue=" << int(mode));
+      Problem problem(s, mode);
+      const std::vector<float> single = problem.run(kernel(), path);
+      problem.expectMatches(single);
+      EXPECT_EQ(problem.run(kernel(), path, &pool), single);
+      const GemmPacking packing{path == Path::PackedA, path == Path::PackedB};
+      std::vector<std::byte> scratch(sgemmScratchBytes(kernel(), s, pool.size(), packing) + 64);
+      // Scratch must be 64-byte aligned.
+      const size_t offset = (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+      const std::span<std::byte> aligned(scratch.data() + offset, scratch.size() - 64);
+      EXPECT_EQ(problem.run(kernel(), path, &pool, aligned), single);
+      // Too little scratch for three tasks: fewer tasks, same bits.
+      EXPECT_EQ(problem.run(kernel(), path, &pool, aligned.first(aligned.size() / 2)), single);
+    }
+  }
+}
+
+// Packing from transposed storage (Gemm's transA / transB) equals packing the transpose.
+TEST_P(GemmVariantTest, PacksTransposedOperands) {
+  const GemmShape s{kernel().mr * 2 + 1, kernel().nr + 3, 19};
+  Problem problem(s, EpilogueMode::Bias);
+  // a^T is k x m (row stride m + 1), b^T is n x k (row stride k + 2).
+  const int64_t ldat = s.m + 1, ldbt = s.k + 2;
+  std::vector<float> at(size_t(s.k * ldat)), bt(size_t(s.n * ldbt));
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t p = 0; p < s.k; ++p) at[size_t(p * ldat + i)] = problem.a[size_t(i * problem.lda + p)];
+  }
+  for (int64_t p = 0; p < s.k; ++p) {
+    for (int64_t j = 0; j < s.n; ++j) bt[size_t(j * ldbt + p)] = problem.b[size_t(p * problem.ldb + j)];
+  }
+  const PackedA pa = packA(kernel(), s.m, s.k, at.data(), ldat, /*transposed=*/true);
+  const PackedB pb = packB(kernel(), s.k, s.n, bt.data(), ldbt, /*transposed=*/true);
+  std::vector<float> c = problem.c0;
+  sgemmPackedA(s, pa, problem.b.data(), problem.ldb, c.data(), problem.ldc, problem.epilogue);
+  problem.expectMatches(c);
+  c = problem.c0;
+  sgemmPacked(s, problem.a.data(), problem.lda, pb, c.data(), problem.ldc, problem.epilogue);
+  problem.expectMatches(c);
+  EXPECT_EQ(packedASize(kernel(), s.m, s.k) % 64, 0u);
+  EXPECT_GE(packedBSize(kernel(), s.k, s.n), size_t(pb.size()) * sizeof(float));
+}
+
+// A residual that is C itself (same pointer and stride) reads as C += A*B.
+TEST_P(GemmVariantTest, ResidualAliasingCIsAccumulate) {
+  Problem problem({kernel().mr + 2, kernel().nr + 5, 1100}, EpilogueMode::AccumulateBiasRelu);
+  std::vector<float> c = problem.c0;
+  GemmEpilogue e = problem.epilogue;
+  e.accumulate = false;
+  e.residual = c.data();
+  e.ldr = problem.ldc;
+  sgemm(kernel(), problem.s, problem.a.data(), problem.lda, problem.b.data(), problem.ldb, c.data(), problem.ldc, e);
+  problem.expectMatches(c);
 }
 
 // K = 0: the product is empty, so C is the epilogue of zero (or of C when accumulating).
@@ -203,6 +380,11 @@ TEST(GemmApiTest, DefaultEntryPointsUseSelectedVariant) {
   EXPECT_EQ(packed.kernel, &selectedGemmKernel());
   sgemmPacked(s, a.data(), s.k, packed, c2.data(), s.n);
   EXPECT_EQ(c1, c2);
+  const PackedA packedA = packA(s.m, s.k, a.data(), s.k);
+  EXPECT_EQ(packedA.kernel, &selectedGemmKernel());
+  std::vector<float> c3(size_t(s.m * s.n));
+  sgemmPackedA(s, packedA, b.data(), s.n, c3.data(), s.n);
+  EXPECT_EQ(c1, c3);
 }
 
 }  // namespace

@@ -5,17 +5,38 @@
 // built with these flags can be linked into a path that runs on an older CPU.
 #include <immintrin.h>
 
+#include <array>
+#include <utility>
+
 #include "targets/cpu/kernels/gemm_microkernel.h"
 
 namespace tessel::cpu {
 namespace {
 
 constexpr int kLanes = 16;  // floats per zmm register.
-// ReLU as a max over all lanes; the masked form, because GCC 12 reports a false
+// Max/min over all lanes in the masked form, because GCC 12 reports a false
 // -Wmaybe-uninitialized inside the unmasked _mm512_max_ps.
 constexpr __mmask16 kAllLanes = 0xFFFF;
+// How far ahead (in K steps) packed A is prefetched: A streams from L2 while B stays in L1.
+constexpr int kAPrefetchSteps = 16;
 
-template <int kMr, int kNr>
+/// One K step: acc[i][j] += a[i] * b[j * 16 .. j * 16 + 15].
+template <int kMr, int kVecs>
+inline __attribute__((always_inline)) void step(__m512 (&acc)[kMr][kVecs], const float *a, const float *b) {
+  __m512 bv[kVecs];
+#pragma GCC unroll 8
+  for (int j = 0; j < kVecs; ++j) bv[j] = _mm512_load_ps(b + j * kLanes);
+#pragma GCC unroll 32
+  for (int i = 0; i < kMr; ++i) {
+    const __m512 av = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+  }
+}
+
+/// The tile kernel for kMr rows of C; packed A advances kAStep floats per K step (the variant's
+/// mr, which is larger than kMr for the kernels that finish a ragged bottom edge).
+template <int kMr, int kNr, int kAStep>
 inline __attribute__((always_inline)) void microkernel(const MicrokernelArgs &args) {
   static_assert(kNr % kLanes == 0, "nr must be a multiple of the vector width");
   constexpr int kVecs = kNr / kLanes;
@@ -29,43 +50,102 @@ inline __attribute__((always_inline)) void microkernel(const MicrokernelArgs &ar
   // and its rows are ldc apart, often the same L1 set.
 #pragma GCC unroll 32
   for (int i = 0; i < kMr; ++i) {
-#pragma GCC unroll 8
-    for (int j = 0; j < kVecs; ++j) _mm_prefetch(reinterpret_cast<const char *>(args.c + i * args.ldc + j * kLanes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(args.c + i * args.ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(args.c + i * args.ldc + kNr - 1), _MM_HINT_T0);
   }
   const float *a = args.a;
   const float *b = args.b;
-  for (int64_t p = 0; p < args.k; ++p) {
-    __m512 bv[kVecs];
+  // K in groups of kUnroll steps, with the prefetch of A (kUnroll * mr floats, a few lines) once
+  // per group rather than once per step.
+  constexpr int kUnroll = 4;
+  constexpr int kALinesPerGroup = (kUnroll * kAStep * 4 + 63) / 64;
+  int64_t p = 0;
+  for (; p + kUnroll <= args.k; p += kUnroll) {
 #pragma GCC unroll 8
-    for (int j = 0; j < kVecs; ++j) bv[j] = _mm512_loadu_ps(b + j * kLanes);
-#pragma GCC unroll 32
-    for (int i = 0; i < kMr; ++i) {
-      const __m512 av = _mm512_set1_ps(a[i]);
-#pragma GCC unroll 8
-      for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    for (int line = 0; line < kALinesPerGroup; ++line) {
+      _mm_prefetch(reinterpret_cast<const char *>(a + kAPrefetchSteps * kAStep + line * kLanes), _MM_HINT_T0);
     }
-    a += kMr;
+#pragma GCC unroll 4
+    for (int u = 0; u < kUnroll; ++u) {
+      step<kMr, kVecs>(acc, a, b);
+      a += kAStep;
+      b += kNr;
+    }
+  }
+  for (; p < args.k; ++p) {
+    step<kMr, kVecs>(acc, a, b);
+    a += kAStep;
     b += kNr;
   }
-  const __m512 zero = _mm512_setzero_ps();
+  if (args.nextB != nullptr) {
+    // The next call's B panel starts in L2 (packed B of the next jr); its first lines are enough
+    // to get the hardware prefetcher going.
+#pragma GCC unroll 8
+    for (int line = 0; line < 8; ++line) {
+      _mm_prefetch(reinterpret_cast<const char *>(args.nextB + line * kLanes), _MM_HINT_T0);
+    }
+  }
+  // Lane masks for the valid columns of each vector (all lanes on a full tile, where the masked
+  // forms cost the same as the plain ones).
+  __mmask16 mask[kVecs];
+#pragma GCC unroll 8
+  for (int j = 0; j < kVecs; ++j) {
+    const int valid = args.cols - j * kLanes;
+    mask[j] = valid >= kLanes ? kAllLanes : valid <= 0 ? __mmask16(0) : __mmask16((1u << valid) - 1);
+  }
+  const bool plain = !args.accumulate && args.bias == nullptr && args.rowBias == nullptr &&
+                     args.residual == nullptr && !args.clamp;
+  if (plain) {
+#pragma GCC unroll 32
+    for (int i = 0; i < kMr; ++i) {
+      if (i >= args.rows) break;
+#pragma GCC unroll 8
+      for (int j = 0; j < kVecs; ++j) _mm512_mask_storeu_ps(args.c + i * args.ldc + j * kLanes, mask[j], acc[i][j]);
+    }
+    return;
+  }
+  const __m512 lo = _mm512_set1_ps(args.lo), hi = _mm512_set1_ps(args.hi);
 #pragma GCC unroll 32
   for (int i = 0; i < kMr; ++i) {
+    if (i >= args.rows) break;
     float *c = args.c + i * args.ldc;
 #pragma GCC unroll 8
     for (int j = 0; j < kVecs; ++j) {
       __m512 v = acc[i][j];
-      if (args.accumulate) v = _mm512_add_ps(v, _mm512_loadu_ps(c + j * kLanes));
-      if (args.bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(args.bias + j * kLanes));
-      if (args.relu) v = _mm512_maskz_max_ps(kAllLanes, v, zero);
-      _mm512_storeu_ps(c + j * kLanes, v);
+      if (args.accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], c + j * kLanes));
+      if (args.bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], args.bias + j * kLanes));
+      if (args.rowBias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(args.rowBias[i]));
+      if (args.residual != nullptr) {
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], args.residual + i * args.ldr + j * kLanes));
+      }
+      if (args.clamp) v = _mm512_maskz_min_ps(kAllLanes, _mm512_maskz_max_ps(kAllLanes, v, lo), hi);
+      _mm512_mask_storeu_ps(c + j * kLanes, mask[j], v);
     }
   }
+}
+
+template <int kMr, int kNr, int kRows>
+void bottomEdge(const MicrokernelArgs &args) {
+  microkernel<kRows, kNr, kMr>(args);
+}
+
+/// Kernels for 1 .. mr-1 rows, so a ragged bottom edge (and M < mr) costs only its rows.
+template <int kMr, int kNr, int... kRows>
+constexpr std::array<GemmMicrokernel, sizeof...(kRows)> bottomEdges(std::integer_sequence<int, kRows...>) {
+  return {&bottomEdge<kMr, kNr, kRows + 1>...};
+}
+
+template <int kMr, int kNr>
+void tile(const MicrokernelArgs &args) {
+  static constexpr auto kEdges = bottomEdges<kMr, kNr>(std::make_integer_sequence<int, kMr - 1>{});
+  if (args.rows == kMr) return microkernel<kMr, kNr, kMr>(args);
+  kEdges[size_t(args.rows - 1)](args);
 }
 
 }  // namespace
 
 #define KERNEL_avx512(name, mr, nr) \
-  void name(const MicrokernelArgs &args) { microkernel<mr, nr>(args); }
+  void name(const MicrokernelArgs &args) { tile<mr, nr>(args); }
 #define KERNEL_avx2(name, mr, nr)
 #define KERNEL_generic(name, mr, nr)
 #define KERNEL(name, family, isa, dtype, mr, nr) KERNEL_##family(name, mr, nr)

@@ -1,6 +1,8 @@
 // Portable C++ GEMM microkernels for hosts without AVX2+FMA (and the reference the vector
 // variants are tested beside). One template, instantiated for each `generic` row of gemm.def; the
 // accumulator tile is a local array the compiler keeps in registers where it can.
+#include <algorithm>
+
 #include "targets/cpu/kernels/gemm_microkernel.h"
 
 namespace tessel::cpu {
@@ -19,13 +21,15 @@ void microkernel(const MicrokernelArgs &args) {
     a += kMr;
     b += kNr;
   }
-  for (int i = 0; i < kMr; ++i) {
+  for (int i = 0; i < args.rows; ++i) {
     float *c = args.c + i * args.ldc;
-    for (int j = 0; j < kNr; ++j) {
+    for (int j = 0; j < args.cols; ++j) {
       float v = acc[i][j];
       if (args.accumulate) v += c[j];
       if (args.bias != nullptr) v += args.bias[j];
-      if (args.relu && !(v > 0.0f)) v = 0.0f;
+      if (args.rowBias != nullptr) v += args.rowBias[i];
+      if (args.residual != nullptr) v += args.residual[i * args.ldr + j];
+      if (args.clamp) v = std::min(std::max(v, args.lo), args.hi);
       c[j] = v;
     }
   }

@@ -1,0 +1,375 @@
+// Reference kernels and shape inference of the fused ops the graph passes produce (domain
+// "tessel", docs/cpu.md): FusedConv and FusedMatMul run the ONNX Conv and MatMul reference kernels
+// on the same node and apply their epilogue (residual, activation) in double; LayerNormalization
+// is the ONNX kernel itself; Gelu and Attention are computed here in double; FusedElementwise runs
+// its body subgraph. ONNX's schemas do not know this domain, so shape inference is here too.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/reference/nn_common.h"
+
+namespace tessel {
+
+namespace ref {
+
+// The ONNX kernels the fused ops extend (nn_conv.cpp, nn_matmul.cpp, nn_norm.cpp).
+Status refConv(KernelContext &ctx);
+Status refMatMul(KernelContext &ctx);
+Status refLayerNormalization(KernelContext &ctx);
+
+namespace {
+
+/// The ONNX opset the wrapped ONNX kernels are run at: all three have one meaning from there on.
+constexpr int64_t kWrappedOnnxOpset = 17;
+
+double geluErf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+double geluTanh(double x) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+/// A fused op's `activation` with its parameters, applied in double.
+struct ActivationRef {
+  std::string kind;
+  std::vector<float> params;
+
+  double apply(double x) const {
+    if (kind.empty()) return x;
+    if (kind == "Relu") return std::max(x, 0.0);
+    if (kind == "Clip") return std::min(std::max(x, static_cast<double>(params[0])), static_cast<double>(params[1]));
+    if (kind == "Sigmoid") return sigmoid(x);
+    if (kind == "Tanh") return std::tanh(x);
+    if (kind == "Silu") return x * sigmoid(x);
+    if (kind == "Gelu") return geluErf(x);
+    if (kind == "GeluTanh") return geluTanh(x);
+    return x >= 0 ? x : x * static_cast<double>(params[0]);  // LeakyRelu.
+  }
+};
+
+Expected<ActivationRef> readActivation(const Node &node) {
+  ActivationRef act{node.attrString("activation", ""), node.attrFloats("activation_params")};
+  static const char *const kNoParams[] = {"", "Relu", "Sigmoid", "Tanh", "Silu", "Gelu", "GeluTanh"};
+  size_t expected = 0;
+  if (act.kind == "Clip") {
+    expected = 2;
+  } else if (act.kind == "LeakyRelu") {
+    expected = 1;
+  } else if (std::find(std::begin(kNoParams), std::end(kNoParams), act.kind) == std::end(kNoParams)) {
+    return makeError(ErrorCode::InvalidArgument, "{}: unknown activation '{}'", node.opType(), act.kind);
+  }
+  if (act.params.size() != expected) {
+    return makeError(ErrorCode::InvalidArgument, "{}: activation '{}' takes {} activation_params; got {}",
+                     node.opType(), act.kind, expected, act.params.size());
+  }
+  return act;
+}
+
+/// The first `count` input slots of `ctx`, for running a wrapped kernel on the same node.
+std::vector<const RuntimeValue *> leadingInputs(const KernelContext &ctx, size_t count) {
+  std::vector<const RuntimeValue *> inputs;
+  for (size_t i = 0; i < std::min(count, ctx.numInputs()); ++i) inputs.push_back(ctx.hasInput(i) ? &ctx.input(i) : nullptr);
+  return inputs;
+}
+
+Expected<Tensor> runWrapped(const KernelContext &ctx, Status (*kernel)(KernelContext &), size_t numInputs) {
+  auto noSubgraphs = [](const Graph &, std::vector<RuntimeValue>) -> Expected<std::vector<RuntimeValue>> {
+    return makeError(ErrorCode::Internal, "the wrapped kernel runs no subgraphs");
+  };
+  KernelContext inner(ctx.node(), kWrappedOnnxOpset, leadingInputs(ctx, numInputs), noSubgraphs);
+  TESSEL_RETURN_IF_ERROR(kernel(inner));
+  return std::move(inner.outputs()[0].tensor());
+}
+
+/// Adds the residual input `index` (Y's shape) when present, applies the activation, and sets Y.
+Status finishEpilogue(KernelContext &ctx, const Tensor &y, size_t residualIndex, std::vector<double> values) {
+  if (ctx.hasInput(residualIndex)) {
+    const Tensor &z = ctx.tensor(residualIndex);
+    if (z.sizes() != y.sizes()) {
+      return makeError(ErrorCode::ShapeMismatch, "{}: Z has shape {}; expected Y's shape {}", ctx.node().opType(),
+                       formatSizes(z.sizes()), formatSizes(y.sizes()));
+    }
+    std::vector<double> residual = toDoubles(z);
+    for (size_t i = 0; i < values.size(); ++i) values[i] += residual[i];
+  }
+  TESSEL_ASSIGN_OR_RETURN(ActivationRef act, readActivation(ctx.node()));
+  for (double &v : values) v = act.apply(v);
+  ctx.setOutput(0, fromDoubles(y.dtype(), y.sizes(), values));
+  return Status::success();
+}
+
+}  // namespace
+
+Status refFusedConv(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  TESSEL_ASSIGN_OR_RETURN(Tensor y, runWrapped(ctx, refConv, 3));
+  return finishEpilogue(ctx, y, 3, toDoubles(y));
+}
+
+Status refFusedMatMul(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
+  TESSEL_ASSIGN_OR_RETURN(Tensor y, runWrapped(ctx, refMatMul, 2));
+  std::vector<double> values = toDoubles(y);
+  if (ctx.hasInput(2)) {
+    const Tensor &bias = ctx.tensor(2);
+    const int64_t n = y.rank() == 0 ? 1 : y.sizes().back();
+    if (bias.rank() != 1 || bias.size(0) != n) {
+      return makeError(ErrorCode::ShapeMismatch, "FusedMatMul: Bias has shape {}; expected [{}] (the last dim of Y {})",
+                       formatSizes(bias.sizes()), n, formatSizes(y.sizes()));
+    }
+    std::vector<double> b = toDoubles(bias);
+    for (size_t i = 0; i < values.size(); ++i) values[i] += b[i % static_cast<size_t>(n)];
+  }
+  return finishEpilogue(ctx, y, 3, std::move(values));
+}
+
+Status refTesselGelu(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
+  const std::string approximate = ctx.node().attrString("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") {
+    return makeError(ErrorCode::InvalidArgument, "Gelu: approximate is '{}'; expected 'none' or 'tanh'", approximate);
+  }
+  const Tensor &x = ctx.tensor(0);
+  std::vector<double> values = toDoubles(x);
+  for (double &v : values) v = approximate == "tanh" ? geluTanh(v) : geluErf(v);
+  ctx.setOutput(0, fromDoubles(x.dtype(), x.sizes(), values));
+  return Status::success();
+}
+
+Status refTesselLayerNormalization(KernelContext &ctx) {
+  // Same attributes and inputs as ONNX's; the node has no Mean/InvStdDev outputs to fill.
+  return refLayerNormalization(ctx);
+}
+
+Status refAttention(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 3));
+  for (size_t i = 0; i < 3; ++i) {
+    TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, i));
+    TESSEL_RETURN_IF_ERROR(expectRank(ctx, i, 4));
+  }
+  const Tensor &q = ctx.tensor(0), &k = ctx.tensor(1), &v = ctx.tensor(2);
+  const int64_t batch = q.size(0), heads = q.size(1), sq = q.size(2), d = q.size(3);
+  const int64_t sk = k.size(2), dv = v.size(3);
+  if (k.size(0) != batch || k.size(1) != heads || k.size(3) != d || v.size(0) != batch || v.size(1) != heads ||
+      v.size(2) != sk) {
+    return makeError(ErrorCode::ShapeMismatch,
+                     "Attention: Q {}, K {} and V {} do not form [B,H,Sq,D], [B,H,Sk,D], [B,H,Sk,Dv]",
+                     formatSizes(q.sizes()), formatSizes(k.sizes()), formatSizes(v.sizes()));
+  }
+  const std::vector<int64_t> scoreSizes = {batch, heads, sq, sk};
+  std::vector<int64_t> maskMap;
+  std::vector<double> mask;
+  if (ctx.hasInput(3)) {
+    const Tensor &m = ctx.tensor(3);
+    auto joint = broadcastShapes({m.sizes(), scoreSizes});
+    if (!joint.ok() || *joint != scoreSizes) {
+      return makeError(ErrorCode::ShapeMismatch, "Attention: Mask has shape {}; expected one that broadcasts to {}",
+                       formatSizes(m.sizes()), formatSizes(scoreSizes));
+    }
+    maskMap = broadcastIndexMap(m.sizes(), scoreSizes);
+    mask = toDoubles(m);
+  }
+  double scale = ctx.node().attrFloat("scale", 0.0f);
+  if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const bool causal = ctx.node().attrInt("causal", 0) != 0;
+  const std::vector<double> qd = toDoubles(q), kd = toDoubles(k), vd = toDoubles(v);
+  std::vector<double> y(static_cast<size_t>(batch * heads * sq * dv), 0.0);
+  std::vector<double> row(static_cast<size_t>(sk));
+  for (int64_t bh = 0; bh < batch * heads; ++bh) {
+    for (int64_t i = 0; i < sq; ++i) {
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < sk; ++j) {
+        double dot = 0.0;
+        for (int64_t c = 0; c < d; ++c) dot += qd[static_cast<size_t>((bh * sq + i) * d + c)] * kd[static_cast<size_t>((bh * sk + j) * d + c)];
+        double s = scale * dot;
+        if (!mask.empty()) s += mask[static_cast<size_t>(maskMap[static_cast<size_t>((bh * sq + i) * sk + j)])];
+        if (causal && j > i + sk - sq) s = -std::numeric_limits<double>::infinity();
+        row[static_cast<size_t>(j)] = s;
+        max = std::max(max, s);
+      }
+      double sum = 0.0;
+      for (double &s : row) sum += (s = std::exp(s - max));
+      double *out = &y[static_cast<size_t>((bh * sq + i) * dv)];
+      for (int64_t j = 0; j < sk; ++j) {
+        const double p = row[static_cast<size_t>(j)] / sum;
+        for (int64_t c = 0; c < dv; ++c) out[c] += p * vd[static_cast<size_t>((bh * sk + j) * dv + c)];
+      }
+    }
+  }
+  ctx.setOutput(0, fromDoubles(q.dtype(), {batch, heads, sq, dv}, y));
+  return Status::success();
+}
+
+Status refFusedElementwise(KernelContext &ctx) {
+  const Graph *body = ctx.node().attrGraph("body");
+  if (!body || body->outputs().size() != 1 || body->inputs().size() != ctx.numInputs()) {
+    return makeError(ErrorCode::InvalidModel, "FusedElementwise: the body must be a graph of {} inputs and 1 output",
+                     ctx.numInputs());
+  }
+  std::vector<RuntimeValue> inputs;
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < ctx.numInputs(); ++i) {
+    TESSEL_RETURN_IF_ERROR(requireInputs(ctx, i + 1));
+    inputs.push_back(ctx.input(i));
+    shapes.push_back(ctx.tensor(i).sizes());
+  }
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> ySizes, broadcastShapes(shapes));
+  TESSEL_ASSIGN_OR_RETURN(std::vector<RuntimeValue> outputs, ctx.runSubgraph(*body, std::move(inputs)));
+  if (outputs.size() != 1 || !outputs[0].isTensor()) {
+    return makeError(ErrorCode::InvalidModel, "FusedElementwise: the body returned {} values; expected one tensor",
+                     outputs.size());
+  }
+  Tensor y = std::move(outputs[0].tensor());
+  if (y.sizes() != ySizes) {
+    // A body that reads only some inputs at full shape: broadcast its result to Y.
+    auto joint = broadcastShapes({y.sizes(), ySizes});
+    if (!joint.ok() || *joint != ySizes) {
+      return makeError(ErrorCode::ShapeMismatch, "FusedElementwise: the body's result {} does not broadcast to {}",
+                       formatSizes(y.sizes()), formatSizes(ySizes));
+    }
+    std::vector<double> values = toDoubles(y), expanded(static_cast<size_t>(numElements(ySizes)));
+    std::vector<int64_t> map = broadcastIndexMap(y.sizes(), ySizes);
+    for (size_t i = 0; i < expanded.size(); ++i) expanded[i] = values[static_cast<size_t>(map[i])];
+    y = fromDoubles(y.dtype(), ySizes, expanded);
+  }
+  ctx.setOutput(0, std::move(y));
+  return Status::success();
+}
+
+}  // namespace ref
+
+// ---- Shape inference ----
+
+namespace {
+
+/// Sets output 0's type, keeping the static dims of a type it already has of the same rank.
+void setInferred(Node &node, Type inferred) {
+  Value *out = node.output(0);
+  if (!out) return;
+  const Type &existing = out->type();
+  if (existing.isTensor() && existing.shape().rankKnown() && inferred.isTensor() && inferred.shape().rankKnown() &&
+      existing.shape().rank() == inferred.shape().rank()) {
+    std::vector<Dim> dims = inferred.shape().dims();
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const Dim &known = existing.shape()[i];
+      if (known.isStatic() || (!dims[i].isStatic() && known.isSymbolic())) dims[i] = known;
+    }
+    DType dtype = inferred.dtype() == DType::Undefined ? existing.dtype() : inferred.dtype();
+    out->setType(Type::tensor(dtype, Shape(std::move(dims))));
+    return;
+  }
+  if (existing.isTensor() && existing.shape().rankKnown() && !inferred.shape().rankKnown()) return;
+  out->setType(std::move(inferred));
+}
+
+const Type *tensorInput(const Node &node, size_t i) {
+  const Value *v = node.input(i);
+  return v && v->type().isTensor() ? &v->type() : nullptr;
+}
+
+/// Numpy broadcasting of two dims; unknown when they cannot be told apart statically.
+Dim broadcastDim(const Dim &a, const Dim &b) {
+  if (a.isStatic() && a.size == 1) return b;
+  if (b.isStatic() && b.size == 1) return a;
+  if (a == b) return a;
+  if (a.isStatic() && b.isStatic()) return Dim();  // Mismatch: left for the kernel to report.
+  if (a.isStatic()) return a;                       // A non-1 static size wins over a symbol.
+  if (b.isStatic()) return b;
+  return Dim();
+}
+
+std::vector<Dim> broadcastDims(const std::vector<Dim> &a, const std::vector<Dim> &b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<Dim> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const Dim one(1);
+    const Dim &da = i + a.size() >= rank ? a[i + a.size() - rank] : one;
+    const Dim &db = i + b.size() >= rank ? b[i + b.size() - rank] : one;
+    out[i] = broadcastDim(da, db);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status inferSameAsFirstInput(Node &node, int64_t) {
+  if (const Type *x = tensorInput(node, 0)) setInferred(node, *x);
+  return Status::success();
+}
+
+Status inferFusedConv(Node &node, int64_t) {
+  const Type *x = tensorInput(node, 0), *w = tensorInput(node, 1);
+  if (!x || !w || !x->shape().rankKnown() || x->shape().rank() < 3) return Status::success();
+  const Shape &xs = x->shape();
+  std::vector<Dim> dims(xs.rank());
+  dims[0] = xs[0];
+  if (w->shape().rankKnown() && w->shape().rank() == xs.rank()) {
+    dims[1] = w->shape()[0];
+    std::vector<int64_t> inSpatial, kernelFromWeight;
+    bool spatialStatic = true;
+    for (size_t d = 2; d < xs.rank(); ++d) {
+      spatialStatic = spatialStatic && xs[d].isStatic() && w->shape()[d].isStatic();
+      inSpatial.push_back(xs[d].size);
+      kernelFromWeight.push_back(w->shape()[d].size);
+    }
+    if (spatialStatic) {
+      auto kernel = ref::readKernelShape(node, inSpatial.size(), kernelFromWeight);
+      if (!kernel.ok()) return kernel.diag();
+      auto window = ref::forwardWindow(node, inSpatial, *kernel, /*ceilMode=*/false);
+      if (!window.ok()) return window.diag();
+      for (size_t d = 0; d < inSpatial.size(); ++d) dims[d + 2] = window->outSizes[d];
+    }
+  }
+  setInferred(node, Type::tensor(x->dtype(), Shape(std::move(dims))));
+  return Status::success();
+}
+
+Status inferFusedMatMul(Node &node, int64_t) {
+  const Type *a = tensorInput(node, 0), *b = tensorInput(node, 1);
+  if (!a || !b || !a->shape().rankKnown() || !b->shape().rankKnown()) return Status::success();
+  std::vector<Dim> ad = a->shape().dims(), bd = b->shape().dims();
+  if (ad.empty() || bd.empty()) return Status::success();
+  const bool vectorA = ad.size() == 1, vectorB = bd.size() == 1;
+  if (vectorA) ad.insert(ad.begin(), Dim(1));
+  if (vectorB) bd.push_back(Dim(1));
+  std::vector<Dim> batchA(ad.begin(), ad.end() - 2), batchB(bd.begin(), bd.end() - 2);
+  std::vector<Dim> dims = broadcastDims(batchA, batchB);
+  if (!vectorA) dims.push_back(ad[ad.size() - 2]);
+  if (!vectorB) dims.push_back(bd.back());
+  setInferred(node, Type::tensor(a->dtype(), Shape(std::move(dims))));
+  return Status::success();
+}
+
+Status inferAttention(Node &node, int64_t) {
+  const Type *q = tensorInput(node, 0), *v = tensorInput(node, 2);
+  if (!q || !v || !q->shape().rankKnown() || !v->shape().rankKnown() || q->shape().rank() != 4 ||
+      v->shape().rank() != 4) {
+    return Status::success();
+  }
+  setInferred(node, Type::tensor(q->dtype(), Shape({q->shape()[0], q->shape()[1], q->shape()[2], v->shape()[3]})));
+  return Status::success();
+}
+
+Status inferFusedElementwise(Node &node, int64_t) {
+  const Graph *body = node.attrGraph("body");
+  DType dtype = DType::Undefined;
+  if (body && body->outputs().size() == 1 && body->outputs()[0]->type().isTensor()) {
+    dtype = body->outputs()[0]->type().dtype();
+  }
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    const Type *t = tensorInput(node, i);
+    if (!t || !t->shape().rankKnown()) return Status::success();
+    dims = broadcastDims(dims, t->shape().dims());
+    if (dtype == DType::Undefined) dtype = t->dtype();
+  }
+  setInferred(node, Type::tensor(dtype, Shape(std::move(dims))));
+  return Status::success();
+}
+
+}  // namespace tessel

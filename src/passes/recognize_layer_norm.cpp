@@ -1,0 +1,171 @@
+// Layer-norm recognition, anchored at the ReduceMean that computes the mean of x: follows the
+// single path mean -> x - mean -> variance -> normalize -> affine forward from it.
+#include "passes/recognize_layer_norm.h"
+
+#include <unordered_set>
+
+#include "ops/reference/helpers.h"
+#include "passes/constant_values.h"
+#include "passes/fusion_utils.h"
+
+namespace tessel {
+
+namespace {
+
+using passes::isOnnxOp;
+using passes::producerIs;
+
+/// Whether `reduce` is a ReduceMean over the last axis of its rank-known input, keeping dims.
+bool isLastAxisMean(const Model &model, const Node *reduce) {
+  if (!isOnnxOp(reduce, "ReduceMean") || reduce->attrInt("keepdims", 1) != 1) return false;
+  const Value *x = reduce->input(0);
+  if (!x || !x->type().isTensor() || !x->type().shape().rankKnown() || x->type().shape().rank() == 0) return false;
+  const int64_t rank = static_cast<int64_t>(x->type().shape().rank());
+  auto axes = passes::reduceAxes(model, *reduce, rank);
+  return axes && axes->size() == 1 && (*axes)[0] == rank - 1;
+}
+
+/// The reader of `value` that is the ONNX op `op`; nullptr when there is none or several.
+Node *userOf(const Value *value, const char *op) {
+  Node *found = nullptr;
+  for (const Use &use : value->uses()) {
+    if (!isOnnxOp(use.user, op)) continue;
+    if (found && found != use.user) return nullptr;
+    found = use.user;
+  }
+  return found;
+}
+
+/// The operand of binary `node` other than `value`.
+Value *otherOperand(const Node *node, const Value *value) {
+  if (node->inputs().size() != 2) return nullptr;
+  return node->input(0) == value ? node->input(1) : node->input(1) == value ? node->input(0) : nullptr;
+}
+
+/// Whether `param` is 1-D with `size` elements (a scale or bias per normalized element).
+bool isLastDimVector(const Value *param, int64_t size) {
+  auto sizes = passes::staticSizes(param);
+  return sizes && sizes->size() == 1 && (*sizes)[0] == size;
+}
+
+bool recognizeDecomposed(Model &model, Node *mean, const std::unordered_set<const Value *> &returned) {
+  Graph &graph = *model.graph;
+  if (!isLastAxisMean(model, mean)) return false;
+  Value *x = mean->input(0);
+  const Dim &last = x->type().shape().dims().back();
+  if (!last.isStatic()) return false;
+  Node *sub = passes::singleUser(graph, mean->output(0));
+  if (!isOnnxOp(sub, "Sub") || sub->input(0) != x || sub->input(1) != mean->output(0)) return false;
+  Value *d = sub->output(0);
+  std::vector<Node *> pattern = {mean, sub};
+  // Variance: ReduceMean(Pow(d, 2)) or ReduceMean(d * d).
+  Node *square = userOf(d, "Pow");
+  if (square && !passes::isScalarConstant(model, square->input(1), 2.0)) return false;
+  if (!square) {
+    for (const Use &use : d->uses()) {
+      if (isOnnxOp(use.user, "Mul") && use.user->input(0) == d && use.user->input(1) == d) square = use.user;
+    }
+  }
+  if (!square || square->input(0) != d) return false;
+  Node *varMean = passes::singleUser(graph, square->output(0));
+  if (!isLastAxisMean(model, varMean)) return false;
+  Node *addEps = passes::singleUser(graph, varMean->output(0));
+  if (!isOnnxOp(addEps, "Add")) return false;
+  std::optional<double> epsilon = passes::scalarConstant(model, otherOperand(addEps, varMean->output(0)));
+  if (!epsilon) return false;
+  Node *sqrt = passes::singleUser(graph, addEps->output(0));
+  if (!isOnnxOp(sqrt, "Sqrt")) return false;
+  pattern.insert(pattern.end(), {square, varMean, addEps, sqrt});
+  // Normalize: d / std, or d * Reciprocal(std).
+  Node *normalize = passes::singleUser(graph, sqrt->output(0));
+  if (isOnnxOp(normalize, "Div")) {
+    if (normalize->input(0) != d || normalize->input(1) != sqrt->output(0)) return false;
+  } else if (isOnnxOp(normalize, "Reciprocal")) {
+    Node *mul = passes::singleUser(graph, normalize->output(0));
+    if (!isOnnxOp(mul, "Mul") || otherOperand(mul, normalize->output(0)) != d) return false;
+    pattern.push_back(normalize);
+    normalize = mul;
+  } else {
+    return false;
+  }
+  pattern.push_back(normalize);
+  Value *result = normalize->output(0);
+  // Affine: Mul by a scale, Add of a bias.
+  Value *scale = nullptr, *bias = nullptr;
+  if (Node *mul = passes::singleUser(graph, result); isOnnxOp(mul, "Mul")) {
+    Value *candidate = otherOperand(mul, result);
+    if (candidate && isLastDimVector(candidate, last.size)) {
+      scale = candidate;
+      pattern.push_back(mul);
+      result = mul->output(0);
+    }
+  }
+  if (Node *add = passes::singleUser(graph, result); isOnnxOp(add, "Add")) {
+    Value *candidate = otherOperand(add, result);
+    if (candidate && isLastDimVector(candidate, last.size)) {
+      bias = candidate;
+      pattern.push_back(add);
+      result = add->output(0);
+    }
+  }
+  const std::unordered_set<const Node *> members(pattern.begin(), pattern.end());
+  for (const Node *node : pattern) {
+    if (node->output(0) != result && !passes::usedOnlyBy(graph, node->output(0), members, returned)) return false;
+  }
+  const DType dtype = x->type().dtype();
+  if (!isFloatingPoint(dtype)) return false;
+  if (!scale) {
+    scale = passes::addConstant(graph, result->name() + "_scale",
+                                ref::fromDoubles(dtype, {last.size}, std::vector<double>(static_cast<size_t>(last.size), 1.0)));
+  }
+  std::vector<Value *> inputs = {x, scale};
+  if (bias) inputs.push_back(bias);
+  passes::replacePattern(graph, result, "LayerNormalization", "tessel", inputs,
+                         {{"axis", Attribute(int64_t{-1})}, {"epsilon", Attribute(static_cast<float>(*epsilon))}},
+                         pattern);
+  return true;
+}
+
+bool convertOnnxLayerNorm(Model &model, Node *norm) {
+  Graph &graph = *model.graph;
+  for (size_t i = 1; i < norm->outputs().size(); ++i) {
+    const Value *out = norm->output(i);
+    if (out && (!out->uses().empty() || passes::isGraphOutput(graph, out))) return false;
+  }
+  if (norm->attrInt("stash_type", 1) != static_cast<int64_t>(DType::Float32)) return false;
+  if (!norm->input(0) || !norm->input(1) || !norm->output(0)) return false;
+  std::vector<Value *> inputs = {norm->input(0), norm->input(1)};
+  if (norm->input(2)) inputs.push_back(norm->input(2));
+  passes::replacePattern(graph, norm->output(0), "LayerNormalization", "tessel", inputs,
+                         {{"axis", Attribute(norm->attrInt("axis", -1))},
+                          {"epsilon", Attribute(norm->attrFloat("epsilon", 1e-5f))}},
+                         {norm});
+  return true;
+}
+
+}  // namespace
+
+Expected<bool> recognizeLayerNorm(Model &model) {
+  const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(*model.graph);
+  bool changed = false;
+  // A match erases ReduceMeans that later positions would visit, so the walk restarts after each.
+  for (bool fired = true; fired;) {
+    fired = false;
+    for (const auto &node : model.graph->nodes()) {
+      Node *anchor = node.get();
+      if (isOnnxOp(anchor, "LayerNormalization")) {
+        fired = convertOnnxLayerNorm(model, anchor);
+      } else if (isOnnxOp(anchor, "ReduceMean")) {
+        fired = recognizeDecomposed(model, anchor, returned);
+      }
+      if (fired) break;
+    }
+    if (!fired) break;
+    passes::importTesselOpset(model);
+    changed = true;
+  }
+  if (changed) TESSEL_RETURN_IF_ERROR(model.graph->sortTopologically());
+  return changed;
+}
+
+}  // namespace tessel

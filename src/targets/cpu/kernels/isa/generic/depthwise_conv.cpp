@@ -1,0 +1,3 @@
+// The depthwise plane loop (depthwise_conv_impl.h) compiled with this folder's ISA flags.
+#define TESSEL_DEPTHWISE_PLANE_FN depthwisePlane__generic
+#include "targets/cpu/kernels/depthwise_conv_impl.h"

@@ -1,0 +1,51 @@
+// Pooling on NCHW f32 for the cpu target: MaxPool and AveragePool over 2-D windows (1-D pools are
+// 2-D ones with height 1), and the global forms. A windowed pool works one output row at a time:
+// each kernel row that lands in the input is folded into the row over the output width (the
+// vectorized loop), with the taps that reach into the padding trimmed off the row's ends, as in
+// the depthwise convolution. The loops are compiled per ISA (isa/<family>/pool_2d.cpp) and chosen
+// at run time; every pool is threaded over (image, channel) planes.
+#pragma once
+
+#include <cstdint>
+
+#include "support/thread_pool.h"
+
+namespace tessel::cpu {
+
+/// The geometry of a 2-D pool. End pads matter only to count_include_pad.
+struct Pool2dShape {
+  int64_t batch = 1;
+  int64_t channels = 1;
+  int64_t inHeight = 1;
+  int64_t inWidth = 1;
+  int64_t outHeight = 1;
+  int64_t outWidth = 1;
+  int64_t kernelHeight = 1;
+  int64_t kernelWidth = 1;
+  int64_t strideHeight = 1;
+  int64_t strideWidth = 1;
+  int64_t dilationHeight = 1;
+  int64_t dilationWidth = 1;
+  int64_t padTop = 0;
+  int64_t padLeft = 0;
+  int64_t padBottom = 0;
+  int64_t padRight = 0;
+};
+
+/// Y = the maximum over each window. Precondition: every window covers at least one input
+/// element (the lowering checks it). `pool` may be null.
+void maxPool2d(const Pool2dShape &shape, const float *x, float *y, ThreadPool *pool);
+
+/// Y = the mean over each window: divided by the window's input elements, or with
+/// `countIncludePad` by its elements inside the padded input (never past the end pads, which a
+/// ceil_mode window can reach).
+void averagePool2d(const Pool2dShape &shape, bool countIncludePad, const float *x, float *y, ThreadPool *pool);
+
+/// Y[p] = the mean (or maximum) of plane p of X, for `planes` planes of `planeSize` floats.
+void globalAveragePool(int64_t planes, int64_t planeSize, const float *x, float *y, ThreadPool *pool);
+void globalMaxPool(int64_t planes, int64_t planeSize, const float *x, float *y, ThreadPool *pool);
+
+/// The variant the host runs, e.g. "f32_pool2d__avx512".
+const char *poolKernelName();
+
+}  // namespace tessel::cpu

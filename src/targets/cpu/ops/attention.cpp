@@ -1,0 +1,88 @@
+// cpu lowering of tessel Attention (docs/cpu.md) to the flash-attention kernel
+// (kernels/attention.h): validates Q, K, V and the mask at lowering, resolves the scale, and sizes
+// one scratch slot per plan thread.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "targets/cpu/kernels/attention.h"
+#include "targets/cpu/step.h"
+
+namespace tessel::cpu {
+namespace {
+
+std::string formatSizes(const std::vector<int64_t> &sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
+
+class AttentionStep final : public Step {
+ public:
+  AttentionStep(const AttentionShape &shape, const AttentionKernels &kernels, bool hasMask, int threads)
+      : shape_(shape), kernels_(kernels), hasMask_(hasMask),
+        slots_(threads > 0 ? threads : ThreadPool::hardwareThreads()) {}
+
+  Status run(const StepIo &io) const override {
+    const auto *mask = hasMask_ ? static_cast<const float *>(io.inputs[3]) : nullptr;
+    attention(shape_, kernels_, static_cast<const float *>(io.inputs[0]), static_cast<const float *>(io.inputs[1]),
+              static_cast<const float *>(io.inputs[2]), mask, static_cast<float *>(io.outputs[0]), io.scratch, slots_,
+              io.pool);
+    return Status::success();
+  }
+  size_t scratchBytes() const override { return attentionScratchBytes(shape_, kernels_, slots_); }
+  std::string kernelName() const override { return attentionKernelName(kernels_); }
+
+ private:
+  AttentionShape shape_;
+  AttentionKernels kernels_;
+  bool hasMask_;
+  int slots_;  // Scratch slots: the plan's threads; a larger pool runs no more workers than this.
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Step>> lowerAttention(LowerContext &ctx) {
+  if (ctx.numInputs() < 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2)) {
+    return makeError(ErrorCode::InvalidModel, "Attention: needs inputs Q, K and V; got {}", ctx.numInputs());
+  }
+  const bool hasMask = ctx.numInputs() > 3 && ctx.hasInput(3);
+  for (size_t i = 0; i < (hasMask ? 4u : 3u); ++i) {
+    if (ctx.inputDType(i) != DType::Float32) return std::unique_ptr<Step>();  // The reference covers the rest.
+  }
+  if (ctx.outputDType(0) != DType::Float32) return std::unique_ptr<Step>();
+  const std::vector<int64_t> q = ctx.inputSizes(0), k = ctx.inputSizes(1), v = ctx.inputSizes(2);
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4 || k[0] != q[0] || k[1] != q[1] || k[3] != q[3] ||
+      v[0] != q[0] || v[1] != q[1] || v[2] != k[2]) {
+    return makeError(ErrorCode::ShapeMismatch,
+                     "Attention: Q {}, K {} and V {} do not form [B,H,Sq,D], [B,H,Sk,D], [B,H,Sk,Dv]", formatSizes(q),
+                     formatSizes(k), formatSizes(v));
+  }
+  AttentionShape shape{q[0], q[1], q[2], k[2], q[3], v[3]};
+  const std::vector<int64_t> outSizes = {q[0], q[1], q[2], v[3]};
+  if (ctx.outputSizes(0) != outSizes) {
+    return makeError(ErrorCode::ShapeMismatch, "Attention: output is {}; Q and V give {}",
+                     formatSizes(ctx.outputSizes(0)), formatSizes(outSizes));
+  }
+  const float scale = ctx.node().attrFloat("scale", 0.0f);
+  shape.scale = scale != 0.0f ? scale : float(1.0 / std::sqrt(double(std::max<int64_t>(shape.depth, 1))));
+  shape.causal = ctx.node().attrInt("causal", 0) != 0;
+  if (hasMask) {
+    // Right-aligned broadcast to [B,H,Sq,Sk]: a dim of 1 reads with stride 0.
+    const std::vector<int64_t> mask = ctx.inputSizes(3);
+    const std::vector<int64_t> scores = {shape.batch, shape.heads, shape.queries, shape.keys};
+    bool broadcasts = mask.size() <= 4;
+    int64_t stride = 1;
+    for (int axis = 3; axis >= 0 && broadcasts; --axis) {
+      const int64_t offset = int64_t(mask.size()) - (4 - axis);
+      const int64_t size = offset >= 0 ? mask[size_t(offset)] : 1;
+      broadcasts = size == 1 || size == scores[size_t(axis)];
+      shape.maskStrides[axis] = size == 1 ? 0 : stride;
+      stride *= size;
+    }
+    if (!broadcasts) {
+      return makeError(ErrorCode::ShapeMismatch, "Attention: Mask has shape {}; expected one that broadcasts to {}",
+                       formatSizes(mask), formatSizes(scores));
+    }
+  }
+  return std::unique_ptr<Step>(
+      std::make_unique<AttentionStep>(shape, selectedAttentionKernels(), hasMask, ctx.threads()));
+}
+
+}  // namespace tessel::cpu

@@ -1,0 +1,174 @@
+// cpu lowering of MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool to the pooling kernels
+// (kernels/pool.h). The window geometry (kernel, strides, dilations, pads, auto_pad, ceil_mode)
+// comes from the reference kernels' reader, so both targets agree on output sizes. Covered: f32,
+// 1-D and 2-D windows, any rank for the global pools; MaxPool's Indices output (and with it
+// storage_order), LpPool and 3-D windows run the reference kernel.
+#include <fmt/format.h>
+
+#include "ops/reference/nn_common.h"
+#include "targets/cpu/kernels/pool.h"
+#include "targets/cpu/step.h"
+
+namespace tessel::cpu {
+namespace {
+
+std::string formatSizes(const std::vector<int64_t> &sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
+
+enum class PoolKind { Max, Average };
+
+class WindowPoolStep final : public Step {
+ public:
+  WindowPoolStep(PoolKind kind, const Pool2dShape &shape, bool countIncludePad)
+      : kind_(kind), shape_(shape), countIncludePad_(countIncludePad) {}
+
+  Status run(const StepIo &io) const override {
+    const auto *x = static_cast<const float *>(io.inputs[0]);
+    auto *y = static_cast<float *>(io.outputs[0]);
+    if (kind_ == PoolKind::Max) {
+      maxPool2d(shape_, x, y, io.pool);
+    } else {
+      averagePool2d(shape_, countIncludePad_, x, y, io.pool);
+    }
+    return Status::success();
+  }
+  std::string kernelName() const override {
+    return std::string(kind_ == PoolKind::Max ? "max_pool2d " : "average_pool2d ") + poolKernelName();
+  }
+
+ private:
+  PoolKind kind_;
+  Pool2dShape shape_;
+  bool countIncludePad_;
+};
+
+class GlobalPoolStep final : public Step {
+ public:
+  GlobalPoolStep(PoolKind kind, int64_t planes, int64_t planeSize)
+      : kind_(kind), planes_(planes), planeSize_(planeSize) {}
+
+  Status run(const StepIo &io) const override {
+    const auto *x = static_cast<const float *>(io.inputs[0]);
+    auto *y = static_cast<float *>(io.outputs[0]);
+    if (kind_ == PoolKind::Max) {
+      globalMaxPool(planes_, planeSize_, x, y, io.pool);
+    } else {
+      globalAveragePool(planes_, planeSize_, x, y, io.pool);
+    }
+    return Status::success();
+  }
+  std::string kernelName() const override {
+    return std::string(kind_ == PoolKind::Max ? "global_max_pool " : "global_average_pool ") + poolKernelName();
+  }
+
+ private:
+  PoolKind kind_;
+  int64_t planes_, planeSize_;
+};
+
+bool isFloat32Node(const LowerContext &ctx) {
+  return ctx.numInputs() >= 1 && ctx.hasInput(0) && ctx.inputDType(0) == DType::Float32 &&
+         ctx.outputDType(0) == DType::Float32;
+}
+
+/// Fails unless every output position's window reaches at least one input element; such a window
+/// has no value to pool (the reference kernel rejects it the same way).
+Status checkWindowsSeeInput(const std::string &op, const ref::WindowGeometry &g) {
+  for (size_t d = 0; d < g.spatialRank(); ++d) {
+    for (int64_t o = 0; o < g.outSizes[d]; ++o) {
+      const int64_t start = o * g.strides[d] - g.padBegin[d];
+      const int64_t firstTap = start >= 0 ? 0 : (-start + g.dilations[d] - 1) / g.dilations[d];
+      if (firstTap < g.kernel[d] && start + firstTap * g.dilations[d] < g.inSizes[d]) continue;
+      return makeError(ErrorCode::InvalidArgument,
+                       "{}: axis {}: output position {} covers only padding (pads {}, {}; kernel {}); expected pads "
+                       "smaller than the kernel",
+                       op, d + 2, o, g.padBegin[d], g.padEnd[d], g.kernel[d]);
+    }
+  }
+  return Status::success();
+}
+
+Expected<std::unique_ptr<Step>> lowerWindowPool(LowerContext &ctx, PoolKind kind) {
+  const std::string &op = ctx.node().opType();
+  if (!isFloat32Node(ctx)) return std::unique_ptr<Step>();
+  // The Indices output (and storage_order, which only shapes it) is left to the reference kernel.
+  if (ctx.node().outputs().size() > 1 && ctx.node().output(1) != nullptr) return std::unique_ptr<Step>();
+  const std::vector<int64_t> x = ctx.inputSizes(0);
+  if (x.size() < 3) {
+    return makeError(ErrorCode::ShapeMismatch, "{}: X has shape {}; expected [N, C, spatial...]", op, formatSizes(x));
+  }
+  if (x.size() > 4) return std::unique_ptr<Step>();
+  const std::vector<int64_t> inSpatial(x.begin() + 2, x.end());
+  auto kernel = ref::readKernelShape(ctx.node(), inSpatial.size(), {});
+  if (!kernel.ok()) return makeError(kernel.diag().code, "{}: {}", op, kernel.diag().message);
+  const bool ceilMode = ctx.node().attrInt("ceil_mode", 0) != 0;
+  auto window = ref::forwardWindow(ctx.node(), inSpatial, *kernel, ceilMode);
+  if (!window.ok()) return makeError(window.diag().code, "{}: {}", op, window.diag().message);
+  const ref::WindowGeometry &g = *window;
+  TESSEL_RETURN_IF_ERROR(checkWindowsSeeInput(op, g));
+
+  std::vector<int64_t> expectedOut = {x[0], x[1]};
+  expectedOut.insert(expectedOut.end(), g.outSizes.begin(), g.outSizes.end());
+  if (ctx.outputSizes(0) != expectedOut) {
+    return makeError(ErrorCode::ShapeMismatch, "{}: output is {}; X and the attributes give {}", op,
+                     formatSizes(ctx.outputSizes(0)), formatSizes(expectedOut));
+  }
+  Pool2dShape s;
+  s.batch = x[0];
+  s.channels = x[1];
+  const size_t last = g.spatialRank() - 1;  // Width; height is the axis before it, if any.
+  s.inWidth = g.inSizes[last];
+  s.outWidth = g.outSizes[last];
+  s.kernelWidth = g.kernel[last];
+  s.strideWidth = g.strides[last];
+  s.dilationWidth = g.dilations[last];
+  s.padLeft = g.padBegin[last];
+  s.padRight = g.padEnd[last];
+  if (g.spatialRank() == 2) {
+    s.inHeight = g.inSizes[0];
+    s.outHeight = g.outSizes[0];
+    s.kernelHeight = g.kernel[0];
+    s.strideHeight = g.strides[0];
+    s.dilationHeight = g.dilations[0];
+    s.padTop = g.padBegin[0];
+    s.padBottom = g.padEnd[0];
+  }
+  const bool countIncludePad = ctx.node().attrInt("count_include_pad", 0) != 0;
+  return std::unique_ptr<Step>(std::make_unique<WindowPoolStep>(kind, s, countIncludePad));
+}
+
+Expected<std::unique_ptr<Step>> lowerGlobalPool(LowerContext &ctx, PoolKind kind) {
+  const std::string &op = ctx.node().opType();
+  if (!isFloat32Node(ctx)) return std::unique_ptr<Step>();
+  const std::vector<int64_t> x = ctx.inputSizes(0);
+  if (x.size() < 3) {
+    return makeError(ErrorCode::ShapeMismatch, "{}: X has shape {}; expected [N, C, spatial...]", op, formatSizes(x));
+  }
+  int64_t planeSize = 1;
+  for (size_t d = 2; d < x.size(); ++d) planeSize *= x[d];
+  std::vector<int64_t> expectedOut(x.size(), 1);
+  expectedOut[0] = x[0];
+  expectedOut[1] = x[1];
+  if (ctx.outputSizes(0) != expectedOut) {
+    return makeError(ErrorCode::ShapeMismatch, "{}: output is {}; expected {}", op, formatSizes(ctx.outputSizes(0)),
+                     formatSizes(expectedOut));
+  }
+  // An empty plane has no mean or maximum; the reference kernel decides what that gives.
+  if (planeSize == 0) return std::unique_ptr<Step>();
+  return std::unique_ptr<Step>(std::make_unique<GlobalPoolStep>(kind, x[0] * x[1], planeSize));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Step>> lowerMaxPool(LowerContext &ctx) { return lowerWindowPool(ctx, PoolKind::Max); }
+
+Expected<std::unique_ptr<Step>> lowerAveragePool(LowerContext &ctx) {
+  return lowerWindowPool(ctx, PoolKind::Average);
+}
+
+Expected<std::unique_ptr<Step>> lowerGlobalMaxPool(LowerContext &ctx) { return lowerGlobalPool(ctx, PoolKind::Max); }
+
+Expected<std::unique_ptr<Step>> lowerGlobalAveragePool(LowerContext &ctx) {
+  return lowerGlobalPool(ctx, PoolKind::Average);
+}
+
+}  // namespace tessel::cpu

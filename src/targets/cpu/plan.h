@@ -1,0 +1,97 @@
+// Inside a CpuExecutable: where every value lives at run time, the steps in order, and the
+// constant store. Shared by executable.cpp (planning and running) and artifact.cpp (save/load).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "targets/cpu/executable.h"
+#include "targets/cpu/step.h"
+
+namespace tessel::cpu {
+
+/// Where a value is at run time.
+struct Slot {
+  enum class Kind {
+    Arena,     // A planned buffer in the arena (activations and fed inputs).
+    Constant,  // An initializer, read in place.
+    Dynamic,   // No static shape or no fixed-size dtype: a RuntimeValue held by the executor.
+  };
+  Kind kind = Kind::Arena;
+  const Value *value = nullptr;
+  DType dtype = DType::Undefined;
+  std::vector<int64_t> sizes;
+  size_t bytes = 0;
+  int buffer = -1;                 // Arena: the buffer (several values share one through aliasing).
+  size_t offset = 0;               // Arena: byte offset, filled in by the memory plan.
+  const void *constant = nullptr;  // Constant: the data.
+  int dynamic = -1;                // Dynamic: index into the executor's dynamic values.
+};
+
+struct PlannedStep {
+  const Node *node = nullptr;
+  std::unique_ptr<Step> step;      // Null for a node run by its reference kernel.
+  std::vector<int> inputs;         // Slot per input (-1 = omitted).
+  std::vector<int> outputs;        // Slot per output (-1 = omitted).
+  std::vector<int> captured;       // Reference steps: outer-scope values read by subgraphs.
+  std::vector<const void *> inputPointers;  // Fast steps: resolved once the arena exists.
+  std::vector<void *> outputPointers;
+  double totalMs = 0;
+  int64_t runs = 0;
+};
+
+/// Packed constants: made at compile time, or mapped from an artifact.
+class PackedConstants final : public ConstantStore {
+ public:
+  struct Entry {
+    std::string node;
+    std::string key;
+    size_t bytes = 0;
+    const std::byte *data = nullptr;
+    size_t fileOffset = 0;  // Where it lies in the artifact it was loaded from.
+  };
+
+  Expected<const std::byte *> packed(const std::string &node, std::string_view key, size_t bytes,
+                                     const std::function<void(std::byte *)> &fill) override;
+
+  /// Switches to reading from `entries` (an artifact's table, data already mapped).
+  void useLoaded(std::vector<Entry> entries, std::shared_ptr<Storage> file);
+
+  const std::vector<Entry> &entries() const { return entries_; }
+  size_t totalBytes() const;
+
+ private:
+  struct AlignedDelete {
+    void operator()(std::byte *p) const { std::free(p); }
+  };
+  bool loaded_ = false;
+  std::vector<Entry> entries_;
+  std::vector<std::unique_ptr<std::byte, AlignedDelete>> owned_;
+  std::shared_ptr<Storage> file_;
+};
+
+struct CpuExecutable::Impl {
+  Model model;
+  CpuCompileOptions options;
+  std::vector<Slot> slots;
+  std::map<const Value *, int> slotOf;
+  std::vector<PlannedStep> steps;
+  std::vector<int> inputSlots;   // Per graph input (fed or defaulted).
+  std::vector<int> outputSlots;  // Per graph output.
+  PackedConstants constants;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<std::byte, void (*)(void *)> arena{nullptr, std::free};
+  std::unique_ptr<std::byte, void (*)(void *)> scratch{nullptr, std::free};
+  size_t scratchBytes = 0;
+  std::vector<RuntimeValue> dynamicValues;
+  CpuPlanSummary summary;
+  bool profiling = false;
+
+  /// Lowers every node, plans memory, allocates the arena. Runs on a model whose passes ran.
+  Status plan();
+  Status runReferenceStep(PlannedStep &step);
+};
+
+}  // namespace tessel::cpu

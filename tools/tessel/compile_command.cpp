@@ -1,0 +1,108 @@
+// `tessel compile MODEL --target cpu [-O N] [-o OUT.tsl] [--shape NAME=D0,D1,...] [--batch B]
+// [--threads N] [--report]`: optimizes and plans a model for the host and writes the artifact
+// (optimized graph, plan, packed weights) that `tessel run` and `tessel bench` load.
+#include <cstdio>
+#include <map>
+
+#include "commands.h"
+#include "frontend/onnx/importer.h"
+#include "targets/cpu/executable.h"
+
+namespace tessel::cli {
+
+namespace {
+
+struct CompileArgs {
+  std::string model;
+  std::string target = "cpu";
+  std::string output;
+  std::vector<std::string> shapes;
+  int64_t batch = 0;
+  int optLevel = 3;
+  int threads = 0;
+  bool report = false;
+};
+
+std::string megabytes(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+void printReport(const cpu::CpuExecutable &plan) {
+  const cpu::CpuPlanSummary &summary = plan.summary();
+  std::map<std::string, int> kernels;
+  for (const cpu::StepProfile &step : plan.profile()) ++kernels[step.opType + " -> " + step.kernel];
+  std::printf("steps: %d (%d on reference kernels)\n", summary.steps, summary.fallbackSteps);
+  std::printf("activation arena: %s (%s without reuse)\n", megabytes(summary.arenaBytes).c_str(),
+              megabytes(summary.unplannedBytes).c_str());
+  std::printf("constants: %s\n", megabytes(summary.constantBytes).c_str());
+  std::printf("kernels:\n");
+  for (const auto &[kernel, count] : kernels) std::printf("  %4d  %s\n", count, kernel.c_str());
+  if (!summary.fallbacks.empty()) {
+    std::printf("fallbacks:\n");
+    for (const std::string &fallback : summary.fallbacks) std::printf("  %s\n", fallback.c_str());
+  }
+}
+
+void compileModel(const CompileArgs &args) {
+  if (args.target != "cpu") {
+    return reportError(fmt::format("--target {}: whole-model compilation exists for cpu only; the accelerator "
+                                   "targets run library kernels (tessel kernel run)", args.target));
+  }
+  std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
+  for (const std::string &spec : args.shapes) {
+    auto parsed = parseShapeSpec(spec);
+    if (!parsed.ok()) return reportError(parsed.diag().str());
+    sizes.push_back(*parsed);
+  }
+  auto model = importOnnxFile(args.model);
+  if (!model.ok()) return reportError(model.diag().str());
+  Status specialized = cpu::specializeInputs(*model, sizes, args.batch);
+  if (!specialized.ok()) return reportError(specialized.str());
+  auto plan = cpu::compileCpu(std::move(*model), {args.optLevel, args.threads});
+  if (!plan.ok()) return reportError(plan.diag().str());
+  if (args.report) printReport(**plan);
+  if (args.output.empty()) return;
+  Status saved = (*plan)->save(args.output);
+  if (!saved.ok()) return reportError(saved.str());
+  std::printf("wrote %s\n", args.output.c_str());
+}
+
+}  // namespace
+
+Expected<std::pair<std::string, std::vector<int64_t>>> parseShapeSpec(const std::string &spec) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return makeError(ErrorCode::InvalidArgument, "--shape '{}' is not NAME=D0,D1,...", spec);
+  }
+  std::vector<int64_t> dims;
+  std::string rest = spec.substr(eq + 1);
+  size_t start = 0;
+  while (start <= rest.size()) {
+    size_t comma = rest.find(',', start);
+    std::string item = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    char *end = nullptr;
+    long long value = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || value < 0) {
+      return makeError(ErrorCode::InvalidArgument, "--shape '{}': '{}' is not a size", spec, item);
+    }
+    dims.push_back(value);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return std::make_pair(spec.substr(0, eq), dims);
+}
+
+void addCompileCommand(CLI::App &app) {
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App *cmd = app.add_subcommand("compile", "Compile a model for a target and write the artifact");
+  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
+  cmd->add_option("--target", args->target, "Target: cpu")->capture_default_str();
+  cmd->add_option("-o,--output", args->output, "Artifact to write (.tsl)");
+  cmd->add_option("-O", args->optLevel, "Optimization level 0-3")->capture_default_str();
+  cmd->add_option("--shape", args->shapes, "NAME=D0,D1,... fixes the sizes of an input");
+  cmd->add_option("--batch", args->batch, "Size of a dynamic leading (batch) dim of the inputs");
+  cmd->add_option("--threads", args->threads, "Threads the plan is partitioned for (0 = all cores)")
+      ->capture_default_str();
+  cmd->add_flag("--report", args->report, "Print the plan: kernels per op, fallbacks and why, memory");
+  cmd->callback([args] { compileModel(*args); });
+}
+
+}  // namespace tessel::cli
