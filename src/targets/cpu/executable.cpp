@@ -267,13 +267,18 @@ Status CpuExecutable::Impl::plan() {
 // ----- Running -----
 
 Status CpuExecutable::Impl::runReferenceStep(PlannedStep &planned) {
+  // A dynamic output (a sequence, say) may hold on to an input tensor; one that views the arena
+  // would see its buffer reused by later steps, so such steps get copies.
+  const bool keepsInputs = std::any_of(planned.outputs.begin(), planned.outputs.end(),
+                                       [&](int s) { return s >= 0 && slots[s].kind == Slot::Kind::Dynamic; });
   auto runtimeValue = [&](int s) -> RuntimeValue {
     const Slot &slot = slots[s];
     if (slot.kind == Slot::Kind::Dynamic) return dynamicValues[slot.dynamic];
     if (slot.kind == Slot::Kind::Constant && slot.value->hasInitializer()) return slot.value->initializer();
     void *data = slot.kind == Slot::Kind::Constant ? const_cast<void *>(slot.constant)
                                                    : static_cast<void *>(arena.get() + slot.offset);
-    return Tensor(slot.dtype, slot.sizes, std::make_shared<ViewStorage>(data, slot.bytes));
+    Tensor view(slot.dtype, slot.sizes, std::make_shared<ViewStorage>(data, slot.bytes));
+    return keepsInputs ? view.clone() : view;
   };
   std::vector<std::pair<const Value *, RuntimeValue>> values;
   for (size_t i = 0; i < planned.inputs.size(); ++i) {
@@ -295,7 +300,7 @@ Status CpuExecutable::Impl::runReferenceStep(PlannedStep &planned) {
                                     outputs[o].describe(), typeString(slot)),
                           locationOf(*planned.node, model.sourcePath));
     }
-    std::memcpy(arena.get() + slot.offset, outputs[o].tensor().rawData(), slot.bytes);
+    std::memmove(arena.get() + slot.offset, outputs[o].tensor().rawData(), slot.bytes);
   }
   return Status::success();
 }
@@ -415,8 +420,7 @@ Expected<std::unique_ptr<CpuExecutable>> compileCpu(Model model, const CpuCompil
                            input->name(), type.shape().str(), input->name());
     }
   }
-  PassManager passes;
-  TESSEL_RETURN_IF_ERROR(passes.addPass("infer-shapes"));
+  PassManager passes;  // -O0 runs none: not even shape inference, which is stricter than import.
   TESSEL_RETURN_IF_ERROR(addOptimizationPipeline(passes, options.optLevel));
   TESSEL_RETURN_IF_ERROR(passes.run(model).status());
   // Packed constants are keyed by node name, so every node needs a distinct one.
