@@ -24,6 +24,7 @@ void addAsmCommand(CLI::App &app);
 void addDisasmCommand(CLI::App &app);
 void addKernelCommand(CLI::App &app);
 void addCompileCommand(CLI::App &app);
+void addBenchCommand(CLI::App &app);
 
 /// Parses `--shape NAME=D0,D1,...` (compile, bench).
 Expected<std::pair<std::string, std::vector<int64_t>>> parseShapeSpec(const std::string &spec);

@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
   tessel::cli::addDisasmCommand(app);
   tessel::cli::addKernelCommand(app);
   tessel::cli::addCompileCommand(app);
+  tessel::cli::addBenchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

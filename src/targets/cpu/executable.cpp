@@ -149,16 +149,30 @@ Status CpuExecutable::Impl::plan() {
 
     std::string reason;
     auto dynamicSlot = [&](int s) { return s >= 0 && slots[s].kind == Slot::Kind::Dynamic; };
-    if (!captures.empty() || !node.subgraphs().empty()) {
+    LowerFn lower = findLowering(node.domain(), node.opType());
+    if (node.opType() == "Constant" && node.domain().empty() && node.inputs().empty() && planned.outputs.size() == 1 &&
+        !dynamicSlot(planned.outputs[0])) {
+      // Evaluated once here: its value becomes a constant slot, and nothing runs per call.
+      TESSEL_ASSIGN_OR_RETURN(std::vector<RuntimeValue> value, ReferenceInterpreter(model).runSingleNode(node, {}));
+      Slot &out = slots[planned.outputs[0]];
+      if (value[0].isTensor() && value[0].tensor().dtype() == out.dtype && value[0].tensor().sizes() == out.sizes) {
+        plannedConstants.push_back(value[0].tensor());
+        out.kind = Slot::Kind::Constant;
+        out.constant = plannedConstants.back().rawData();
+        continue;
+      }
+    }
+    if (!captures.empty() || (!lower && !node.subgraphs().empty())) {
       reason = "control flow runs on the reference interpreter";
     } else if (std::any_of(planned.inputs.begin(), planned.inputs.end(), dynamicSlot) ||
                std::any_of(planned.outputs.begin(), planned.outputs.end(), dynamicSlot)) {
       reason = "a value has no static shape";
-    } else if (LowerFn lower = findLowering(node.domain(), node.opType())) {
+    } else if (lower) {
       LowerContext ctx(node, model.opsetFor(node.domain()), constants, static_cast<int>(threads));
       auto step = lower(ctx);
       if (!step.ok()) return withLocation(Status(step.diag()), locationOf(node, model.sourcePath));
       planned.step = std::move(*step);
+      planned.released = ctx.releasedInputs();
       if (!planned.step) reason = "the cpu kernels do not cover this node's types or attributes";
     } else {
       reason = "no cpu kernel for this op";
@@ -238,8 +252,18 @@ Status CpuExecutable::Impl::plan() {
   summary.arenaBytes = memory.arenaBytes;
   for (const BufferLifetime &buffer : buffers) summary.unplannedBytes += buffer.bytes;
   summary.constantBytes = constants.totalBytes();
-  for (const Slot &slot : slots) {
-    if (slot.kind == Slot::Kind::Constant && slot.value->hasInitializer()) summary.constantBytes += slot.bytes;
+  // Raw constants count when some step still reads them (not every reader packed its own copy).
+  std::vector<bool> readRaw(slots.size(), false);
+  for (const PlannedStep &planned : steps) {
+    for (size_t i = 0; i < planned.inputs.size(); ++i) {
+      bool released = std::find(planned.released.begin(), planned.released.end(), i) != planned.released.end();
+      if (planned.inputs[i] >= 0 && !released) readRaw[planned.inputs[i]] = true;
+    }
+    for (int s : planned.captured) readRaw[s] = true;
+  }
+  for (int s : outputSlots) readRaw[s] = true;
+  for (size_t s = 0; s < slots.size(); ++s) {
+    if (slots[s].kind == Slot::Kind::Constant && readRaw[s]) summary.constantBytes += slots[s].bytes;
   }
 
   for (PlannedStep &planned : steps) {

@@ -2,6 +2,7 @@
 // constant store. Shared by executable.cpp (planning and running) and artifact.cpp (save/load).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +37,7 @@ struct PlannedStep {
   std::vector<int> inputs;         // Slot per input (-1 = omitted).
   std::vector<int> outputs;        // Slot per output (-1 = omitted).
   std::vector<int> captured;       // Reference steps: outer-scope values read by subgraphs.
+  std::vector<size_t> released;    // Constant inputs the step packed and never reads raw.
   std::vector<const void *> inputPointers;  // Fast steps: resolved once the arena exists.
   std::vector<void *> outputPointers;
   double totalMs = 0;
@@ -86,6 +88,7 @@ struct CpuExecutable::Impl {
   std::unique_ptr<std::byte, void (*)(void *)> scratch{nullptr, std::free};
   size_t scratchBytes = 0;
   std::vector<RuntimeValue> dynamicValues;
+  std::deque<Tensor> plannedConstants;  // Constant nodes evaluated at planning (stable addresses).
   CpuPlanSummary summary;
   bool profiling = false;
 

@@ -1,9 +1,9 @@
 // Fused scaled-dot-product attention for the cpu target (the tessel Attention op, docs/cpu.md):
 // Y = softmax(scale * Q Kᵀ + Mask + causal) V, computed flash-style so the Sq x Sk score matrix is
 // never materialized. Each task takes one (batch, head, block of query rows) and walks the key
-// blocks: scores = Q_blk K_blkᵀ through the selected GEMM microkernel (gemm.def), an online softmax
-// (running max and sum, per-ISA, attention_softmax.h), then O += P V_blk through the microkernel
-// again. Key blocks a causal mask hides entirely are skipped.
+// blocks: scores S^T = K_blk Q_blkᵀ through the selected GEMM microkernel (gemm.def), an online
+// softmax (running max and sum), then O += P V_blk through the microkernel again; key blocks a
+// causal mask hides entirely are skipped. The task body is compiled per ISA (attention_tile.h).
 //
 // Threading: tasks are spread over a ThreadPool; each worker owns one slot of scratch (Q, K and V
 // panels, the score tile and the accumulator), so a run allocates nothing.
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "support/thread_pool.h"
-#include "targets/cpu/kernels/attention_softmax.h"
+#include "targets/cpu/kernels/attention_tile.h"
 #include "targets/cpu/kernels/gemm.h"
 
 namespace tessel::cpu {
@@ -36,50 +36,49 @@ struct AttentionShape {
   int64_t maskStrides[4] = {0, 0, 0, 0};
 };
 
-/// One online-softmax variant.
-struct AttentionSoftmaxKernel {
-  const char *name;  // e.g. "f32_attention_softmax__avx512".
+/// One variant of the task body (packing, online softmax, normalization), per ISA.
+struct AttentionTileKernel {
+  const char *name;  // e.g. "f32_attention_tile__avx512".
   Isa isa;           // Bits the host must have.
-  AttentionSoftmaxFn run;
+  AttentionTileFn run;
 };
 
-/// The softmax variants, best first, including those the host cannot run (tests iterate them).
-std::span<const AttentionSoftmaxKernel> attentionSoftmaxKernels();
+/// The task-body variants, best first, including those the host cannot run (tests iterate them).
+std::span<const AttentionTileKernel> attentionTileKernels();
 
 /// True when the host (as capped by TESSEL_CPU_ISA) can run `kernel`.
-bool canRun(const AttentionSoftmaxKernel &kernel);
+bool canRun(const AttentionTileKernel &kernel);
 
-/// The kernels one attention call runs: a GEMM microkernel row and an online-softmax variant.
+/// The kernels one attention call runs: a GEMM microkernel row and a task-body variant.
 struct AttentionKernels {
   const GemmKernel *gemm = nullptr;
-  const AttentionSoftmaxKernel *softmax = nullptr;
+  const AttentionTileKernel *tile = nullptr;
 };
 
-/// The best variants the host can run (the selected GEMM row and the first runnable softmax).
+/// The best variants the host can run (the selected GEMM row and the first runnable task body).
 AttentionKernels selectedAttentionKernels();
 
 /// How a call is split: query rows per task and keys per inner block, from the shape and kernels.
 struct AttentionBlocking {
-  int64_t queryBlock = 0;  // Rows per task (a multiple of the GEMM kernel's mr, or all of Sq).
-  int64_t keyBlock = 0;    // Keys per inner step (a multiple of nr).
-  int64_t queryBlocks = 0; // ceil(Sq / queryBlock).
+  int64_t queryBlock = 0;  // Queries per task (a multiple of the GEMM kernel's nr).
+  int64_t keyBlock = 0;    // Keys per inner step (a multiple of mr).
+  int64_t queryBlocks = 0;  // ceil(Sq / queryBlock).
 };
 
-AttentionBlocking chooseAttentionBlocking(const AttentionShape &shape, const AttentionKernels &kernels);
+/// The split for a call whose scratch has `threads` slots (the same value must reach attention()).
+AttentionBlocking chooseAttentionBlocking(const AttentionShape &shape, const AttentionKernels &kernels, int threads);
 
-/// Scratch for one worker (64-byte multiple).
-size_t attentionSlotBytes(const AttentionShape &shape, const AttentionKernels &kernels);
-
-/// Scratch for a call running on up to `threads` threads.
+/// Scratch for a call running on up to `threads` threads: one slot per thread (64-byte multiples).
 size_t attentionScratchBytes(const AttentionShape &shape, const AttentionKernels &kernels, int threads);
 
 /// Runs attention. `scratch` holds attentionScratchBytes(shape, kernels, slots) bytes (64-byte
-/// aligned); the call uses at most `slots` threads of `pool` (null: the calling thread only).
+/// aligned); the call uses at most `slots` threads of `pool` (null: the calling thread only), and
+/// splits its work as chooseAttentionBlocking does for `slots`.
 /// `mask` may be null.
 void attention(const AttentionShape &shape, const AttentionKernels &kernels, const float *q, const float *k,
                const float *v, const float *mask, float *y, void *scratch, int slots, ThreadPool *pool);
 
-/// "flash_attention <gemm>+<softmax>", for reports.
+/// "flash_attention <gemm>+<tile>", for reports.
 std::string attentionKernelName(const AttentionKernels &kernels);
 
 }  // namespace tessel::cpu

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "support/diagnostic.h"
 #include "targets/cpu/kernels/conv_parallel.h"
 #include "targets/cpu/kernels/im2col.h"
 

@@ -31,7 +31,9 @@ const DepthwiseVariant &selectedVariant() {
   static const DepthwiseVariant &selected = []() -> const DepthwiseVariant & {
     for (const DepthwiseVariant &variant : kVariants) {
       if (!hasAll(hostIsa(), variant.isa)) continue;
-      if (std::getenv("TESSEL_LOG_KERNELS") != nullptr) std::fprintf(stderr, "tessel: depthwise conv uses %s\n", variant.name);
+      if (std::getenv("TESSEL_LOG_KERNELS") != nullptr) {
+        std::fprintf(stderr, "tessel: depthwise conv uses %s\n", variant.name);
+      }
       return variant;
     }
     return kVariants[std::size(kVariants) - 1];

@@ -21,13 +21,6 @@ inline __attribute__((always_inline)) void mapUnary(const float *x, float *y, in
   for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
-// Without errno for the sqrt of a negative: errno keeps a scalar call path that blocks vectorizing.
-// A function of its own, because GCC does not inline across different optimize attributes.
-__attribute__((optimize("no-math-errno"))) void sqrtLoop(const float *x, float *y, int64_t n) {
-#pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) y[i] = __builtin_sqrtf(x[i]);
-}
-
 void unaryLoop(UnaryOp op, UnaryParams params, const float *x, float *y, int64_t n) {
   const float alpha = params.alpha, beta = params.beta;
   switch (op) {
@@ -39,7 +32,8 @@ void unaryLoop(UnaryOp op, UnaryParams params, const float *x, float *y, int64_t
     case UnaryOp::Tanh: return mapUnary(x, y, n, [](float v) { return fastTanh(v); });
     case UnaryOp::Exp: return mapUnary(x, y, n, [](float v) { return fastExp(v); });
     case UnaryOp::Log: return mapUnary(x, y, n, [](float v) { return fastLog(v); });
-    case UnaryOp::Sqrt: return sqrtLoop(x, y, n);
+    // A single instruction where the including file turns errno off (the isa/ files do).
+    case UnaryOp::Sqrt: return mapUnary(x, y, n, [](float v) { return std::sqrt(v); });
     case UnaryOp::Reciprocal: return mapUnary(x, y, n, [](float v) { return 1.0f / v; });
     case UnaryOp::Neg: return mapUnary(x, y, n, [](float v) { return -v; });
     case UnaryOp::Abs: return mapUnary(x, y, n, [](float v) { return absBits(v); });
@@ -95,10 +89,10 @@ void binaryLoop(BinaryOp op, const float *a, bool aScalar, const float *b, bool 
     // NaN in either operand gives NaN, as the reference does.
     case BinaryOp::Max:
       return mapBinary(a, aScalar, b, bScalar, y, n,
-                       [](float u, float v) { return selectFloat(u != u || v != v, u + v, maxFloat(u, v)); });
+                       [](float u, float v) { return selectFloat(isNaN(u) || isNaN(v), u + v, maxFloat(u, v)); });
     case BinaryOp::Min:
       return mapBinary(a, aScalar, b, bScalar, y, n,
-                       [](float u, float v) { return selectFloat(u != u || v != v, u + v, minFloat(u, v)); });
+                       [](float u, float v) { return selectFloat(isNaN(u) || isNaN(v), u + v, minFloat(u, v)); });
   }
 }
 

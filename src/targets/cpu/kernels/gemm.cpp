@@ -71,7 +71,8 @@ size_t taskScratchBytes(const GemmKernel &kernel, const GemmShape &part, GemmPac
   const Blocking blocking = chooseBlocking(kernel, part);
   size_t bytes = 0;
   if (!packing.a) bytes += alignedBytes(blocking.mc * blocking.kc);
-  if (!packing.b) bytes += alignedBytes(blocking.kc * blocking.nc);
+  // One block of rows packs B a panel at a time into the same place (see runTask).
+  if (!packing.b) bytes += alignedBytes(blocking.kc * (part.m <= blocking.mc ? kernel.nr : blocking.nc));
   return bytes;
 }
 

@@ -1,7 +1,8 @@
 // LayerNormalization over the trailing axes of an f32 tensor viewed as [rows, n]: each row is
 // normalized by its own mean and variance, then scaled (and shifted) by n-element Scale and B.
-// Two passes over a row that is still in cache (mean, then the mean squared deviation), as the
-// reference does, so a large mean does not cancel the variance away. ISA variants at run time.
+// Two passes over a row that is still in cache (mean, then the deviations from it, with the
+// corrected two-pass algorithm), so a large common offset cancels neither the variance nor the
+// output's precision away. ISA variants at run time.
 #pragma once
 
 #include <cstdint>

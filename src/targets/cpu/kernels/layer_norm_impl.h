@@ -12,37 +12,59 @@ namespace {
 
 constexpr int64_t kLanes = 16;
 
-/// Sum of (x[i] - center)^power for power 1 or 2.
-template <int kPower>
-inline float centeredSum(const float *x, int64_t n, float center) {
+inline float rowSum(const float *x, int64_t n) {
   float lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t j = 0; j < kLanes; ++j) {
-      const float d = x[i + j] - center;
-      lanes[j] += kPower == 2 ? d * d : d;
-    }
+    for (int64_t j = 0; j < kLanes; ++j) lanes[j] += x[i + j];
   }
   float total = 0.0f;
-  for (; i < n; ++i) {
-    const float d = x[i] - center;
-    total += kPower == 2 ? d * d : d;
-  }
+  for (; i < n; ++i) total += x[i];
   for (int64_t j = 0; j < kLanes; ++j) total += lanes[j];
   return total;
 }
 
+/// Sums of d and d^2 for d = x[i] - center.
+inline void centeredSums(const float *x, int64_t n, float center, float *sum, float *sumSquares) {
+  float lanes[kLanes] = {}, squares[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const float d = x[i + j] - center;
+      lanes[j] += d;
+      squares[j] += d * d;
+    }
+  }
+  float total = 0.0f, totalSquares = 0.0f;
+  for (; i < n; ++i) {
+    const float d = x[i] - center;
+    total += d;
+    totalSquares += d * d;
+  }
+  for (int64_t j = 0; j < kLanes; ++j) total += lanes[j], totalSquares += squares[j];
+  *sum = total;
+  *sumSquares = totalSquares;
+}
+
+/// The corrected two-pass algorithm: the float mean m0 is off by up to half an ulp of the data's
+/// offset, so the second pass also sums d = x - m0 (exact for x near m0) and corrects both the
+/// mean (m0 + c, c = sum d / n) and the variance (sum d^2 / n - c^2). The output subtracts m0 and
+/// c separately for the same reason.
 void layerNormRow(const float *x, const float *scale, const float *bias, float *y, int64_t n, float epsilon) {
   if (n <= 0) return;
-  const float mean = centeredSum<1>(x, n, 0.0f) / float(n);
-  const float variance = centeredSum<2>(x, n, mean) / float(n);
+  const float inverseN = 1.0f / float(n);
+  const float mean0 = rowSum(x, n) * inverseN;
+  float sum, sumSquares;
+  centeredSums(x, n, mean0, &sum, &sumSquares);
+  const float correction = sum * inverseN;
+  const float variance = maxFloat(sumSquares * inverseN - correction * correction, 0.0f);
   const float inverseStdDev = 1.0f / std::sqrt(variance + epsilon);
   if (bias != nullptr) {
 #pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inverseStdDev * scale[i] + bias[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = ((x[i] - mean0) - correction) * inverseStdDev * scale[i] + bias[i];
   } else {
 #pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inverseStdDev * scale[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = ((x[i] - mean0) - correction) * inverseStdDev * scale[i];
   }
 }
 

@@ -31,7 +31,9 @@ const PoolVariant &selectedVariant() {
   static const PoolVariant &selected = []() -> const PoolVariant & {
     for (const PoolVariant &variant : kVariants) {
       if (!hasAll(hostIsa(), variant.isa)) continue;
-      if (std::getenv("TESSEL_LOG_KERNELS") != nullptr) std::fprintf(stderr, "tessel: pooling uses %s\n", variant.name);
+      if (std::getenv("TESSEL_LOG_KERNELS") != nullptr) {
+        std::fprintf(stderr, "tessel: pooling uses %s\n", variant.name);
+      }
       return variant;
     }
     return kVariants[std::size(kVariants) - 1];

@@ -47,7 +47,9 @@ void foldRow(const PoolPlaneArgs &a, const float *xRow, float *yRow) {
     const int64_t offset = kw * dilation - a.padLeft;
     int64_t begin = 0, end = 0;
     tapRange(0, a.inWidth, a.outWidth, stride, offset, &begin, &end);
-    for (int64_t ow = begin; ow < end && ow < allBegin; ++ow) yRow[ow] = Op::apply(yRow[ow], xRow[ow * stride + offset]);
+    for (int64_t ow = begin; ow < end && ow < allBegin; ++ow) {
+      yRow[ow] = Op::apply(yRow[ow], xRow[ow * stride + offset]);
+    }
     for (int64_t ow = allEnd > begin ? allEnd : begin; ow < end; ++ow) {
       yRow[ow] = Op::apply(yRow[ow], xRow[ow * stride + offset]);
     }

@@ -17,11 +17,11 @@ struct SumCombine {
 // NaN wins: once the accumulator is NaN no comparison replaces it, and a NaN input always does.
 struct MaxCombine {
   static constexpr float kIdentity = -kInfinity;
-  static float combine(float acc, float x) { return selectFloat(x > acc || x != x, x, acc); }
+  static float combine(float acc, float x) { return selectFloat(x > acc || isNaN(x), x, acc); }
 };
 struct MinCombine {
   static constexpr float kIdentity = kInfinity;
-  static float combine(float acc, float x) { return selectFloat(x < acc || x != x, x, acc); }
+  static float combine(float acc, float x) { return selectFloat(x < acc || isNaN(x), x, acc); }
 };
 
 template <class C>

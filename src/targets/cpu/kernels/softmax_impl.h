@@ -49,9 +49,10 @@ void softmaxRow(const float *x, float *y, int64_t n, bool log) {
   if (n <= 0) return;
   const float max = rowMax(x, n);
   if (log) {
-    const float shift = max + fastLog(sumExp(x, nullptr, n, max));
+    // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds log(sum) to max's ulp.
+    const float logSum = fastLog(sumExp(x, nullptr, n, max));
 #pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - max) - logSum;
     return;
   }
   const float inverse = 1.0f / sumExp(x, y, n, max);
@@ -77,7 +78,7 @@ void softmaxColumns(const float *x, float *y, int64_t length, int64_t stride, in
     }
   }
   if (log) {
-    for (int64_t j = 0; j < width; ++j) max[j] += fastLog(sum[j]);
+    for (int64_t j = 0; j < width; ++j) sum[j] = fastLog(sum[j]);
   } else {
     for (int64_t j = 0; j < width; ++j) sum[j] = 1.0f / sum[j];
   }
@@ -86,7 +87,7 @@ void softmaxColumns(const float *x, float *y, int64_t length, int64_t stride, in
     float *out = y + k * stride;
     if (log) {
 #pragma GCC ivdep
-      for (int64_t j = 0; j < width; ++j) out[j] = in[j] - max[j];
+      for (int64_t j = 0; j < width; ++j) out[j] = (in[j] - max[j]) - sum[j];
     } else {
 #pragma GCC ivdep
       for (int64_t j = 0; j < width; ++j) out[j] *= sum[j];

@@ -32,6 +32,10 @@ inline float withSignOf(float magnitude, float sign) {
                               (std::bit_cast<uint32_t>(sign) & 0x80000000u));
 }
 
+/// x is NaN, tested on the bits: GCC does not if-convert the float compare x != x for AVX2 or
+/// SSE (it would keep a branch, and the loop would not vectorize).
+inline bool isNaN(float x) { return (std::bit_cast<uint32_t>(x) & 0x7fffffffu) > 0x7f800000u; }
+
 inline float minFloat(float a, float b) { return b < a ? b : a; }
 inline float maxFloat(float a, float b) { return a < b ? b : a; }
 
@@ -44,7 +48,7 @@ inline float fastExp(float x) {
   constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer.
   // e^-104 is below half the smallest denormal and e^89 above FLT_MAX. NaN takes the path of 0
   // (the float-to-int conversion below must see a number) and is put back at the end.
-  const float xc = selectFloat(x != x, 0.0f, minFloat(maxFloat(x, -104.0f), 89.0f));
+  const float xc = selectFloat(isNaN(x), 0.0f, minFloat(maxFloat(x, -104.0f), 89.0f));
   const float n = (xc * kLog2e + kRoundMagic) - kRoundMagic;
   float r = xc - n * kLn2Hi;
   r = r - n * kLn2Lo;
@@ -61,7 +65,7 @@ inline float fastExp(float x) {
   const float scale1 = std::bit_cast<float>(static_cast<uint32_t>(n1 + 127) << 23);
   const float scale2 = std::bit_cast<float>(static_cast<uint32_t>(n2 + 127) << 23);
   const float result = y * scale1 * scale2;
-  return selectFloat(x != x, x, result);
+  return selectFloat(isNaN(x), x, result);
 }
 
 /// Natural log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2/2 + f^3 P(f) with f = m - 1.
@@ -95,7 +99,7 @@ inline float fastLog(float x) {
   result = selectFloat(x == kInfinity, x, result);
   result = selectFloat(x == 0.0f, -kInfinity, result);
   result = selectFloat(x < 0.0f, std::bit_cast<float>(0x7fc00000u), result);
-  return selectFloat(x != x, x, result);
+  return selectFloat(isNaN(x), x, result);
 }
 
 /// log(1 + u) for u >= 0 without losing a small u: log(w) * u / (w - 1) with w = 1 + u corrects

@@ -159,6 +159,8 @@ Expected<std::unique_ptr<Step>> lowerConvolution(LowerContext &ctx, bool fused) 
   if (rank > 4 || ctx.constantInput(kInputW) == nullptr) return std::unique_ptr<Step>();
 
   TESSEL_ASSIGN_OR_RETURN(Conv2dShape shape, readShape(ctx));
+  // Empty tensors have nothing to compute; the reference kernel gives their (empty) result.
+  if (shape.batch == 0 || shape.inChannels == 0 || shape.outChannels == 0) return std::unique_ptr<Step>();
   EpilogueSources epilogue;
   if (hasBias) {
     const std::vector<int64_t> b = ctx.inputSizes(kInputB);

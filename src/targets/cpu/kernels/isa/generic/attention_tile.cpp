@@ -1,0 +1,8 @@
+// The attention task body compiled with the generic flags (see attention_tile_impl.h).
+#include "targets/cpu/kernels/attention_tile_impl.h"
+
+namespace tessel::cpu {
+
+void f32_attention_tile__generic(const AttentionTileArgs &args) { attentionTileImpl(args); }
+
+}  // namespace tessel::cpu
