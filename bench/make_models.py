@@ -43,6 +43,8 @@ MODEL_SEED = 0
 INPUT_SEED = 1234
 OPSET = 17
 ALL_MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "gpt2_small"]
+# Bumped when a model's definition, weights or inputs change, so existing exports are redone.
+RECIPES = {"resnet50": 1, "mobilenet_v2": 1, "vit_b_16": 2, "bert_base": 1, "gpt2_small": 1}
 
 
 # --- BERT-base (HF BertModel, absolute positions, eval mode: dropout is identity) -------------
@@ -238,6 +240,9 @@ def build_model(name):
         model = torchvision.models.mobilenet_v2(weights=None)
     elif name == "vit_b_16":
         model = torchvision.models.vit_b_16(weights=None)
+        # torchvision zero-initializes the classification head, which would make every output 0.
+        nn.init.normal_(model.heads.head.weight, mean=0.0, std=0.02)
+        nn.init.normal_(model.heads.head.bias, mean=0.0, std=0.02)
     elif name == "bert_base":
         model = BertEncoder()
     elif name == "gpt2_small":
@@ -278,10 +283,6 @@ def make_inputs(name, batch):
     return [rng.standard_normal((batch, 3, IMAGE, IMAGE), dtype=np.float32)]
 
 
-def items_per_run(batch):
-    return batch
-
-
 def model_dir(out_dir, name, batch):
     return os.path.join(out_dir, f"{name}_b{batch}")
 
@@ -308,7 +309,11 @@ def export_one(model, name, batch, out_dir):
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
     for n, y in zip(output_names(name), outputs):
-        np.save(os.path.join(base, "torch_outputs", n + ".npy"), y.numpy())
+        y = y.numpy()
+        # An output that is constant would make the comparison vacuous.
+        if not np.all(np.isfinite(y)) or float(np.std(y)) < 1e-6:
+            raise RuntimeError(f"{name} batch {batch}: output '{n}' is not finite or nearly constant (std {np.std(y)})")
+        np.save(os.path.join(base, "torch_outputs", n + ".npy"), y)
     return {
         "model": name,
         "batch": batch,
@@ -316,7 +321,8 @@ def export_one(model, name, batch, out_dir):
         "dir": os.path.basename(base),
         "inputs": input_names(name),
         "outputs": output_names(name),
-        "items": items_per_run(batch),
+        "items": batch,
+        "recipe": RECIPES[name],
         "export_s": round(export_s, 2),
         "onnx_mb": round(os.path.getsize(onnx_path) / 2**20, 1),
     }
@@ -344,7 +350,7 @@ def main():
     batches = [int(b) for b in args.batches.split(",")]
     for name in args.models.split(","):
         todo = [b for b in batches
-                if args.force or f"{name}_b{b}" not in manifest["entries"]
+                if args.force or manifest["entries"].get(f"{name}_b{b}", {}).get("recipe") != RECIPES[name]
                 or not os.path.exists(model_dir(args.out_dir, name, b) + ".onnx")]
         if not todo:
             print(f"{name}: present")

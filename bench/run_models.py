@@ -176,17 +176,24 @@ def machine_info():
     }
 
 
-def versions():
+def versions(tessel):
     def dpkg(package):
         return command_output(["dpkg-query", "-W", "-f=${Version}", package]) or "not installed"
 
     compiler = command_output(["c++", "--version"]).splitlines()
+    build_type = "?"
+    cache = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(tessel))), "CMakeCache.txt")
+    if os.path.exists(cache):
+        with open(cache) as f:
+            found = re.search(r"^CMAKE_BUILD_TYPE:\w+=(\w*)", f.read(), re.M)
+        build_type = found.group(1) if found else "?"
     git = command_output(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
     dirty = command_output(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
     ort_version = command_output(["node", "-p", "require('onnxruntime-node/package.json').version"],
                                  env=dict(os.environ, NODE_PATH=os.path.join(BENCH, "peers", "node_modules")))
     return {
-        "tessel": f"{git}{' (with uncommitted changes)' if dirty else ''}" if git else "unknown",
+        "tessel": (f"{git}{' (with uncommitted changes)' if dirty else ''}" if git else "unknown") +
+                  f", binary {os.path.relpath(tessel, ROOT)} ({build_type})",
         "compiler": compiler[0] if compiler else "?",
         "onnxruntime-node": ort_version or "?",
         "node": command_output(["node", "--version"]),
@@ -200,12 +207,18 @@ def versions():
 
 # --- docs/benchmarks.md --------------------------------------------------------------------------
 
-def render(rows, machine, vers, manifest, profiles, started, load_before, load_after, quick):
+def render(rows, machine, vers, manifest, profiles, started, load_before, load_after, selection):
     lines = []
-    lines.append(f"Run of {started} ({'--quick' if quick else 'full run'}); load average {load_before} before, "
+    lines.append(f"Run of {started} ({selection}); load average {load_before} before, "
                  f"{load_after} after. Median latency in ms over the timed runs after warm-up; ratios below 1 "
                  f"mean tessel is faster. Output error is max |y - y_torch| / max |y_torch| over each output "
                  f"against PyTorch's outputs from `make_models.py` (bar {TOLERANCE:g}).")
+    busiest = max(float(load_before), float(load_after))
+    if busiest > 0.5 * (os.cpu_count() or 1):
+        lines.append("")
+        lines.append(f"**The machine was busy (load average up to {busiest:.1f} on {os.cpu_count()} CPUs): other "
+                     f"processes competed for the cores, so these times are inflated and noisy, the 2-thread ones "
+                     f"most. Rerun on an idle machine before drawing conclusions.**")
     lines.append("")
     lines.append("| model | batch | threads | tessel ms | ORT ms | PyTorch ms | tessel/ORT | tessel/PyTorch | "
                  "tessel err | ORT err | runs |")
@@ -245,7 +258,8 @@ def render(rows, machine, vers, manifest, profiles, started, load_before, load_a
         for name, prof in profiles.items():
             by_op = prof.get("by_op", [])[:3]
             steps = prof.get("steps", [])
-            ops = ", ".join(f"{o['op']} {o['percent']:.0f}% ({o['steps']} steps)" for o in by_op)
+            ops = ", ".join(f"{o['op']} {o['percent']:.0f}% ({o['steps']} step{'s' if o['steps'] != 1 else ''})"
+                            for o in by_op)
             slowest = (f"; slowest step {steps[0]['node']} ({steps[0]['op']}, {steps[0]['output']}, "
                        f"{steps[0]['kernel']}) {steps[0]['percent']:.0f}%") if steps else ""
             lines.append(f"- {name}: {ops}{slowest}")
@@ -329,11 +343,12 @@ def main():
                     fmt_ms(ms(row["ort"])), row.get("ort_error") or fmt_err(row, "ort"),
                     fmt_ms(ms(row["torch"])), row.get("torch_error") or fmt_err(row, "torch")))
 
-    machine, vers = machine_info(), versions()
+    machine, vers = machine_info(), versions(args.tessel)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     with open(os.path.join(args.results_dir, f"models-{stamp}.json"), "w") as f:
         json.dump({"started": started, "machine": machine, "versions": vers, "rows": rows}, f, indent=1)
-    body = render(rows, machine, vers, manifest, profiles, started, load_before, load_average(), args.quick)
+    selection = "--quick" if args.quick else f"models {args.models}; batches {args.batches}; threads {args.threads}"
+    body = render(rows, machine, vers, manifest, profiles, started, load_before, load_average(), selection)
     if args.no_doc:
         print(body)
     else:

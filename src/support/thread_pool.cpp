@@ -73,7 +73,7 @@ void ThreadPool::workerLoop(int) {
   }
 }
 
-void ThreadPool::parallelFor(int64_t tasks, const std::function<void(int64_t)> &fn) {
+void ThreadPool::parallelFor(int64_t tasks, TaskFn fn) {
   if (tasks <= 0) return;
   if (workers_.empty() || tasks == 1 || insideTask) {
     for (int64_t t = 0; t < tasks; ++t) fn(t);

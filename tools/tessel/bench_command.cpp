@@ -242,13 +242,21 @@ void printText(const BenchArgs &args, const Compiled &c, int threads, int64_t ba
     std::printf("%-24s %7d %10.3f %6.1f%%\n", op.c_str(), profile->countByOp.at(op), ms,
                 percentOf(ms, profile->totalMsPerRun));
   }
-  std::printf("\n%10s %7s %7s  %-20s %-32s %-24s %s\n", "ms/run", "%", "cum %", "op", "node", "output", "kernel");
+  // Node names are long and vary most, so they go last; the other columns fit their widest entry.
+  int opWidth = 2, kernelWidth = 6, outputWidth = 6;
+  for (const auto &s : profile->steps) {
+    opWidth = std::max(opWidth, static_cast<int>(s.opType.size()));
+    kernelWidth = std::max(kernelWidth, static_cast<int>(s.kernel.size()));
+    outputWidth = std::max(outputWidth, static_cast<int>(s.outputType.size()));
+  }
+  std::printf("\n%10s %7s %7s  %-*s  %-*s  %-*s  %s\n", "ms/run", "%", "cum %", opWidth, "op", kernelWidth, "kernel",
+              outputWidth, "output", "node");
   double cumulative = 0;
   for (const auto &s : profile->steps) {
     cumulative += msPerRun(s);
-    std::printf("%10.3f %6.1f%% %6.1f%%  %-20s %-32s %-24s %s\n", msPerRun(s),
-                percentOf(msPerRun(s), profile->totalMsPerRun), percentOf(cumulative, profile->totalMsPerRun),
-                s.opType.c_str(), s.node.c_str(), s.outputType.c_str(), s.kernel.c_str());
+    std::printf("%10.3f %6.1f%% %6.1f%%  %-*s  %-*s  %-*s  %s\n", msPerRun(s),
+                percentOf(msPerRun(s), profile->totalMsPerRun), percentOf(cumulative, profile->totalMsPerRun), opWidth,
+                s.opType.c_str(), kernelWidth, s.kernel.c_str(), outputWidth, s.outputType.c_str(), s.node.c_str());
   }
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "ops/registry.h"
+#include "passes/infer_shapes.h"
 #include "passes/pass_manager.h"
 #include "passes/pipelines.h"
 #include "targets/cpu/memory_plan.h"
@@ -444,9 +445,15 @@ Expected<std::unique_ptr<CpuExecutable>> compileCpu(Model model, const CpuCompil
                            input->name(), type.shape().str(), input->name());
     }
   }
-  PassManager passes;  // -O0 runs none: not even shape inference, which is stricter than import.
-  TESSEL_RETURN_IF_ERROR(addOptimizationPipeline(passes, options.optLevel));
-  TESSEL_RETURN_IF_ERROR(passes.run(model).status());
+  if (options.optLevel == 0) {
+    // -O0 runs no passes but shape inference, so that sizes fixed at the inputs reach every value.
+    // Best effort: it is stricter than import, and a model it rejects runs with the types it has.
+    (void)inferShapes(model);
+  } else {
+    PassManager passes;
+    TESSEL_RETURN_IF_ERROR(addOptimizationPipeline(passes, options.optLevel));
+    TESSEL_RETURN_IF_ERROR(passes.run(model).status());
+  }
   // Packed constants are keyed by node name, so every node needs a distinct one.
   std::set<std::string> names;
   for (const auto &node : model.graph->nodes()) {
