@@ -3,6 +3,7 @@
 #include "passes/fold_batch_norm.h"
 
 #include <cmath>
+#include <unordered_set>
 
 #include "ops/reference/helpers.h"
 #include "passes/constant_values.h"
@@ -32,11 +33,12 @@ std::optional<std::vector<double>> channelConstant(const Model &model, const Val
   return ref::toDoubles(*tensor);
 }
 
-bool foldOne(Model &model, Node *bn) {
+bool foldOne(Model &model, Node *bn, const std::unordered_set<const Value *> &returned) {
   Graph &graph = *model.graph;
-  if (bn->inputs().size() < 5 || !isInferenceMode(model, *bn)) return false;
+  if (bn->inputs().size() < 5 || !isInferenceMode(model, *bn) || returned.count(bn->output(0))) return false;
   Node *conv = passes::producerIs(bn->input(0), "Conv");
-  if (!conv || passes::singleUser(graph, conv->output(0)) != bn) return false;
+  if (!conv || !conv->input(1) || passes::singleUser(graph, conv->output(0)) != bn) return false;
+  if (returned.count(conv->output(0))) return false;
   std::optional<Tensor> weight = constantValueOf(model, *conv->input(1));
   if (!weight || !isFloatingPoint(weight->dtype()) || weight->rank() < 3) return false;
   const int64_t channels = weight->size(0);
@@ -77,8 +79,9 @@ Expected<bool> foldBatchNorm(Model &model) {
   for (const auto &node : model.graph->nodes()) {
     if (passes::isOnnxOp(node.get(), "BatchNormalization")) norms.push_back(node.get());
   }
+  const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(*model.graph);
   bool changed = false;
-  for (Node *bn : norms) changed = foldOne(model, bn) || changed;
+  for (Node *bn : norms) changed = foldOne(model, bn, returned) || changed;
   if (changed) TESSEL_RETURN_IF_ERROR(model.graph->sortTopologically());
   return changed;
 }

@@ -111,7 +111,7 @@ Expected<bool> fuseElementwise(Model &model) {
     Node *root = *it;
     if (claimed.count(root) || !isElementwise(*root)) continue;
     const Value *out = root->output(0);
-    if (!out->type().shape().rankKnown()) continue;
+    if (!out->type().shape().rankKnown() || returned.count(out)) continue;
     std::vector<Node *> group = growGroup(graph, root, claimed, returned);
     claimed.insert(group.begin(), group.end());
     if (group.size() >= 2) groups.push_back(std::move(group));

@@ -2,7 +2,9 @@
 // chain after each one, absorbing bias, residual and activation as far as they match.
 #include "passes/fuse_epilogues.h"
 
+#include <algorithm>
 #include <limits>
+#include <unordered_set>
 
 #include "ops/reference/helpers.h"
 #include "passes/constant_values.h"
@@ -143,8 +145,15 @@ std::vector<std::pair<std::string, Attribute>> epilogueAttributes(const Epilogue
   return attributes;
 }
 
-bool fuseConv(Model &model, Node *conv) {
+/// Whether a value the fusion replaces or drops is returned by a subgraph (which no Use records).
+bool escapesToSubgraph(const Node &anchor, const Epilogue &e, const std::unordered_set<const Value *> &returned) {
+  if (returned.count(anchor.output(0))) return true;
+  return std::any_of(e.nodes.begin(), e.nodes.end(), [&](const Node *n) { return returned.count(n->output(0)) > 0; });
+}
+
+bool fuseConv(Model &model, Node *conv, const std::unordered_set<const Value *> &returned) {
   Graph &graph = *model.graph;
+  if (!conv->input(0) || !conv->input(1)) return false;
   if (!conv->output(0)->type().isTensor() || !isFloatingPoint(conv->output(0)->type().dtype())) return false;
   std::optional<std::vector<double>> convBias;
   if (conv->input(2)) {
@@ -153,15 +162,16 @@ bool fuseConv(Model &model, Node *conv) {
   // A constant bias Add folds into the Conv's bias only when that one is constant too (or absent).
   const bool acceptBias = !conv->input(2) || convBias.has_value();
   Epilogue e = matchEpilogue(model, conv->output(0), /*isConv=*/true, acceptBias);
-  if (e.nodes.empty()) return false;
+  if (e.nodes.empty() || escapesToSubgraph(*conv, e, returned)) return false;
   Value *bias = conv->input(2);
   if (e.bias) {
     std::vector<double> sum = *e.bias;
     if (convBias) {
       for (size_t c = 0; c < sum.size(); ++c) sum[c] += (*convBias)[c];
     }
+    const int64_t channels = static_cast<int64_t>(sum.size());
     bias = passes::addConstant(graph, e.result->name() + "_bias",
-                               ref::fromDoubles(conv->output(0)->type().dtype(), {static_cast<int64_t>(sum.size())}, sum));
+                               ref::fromDoubles(conv->output(0)->type().dtype(), {channels}, sum));
   }
   std::vector<Value *> inputs = {conv->input(0), conv->input(1), bias};
   if (e.residual) inputs.push_back(e.residual);
@@ -205,8 +215,9 @@ std::optional<GemmOperands> gemmOperands(Model &model, const Node &gemm) {
   return ops;
 }
 
-bool fuseMatMul(Model &model, Node *anchor) {
+bool fuseMatMul(Model &model, Node *anchor, const std::unordered_set<const Value *> &returned) {
   Graph &graph = *model.graph;
+  if (!anchor->input(0) || !anchor->input(1)) return false;
   const bool isGemm = passes::isOnnxOp(anchor, "Gemm");
   std::optional<GemmOperands> gemm;
   if (isGemm) {
@@ -216,6 +227,7 @@ bool fuseMatMul(Model &model, Node *anchor) {
   if (!anchor->output(0)->type().isTensor() || !isFloatingPoint(anchor->output(0)->type().dtype())) return false;
   Epilogue e = matchEpilogue(model, anchor->output(0), /*isConv=*/false, /*acceptBias=*/!(isGemm && anchor->input(2)));
   if (e.nodes.empty() && !(isGemm && anchor->input(2))) return false;
+  if (escapesToSubgraph(*anchor, e, returned)) return false;
   if (isGemm) {
     gemm = gemmOperands(model, *anchor);
     if (!gemm) return false;
@@ -247,9 +259,11 @@ Expected<bool> fuseEpilogues(Model &model) {
       anchors.push_back(n);
     }
   }
+  const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(*model.graph);
   bool changed = false;
   for (Node *anchor : anchors) {
-    const bool fused = passes::isOnnxOp(anchor, "Conv") ? fuseConv(model, anchor) : fuseMatMul(model, anchor);
+    const bool fused =
+        passes::isOnnxOp(anchor, "Conv") ? fuseConv(model, anchor, returned) : fuseMatMul(model, anchor, returned);
     if (fused) {
       passes::importTesselOpset(model);
       changed = true;

@@ -60,6 +60,7 @@ bool knownEqual(const Dim &a, const Dim &b) { return (a.isStatic() || a.isSymbol
 
 /// Whether `cond` is the causal mask for scores of `sq` x `sk`: true where j <= i + sk - sq.
 bool isCausalMask(const Model &model, const Value *cond, int64_t sq, int64_t sk) {
+  if (!cond) return false;
   std::optional<Tensor> mask = passes::constantValueOf(model, *cond);
   if (!mask || mask->dtype() != DType::Bool || mask->rank() < 2) return false;
   for (size_t d = 0; d + 2 < mask->rank(); ++d) {
@@ -116,7 +117,8 @@ Value *transposeKeyConstant(Model &model, const Value *kt) {
       }
     }
   }
-  return passes::addConstant(graph, kt->name() + "_t", ref::fromDoubles(constant.dtype(), {s[0], s[1], s[3], s[2]}, out));
+  return passes::addConstant(graph, kt->name() + "_t",
+                             ref::fromDoubles(constant.dtype(), {s[0], s[1], s[3], s[2]}, out));
 }
 
 bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Value *> &returned) {
@@ -152,7 +154,8 @@ bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Val
   if (Node *where = producerIs(scores, "Where")) {
     auto sizes = passes::staticSizes(where->output(0));
     std::optional<double> fill = passes::scalarConstant(model, where->input(2));
-    if (!sizes || !fill || *fill > -1e4 || !isCausalMask(model, where->input(0), (*sizes)[2], (*sizes)[3])) return false;
+    if (!sizes || !fill || *fill > -1e4) return false;
+    if (!isCausalMask(model, where->input(0), (*sizes)[2], (*sizes)[3])) return false;
     match.causal = true;
     match.nodes.push_back(where);
     scores = where->input(1);
@@ -183,6 +186,7 @@ bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Val
   for (const Node *node : match.nodes) {
     if (node != pv && !passes::usedOnlyBy(graph, node->output(0), members, returned)) return false;
   }
+  if (returned.count(pv->output(0))) return false;  // A subgraph's return would keep the replaced value.
   if (how == KeySource::TransposedConstant) k = transposeKeyConstant(model, k);
   if (how == KeySource::RewrittenTranspose) {
     Node *keys = graph.addNode("Transpose", {k}, {graph.uniqueName(k->name() + "_bhsd")},

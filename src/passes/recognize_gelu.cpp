@@ -127,6 +127,7 @@ bool recognizeAt(Model &model, Node *anchor, const std::unordered_set<const Valu
     const Value *out = node->output(0);
     if (out != result && !passes::usedOnlyBy(graph, out, members, returned)) return false;
   }
+  if (returned.count(result)) return false;  // A subgraph's return would keep the replaced value.
   passes::replacePattern(graph, result, "Gelu", "tessel", {x},
                          {{"approximate", Attribute(std::string(isTanh ? "tanh" : "none"))}}, pattern);
   return true;

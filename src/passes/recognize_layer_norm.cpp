@@ -112,11 +112,12 @@ bool recognizeDecomposed(Model &model, Node *mean, const std::unordered_set<cons
   for (const Node *node : pattern) {
     if (node->output(0) != result && !passes::usedOnlyBy(graph, node->output(0), members, returned)) return false;
   }
+  if (returned.count(result)) return false;  // A subgraph's return would keep the replaced value.
   const DType dtype = x->type().dtype();
   if (!isFloatingPoint(dtype)) return false;
   if (!scale) {
-    scale = passes::addConstant(graph, result->name() + "_scale",
-                                ref::fromDoubles(dtype, {last.size}, std::vector<double>(static_cast<size_t>(last.size), 1.0)));
+    const std::vector<double> ones(static_cast<size_t>(last.size), 1.0);
+    scale = passes::addConstant(graph, result->name() + "_scale", ref::fromDoubles(dtype, {last.size}, ones));
   }
   std::vector<Value *> inputs = {x, scale};
   if (bias) inputs.push_back(bias);
@@ -126,8 +127,9 @@ bool recognizeDecomposed(Model &model, Node *mean, const std::unordered_set<cons
   return true;
 }
 
-bool convertOnnxLayerNorm(Model &model, Node *norm) {
+bool convertOnnxLayerNorm(Model &model, Node *norm, const std::unordered_set<const Value *> &returned) {
   Graph &graph = *model.graph;
+  if (returned.count(norm->output(0))) return false;
   for (size_t i = 1; i < norm->outputs().size(); ++i) {
     const Value *out = norm->output(i);
     if (out && (!out->uses().empty() || passes::isGraphOutput(graph, out))) return false;
@@ -154,7 +156,7 @@ Expected<bool> recognizeLayerNorm(Model &model) {
     for (const auto &node : model.graph->nodes()) {
       Node *anchor = node.get();
       if (isOnnxOp(anchor, "LayerNormalization")) {
-        fired = convertOnnxLayerNorm(model, anchor);
+        fired = convertOnnxLayerNorm(model, anchor, returned);
       } else if (isOnnxOp(anchor, "ReduceMean")) {
         fired = recognizeDecomposed(model, anchor, returned);
       }

@@ -44,6 +44,7 @@ bool recognizeAt(Model &model, Node *max, const std::unordered_set<const Value *
   for (const Node *node : pattern) {
     if (node != div && !passes::usedOnlyBy(graph, node->output(0), members, returned)) return false;
   }
+  if (returned.count(div->output(0))) return false;  // A subgraph's return would keep the replaced value.
   const int64_t axis = model.opsetFor("") >= 11 ? -1 : rank - 1;
   passes::replacePattern(graph, div->output(0), "Softmax", "", {x}, {{"axis", Attribute(axis)}}, pattern);
   return true;

@@ -71,7 +71,9 @@ Expected<ActivationRef> readActivation(const Node &node) {
 /// The first `count` input slots of `ctx`, for running a wrapped kernel on the same node.
 std::vector<const RuntimeValue *> leadingInputs(const KernelContext &ctx, size_t count) {
   std::vector<const RuntimeValue *> inputs;
-  for (size_t i = 0; i < std::min(count, ctx.numInputs()); ++i) inputs.push_back(ctx.hasInput(i) ? &ctx.input(i) : nullptr);
+  for (size_t i = 0; i < std::min(count, ctx.numInputs()); ++i) {
+    inputs.push_back(ctx.hasInput(i) ? &ctx.input(i) : nullptr);
+  }
   return inputs;
 }
 
@@ -184,8 +186,10 @@ Status refAttention(KernelContext &ctx) {
     for (int64_t i = 0; i < sq; ++i) {
       double max = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < sk; ++j) {
+        const double *qRow = &qd[static_cast<size_t>((bh * sq + i) * d)];
+        const double *kRow = &kd[static_cast<size_t>((bh * sk + j) * d)];
         double dot = 0.0;
-        for (int64_t c = 0; c < d; ++c) dot += qd[static_cast<size_t>((bh * sq + i) * d + c)] * kd[static_cast<size_t>((bh * sk + j) * d + c)];
+        for (int64_t c = 0; c < d; ++c) dot += qRow[c] * kRow[c];
         double s = scale * dot;
         if (!mask.empty()) s += mask[static_cast<size_t>(maskMap[static_cast<size_t>((bh * sq + i) * sk + j)])];
         if (causal && j > i + sk - sq) s = -std::numeric_limits<double>::infinity();

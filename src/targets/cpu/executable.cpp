@@ -53,6 +53,33 @@ void collectCaptures(const Node &node, const Graph &main, std::vector<const Valu
   }
 }
 
+/// Fast kernels trust the static types on a node's outputs. Those come from the model or from
+/// inference over the whole graph; this re-runs the op's own inference on the node and checks every
+/// dim it can tell, so a model whose declared types are wrong never reaches a kernel.
+bool declaredTypesHold(Node &node, int64_t opset) {
+  const OpInfo *info = findOp(node.domain(), node.opType(), opset);
+  if (!info || !info->infer) return true;
+  std::vector<Type> declared;
+  for (const Value *output : node.outputs()) declared.push_back(output ? output->type() : Type());
+  bool holds = info->infer(node, opset).ok();
+  for (size_t i = 0; i < declared.size(); ++i) {
+    Value *output = node.output(i);
+    if (!output) continue;
+    const Type &inferred = output->type();
+    if (holds && inferred.isTensor()) {
+      if (inferred.dtype() != DType::Undefined && inferred.dtype() != declared[i].dtype()) holds = false;
+      const Shape &shape = inferred.shape();
+      const Shape &want = declared[i].shape();
+      if (shape.rankKnown() && (!want.rankKnown() || shape.rank() != want.rank())) holds = false;
+      for (size_t d = 0; holds && shape.rankKnown() && d < shape.rank(); ++d) {
+        if (shape[d].isStatic() && shape[d].size != want[d].size) holds = false;
+      }
+    }
+    output->setType(declared[i]);
+  }
+  return holds;
+}
+
 }  // namespace
 
 // ----- Packed constants -----
@@ -168,6 +195,8 @@ Status CpuExecutable::Impl::plan() {
     } else if (std::any_of(planned.inputs.begin(), planned.inputs.end(), dynamicSlot) ||
                std::any_of(planned.outputs.begin(), planned.outputs.end(), dynamicSlot)) {
       reason = "a value has no static shape";
+    } else if (lower && !declaredTypesHold(*nodePtr, model.opsetFor(node.domain()))) {
+      reason = "its declared output types disagree with the op's shape inference";
     } else if (lower) {
       LowerContext ctx(node, model.opsetFor(node.domain()), constants, static_cast<int>(threads));
       auto step = lower(ctx);

@@ -1,15 +1,14 @@
 // Activations: parsing, and application through the vectorized unary loops of elementwise.h.
 #include "targets/cpu/kernels/activation.h"
 
-
 namespace tessel::cpu {
 
 Expected<ActivationSpec> parseActivation(std::string_view name, const float *params, size_t numParams) {
   ActivationSpec spec;
   auto need = [&](size_t count) -> Status {
     if (numParams != count) {
-      return makeError(ErrorCode::InvalidArgument, "activation '{}' takes {} activation_params, got {}", name,
-                       count, numParams);
+      return makeError(ErrorCode::InvalidArgument, "activation '{}' takes {} activation_params, got {}", name, count,
+                       numParams);
     }
     return Status::success();
   };

@@ -72,11 +72,28 @@ void packRowPanels(const float *src, int64_t rows, int64_t depth, float scale, i
   }
 }
 
+/// One full-width panel of packProbabilities with the width known at compile time.
+template <int64_t kWidth>
+void packProbabilityPanel(const float *scores, int64_t ld, int64_t keys, float *dst) {
+  for (int64_t p = 0; p < keys; ++p) {
+    for (int64_t i = 0; i < kWidth; ++i) dst[p * kWidth + i] = scores[p * ld + i];
+  }
+}
+
 /// Columns [0, columns) of S^T (keys x queries, row stride ld) as the A operand of O += P V:
 /// mr-query panels of `keys` steps; a step is mr consecutive floats of one S^T row.
 void packProbabilities(const float *scores, int64_t ld, int64_t keys, int64_t columns, int64_t mr, float *dst) {
   for (int64_t i0 = 0; i0 < columns; i0 += mr, dst += keys * mr) {
     const int64_t width = std::min(mr, columns - i0);
+    if (width == mr) {
+      switch (mr) {
+        case 4: packProbabilityPanel<4>(scores + i0, ld, keys, dst); continue;
+        case 6: packProbabilityPanel<6>(scores + i0, ld, keys, dst); continue;
+        case 8: packProbabilityPanel<8>(scores + i0, ld, keys, dst); continue;
+        case 14: packProbabilityPanel<14>(scores + i0, ld, keys, dst); continue;
+        default: break;
+      }
+    }
     for (int64_t p = 0; p < keys; ++p) {
       const float *src = scores + p * ld + i0;
       float *step = dst + p * mr;
@@ -100,25 +117,26 @@ void packValues(const float *values, int64_t keys, int64_t valueDepth, int64_t n
 
 // ---- Online softmax over one S^T tile -------------------------------------------------------
 
-/// Adds the mask to row j (key j0 + j) and hides the queries a causal mask hides from it.
+/// The first query that sees key j0 + j (0 without a causal mask): the columns before it are
+/// hidden, so the softmax skips them and leaves probability 0.
+inline int64_t firstVisibleQuery(const AttentionTileArgs &args, int64_t j0, int64_t j) {
+  return args.causal ? std::clamp<int64_t>(j0 + j - args.causalShift, 0, args.rows) : 0;
+}
+
+/// Adds the mask to the visible columns of row j (key j0 + j).
 inline void maskRow(const AttentionTileArgs &args, int64_t j0, int64_t j, float *s) {
   const int64_t queries = args.rows;
-  if (args.mask != nullptr) {
-    const float *m = args.mask + (j0 + j) * args.maskKeyStride;
-    if (args.maskQueryStride == 0) {
-      const float bias = m[0];
-      for (int64_t i = 0; i < queries; ++i) s[i] += bias;
-    } else if (args.maskQueryStride == 1) {
-      for (int64_t i = 0; i < queries; ++i) s[i] += m[i];
-    } else {
-      const int64_t stride = args.maskQueryStride;
-      for (int64_t i = 0; i < queries; ++i) s[i] += m[i * stride];
-    }
-  }
-  if (args.causal) {
-    // Query i sees key j0 + j when i >= j0 + j - causalShift.
-    const int64_t firstVisible = std::clamp<int64_t>(j0 + j - args.causalShift, 0, queries);
-    std::fill(s, s + firstVisible, kNegInf);
+  const int64_t first = firstVisibleQuery(args, j0, j);
+  if (args.mask == nullptr) return;
+  const float *m = args.mask + (j0 + j) * args.maskKeyStride;
+  if (args.maskQueryStride == 0) {
+    const float bias = m[0];
+    for (int64_t i = first; i < queries; ++i) s[i] += bias;
+  } else if (args.maskQueryStride == 1) {
+    for (int64_t i = first; i < queries; ++i) s[i] += m[i];
+  } else {
+    const int64_t stride = args.maskQueryStride;
+    for (int64_t i = first; i < queries; ++i) s[i] += m[i * stride];
   }
 }
 
@@ -133,7 +151,7 @@ inline void onlineSoftmax(const AttentionTileArgs &args, int64_t j0, int64_t key
   for (int64_t j = 0; j < keys; ++j) {
     float *s = args.scores + j * args.ldScores;
     maskRow(args, j0, j, s);
-    for (int64_t i = 0; i < queries; ++i) {
+    for (int64_t i = firstVisibleQuery(args, j0, j); i < queries; ++i) {
       const int32_t v = orderedBits(s[i]);
       blockMax[i] = v > blockMax[i] ? v : blockMax[i];
     }
@@ -152,7 +170,9 @@ inline void onlineSoftmax(const AttentionTileArgs &args, int64_t j0, int64_t key
   }
   for (int64_t j = 0; j < keys; ++j) {
     float *s = args.scores + j * args.ldScores;
-    for (int64_t i = 0; i < queries; ++i) {
+    const int64_t first = firstVisibleQuery(args, j0, j);
+    std::fill(s, s + first, 0.0f);
+    for (int64_t i = first; i < queries; ++i) {
       const float p = fastExp(s[i] - subtrahend[i]);
       s[i] = p;
       args.rowSum[i] += p;
@@ -197,7 +217,11 @@ inline void attentionTileImpl(const AttentionTileArgs &args) {
       gemm.cols = int(nr);
       for (int64_t jr = 0; jr < queryColumns; jr += nr) {
         gemm.b = args.qPacked + jr * depth;
-        for (int64_t ir = 0; ir < keyRows; ir += mr) {
+        // Under a causal mask, key panels past the panel's last query are hidden from all of it:
+        // their scores are never read (the softmax overwrites them with -inf).
+        const int64_t keyRowsSeen =
+            args.causal ? std::clamp<int64_t>(jr + nr + args.causalShift - j0, 0, keyRows) : keyRows;
+        for (int64_t ir = 0; ir < keyRowsSeen; ir += mr) {
           gemm.a = args.kPacked + ir * depth;
           gemm.c = args.scores + ir * args.ldScores + jr;
           args.microkernel(gemm);
@@ -211,7 +235,6 @@ inline void attentionTileImpl(const AttentionTileArgs &args) {
     packProbabilities(args.scores, args.ldScores, keys, rows, mr, args.pPacked);
     packValues(args.v + j0 * valueDepth, keys, valueDepth, nr, args.vPacked);
     gemm = MicrokernelArgs{};
-    gemm.k = keys;
     gemm.ldc = args.ldOut;
     gemm.rows = int(mr);
     gemm.cols = int(nr);
@@ -219,6 +242,9 @@ inline void attentionTileImpl(const AttentionTileArgs &args) {
     for (int64_t jn = 0; jn < valueDepth; jn += nr) {
       gemm.b = args.vPacked + jn * keys;
       for (int64_t ir = 0; ir < outRows; ir += mr) {
+        // Under a causal mask the panel's queries see only a prefix of the keys; P is 0 past it.
+        gemm.k = args.causal ? std::clamp<int64_t>(ir + mr + args.causalShift - j0, 0, keys) : keys;
+        if (gemm.k == 0) continue;
         gemm.a = args.pPacked + ir * keys;
         gemm.c = args.out + ir * args.ldOut + jn;
         args.microkernel(gemm);

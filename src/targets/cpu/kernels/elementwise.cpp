@@ -3,8 +3,12 @@
 #include "targets/cpu/kernels/elementwise.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <type_traits>
 
 namespace tessel::cpu {
 
@@ -54,7 +58,8 @@ Expected<BroadcastLayout> planBroadcast(const std::vector<std::vector<int64_t>> 
   for (size_t i = 0; i < numInputs; ++i) {
     const std::vector<int64_t> &sizes = inputSizes[i];
     if (sizes.size() > rank) {
-      return makeError(ErrorCode::ShapeMismatch, "input {} has rank {}, more than the output's {}", i, sizes.size(), rank);
+      return makeError(ErrorCode::ShapeMismatch, "input {} has rank {}, more than the output's {}", i, sizes.size(),
+                       rank);
     }
     for (size_t d = 0; d < sizes.size(); ++d) {
       const int64_t size = sizes[d], out = outSizes[rank - sizes.size() + d];
@@ -147,6 +152,60 @@ void runBinary(const ElementwiseKernels &kernels, BinaryOp op, const BroadcastLa
       const float *bRow = b + layout.rowOffset(1, row) + (bScalar ? 0 : column);
       kernels.binary(op, aRow, aScalar, bRow, bScalar, y + pos, count);
       pos += count;
+    }
+  });
+}
+
+namespace {
+
+template <class To, class From>
+To castOne(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_same_v<From, bool>) {
+    return To(x ? 1 : 0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    const double v = x;
+    if (std::isnan(v)) return To(0);
+    // The reference's rule: narrower types take int64-range values through int64 (wrapping); the
+    // rest saturate at the type's limits.
+    if (sizeof(To) < 8 && v > -9.2e18 && v < 9.2e18) return static_cast<To>(static_cast<int64_t>(v));
+    if (v <= double(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (v >= double(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(x);  // int to int wraps; int to float rounds.
+  }
+}
+
+template <class To, class From>
+void castRange(const void *x, void *y, int64_t begin, int64_t end) {
+  const From *in = static_cast<const From *>(x);
+  To *out = static_cast<To *>(y);
+  for (int64_t i = begin; i < end; ++i) out[i] = castOne<To>(in[i]);
+}
+
+template <class From>
+void castFrom(CastType to, const void *x, void *y, int64_t begin, int64_t end) {
+  switch (to) {
+    case CastType::F32: return castRange<float, From>(x, y, begin, end);
+    case CastType::I64: return castRange<int64_t, From>(x, y, begin, end);
+    case CastType::I32: return castRange<int32_t, From>(x, y, begin, end);
+    case CastType::Bool: return castRange<bool, From>(x, y, begin, end);
+  }
+}
+
+}  // namespace
+
+void runCast(CastType from, CastType to, const void *x, void *y, int64_t n, ThreadPool *pool) {
+  parallelRanges(pool, n, kElementGrain, [&](int64_t begin, int64_t end) {
+    switch (from) {
+      case CastType::F32: return castFrom<float>(to, x, y, begin, end);
+      case CastType::I64: return castFrom<int64_t>(to, x, y, begin, end);
+      case CastType::I32: return castFrom<int32_t>(to, x, y, begin, end);
+      case CastType::Bool: return castFrom<bool>(to, x, y, begin, end);
     }
   });
 }

@@ -99,4 +99,13 @@ void runUnary(const ElementwiseKernels &kernels, UnaryOp op, UnaryParams params,
 void runBinary(const ElementwiseKernels &kernels, BinaryOp op, const BroadcastLayout &layout, const float *a,
                const float *b, float *y, ThreadPool *pool);
 
+/// The element types Cast converts between here.
+enum class CastType : uint8_t { F32, I64, I32, Bool };
+
+/// y = Cast(x) over n elements, threaded, as ONNX Cast (and the reference) converts: float to int
+/// truncates toward zero, NaN gives 0, values past int64 saturate and int64-range values wrap into
+/// int32; to bool is x != 0; from bool is 0 or 1; int to int wraps. x and y do not overlap unless
+/// the types are the same size and x == y.
+void runCast(CastType from, CastType to, const void *x, void *y, int64_t n, ThreadPool *pool);
+
 }  // namespace tessel::cpu

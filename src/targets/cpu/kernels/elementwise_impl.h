@@ -38,15 +38,12 @@ void unaryLoop(UnaryOp op, UnaryParams params, const float *x, float *y, int64_t
     case UnaryOp::Neg: return mapUnary(x, y, n, [](float v) { return -v; });
     case UnaryOp::Abs: return mapUnary(x, y, n, [](float v) { return absBits(v); });
     case UnaryOp::Erf: return mapUnary(x, y, n, [](float v) { return fastErf(v); });
-    case UnaryOp::Clip:
-      return mapUnary(x, y, n, [=](float v) { return minFloat(maxFloat(v, alpha), beta); });
+    case UnaryOp::Clip: return mapUnary(x, y, n, [=](float v) { return minFloat(maxFloat(v, alpha), beta); });
     case UnaryOp::LeakyRelu: return mapUnary(x, y, n, [=](float v) { return v >= 0.0f ? v : alpha * v; });
     case UnaryOp::HardSigmoid:
       return mapUnary(x, y, n, [=](float v) { return minFloat(maxFloat(alpha * v + beta, 0.0f), 1.0f); });
     case UnaryOp::HardSwish:
-      return mapUnary(x, y, n, [](float v) {
-        return v * minFloat(maxFloat(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f);
-      });
+      return mapUnary(x, y, n, [](float v) { return v * minFloat(maxFloat(v * (1.0f / 6.0f) + 0.5f, 0.0f), 1.0f); });
     case UnaryOp::Softplus: return mapUnary(x, y, n, [](float v) { return fastSoftplus(v); });
     case UnaryOp::Gelu: return mapUnary(x, y, n, [](float v) { return fastGelu(v); });
     case UnaryOp::GeluTanh: return mapUnary(x, y, n, [](float v) { return fastGeluTanh(v); });
@@ -59,7 +56,7 @@ void unaryLoop(UnaryOp op, UnaryParams params, const float *x, float *y, int64_t
 /// One binary op in its three operand forms (vector-vector, vector-scalar, scalar-vector).
 template <class F>
 inline __attribute__((always_inline)) void mapBinary(const float *a, bool aScalar, const float *b, bool bScalar,
-                                                      float *y, int64_t n, F f) {
+                                                     float *y, int64_t n, F f) {
   if (!aScalar && !bScalar) {
 #pragma GCC ivdep
     for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
@@ -84,8 +81,7 @@ void binaryLoop(BinaryOp op, const float *a, bool aScalar, const float *b, bool 
     case BinaryOp::Mul: return mapBinary(a, aScalar, b, bScalar, y, n, [](float u, float v) { return u * v; });
     case BinaryOp::Div: return mapBinary(a, aScalar, b, bScalar, y, n, [](float u, float v) { return u / v; });
     // A general exponent has no vector form here; the op lowering turns 0.5, 1, 2 and 3 into unary ops.
-    case BinaryOp::Pow:
-      return mapBinary(a, aScalar, b, bScalar, y, n, [](float u, float v) { return std::pow(u, v); });
+    case BinaryOp::Pow: return mapBinary(a, aScalar, b, bScalar, y, n, [](float u, float v) { return std::pow(u, v); });
     // NaN in either operand gives NaN, as the reference does.
     case BinaryOp::Max:
       return mapBinary(a, aScalar, b, bScalar, y, n,

@@ -24,11 +24,10 @@ const char *instructionName(const ProgramInstruction &instruction) {
       return "?";
     case ProgramInstruction::Kind::Unary: break;
   }
-  static const char *const kUnaryNames[] = {"Identity", "Relu",     "Sigmoid",   "Tanh",        "Exp",
-                                            "Log",      "Sqrt",     "Reciprocal", "Neg",        "Abs",
-                                            "Erf",      "Clip",     "LeakyRelu", "HardSigmoid", "HardSwish",
-                                            "Softplus", "Gelu",     "GeluTanh",  "Silu",        "Square",
-                                            "Cube"};
+  static const char *const kUnaryNames[] = {"Identity",  "Relu",        "Sigmoid",   "Tanh",     "Exp",  "Log",
+                                            "Sqrt",      "Reciprocal",  "Neg",       "Abs",      "Erf",  "Clip",
+                                            "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Gelu", "GeluTanh",
+                                            "Silu",      "Square",      "Cube"};
   return kUnaryNames[static_cast<size_t>(instruction.unary)];
 }
 

@@ -19,29 +19,33 @@
 namespace tessel::cpu {
 namespace {
 
+// Every function is forced inline: a call left in a loop (GCC's inliner gives up inside the large
+// switch of the unary loop) stops it from vectorizing.
+#define TESSEL_VECTOR_MATH inline __attribute__((always_inline))
+
 constexpr float kInfinity = __builtin_inff();
 
-inline float selectFloat(bool condition, float a, float b) { return condition ? a : b; }
+TESSEL_VECTOR_MATH float selectFloat(bool condition, float a, float b) { return condition ? a : b; }
 
 /// |x| by clearing the sign bit (a bit operation, so it vectorizes everywhere).
-inline float absBits(float x) { return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & 0x7fffffffu); }
+TESSEL_VECTOR_MATH float absBits(float x) { return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & 0x7fffffffu); }
 
 /// `magnitude` with the sign of `sign`.
-inline float withSignOf(float magnitude, float sign) {
+TESSEL_VECTOR_MATH float withSignOf(float magnitude, float sign) {
   return std::bit_cast<float>((std::bit_cast<uint32_t>(magnitude) & 0x7fffffffu) |
                               (std::bit_cast<uint32_t>(sign) & 0x80000000u));
 }
 
 /// x is NaN, tested on the bits: GCC does not if-convert the float compare x != x for AVX2 or
 /// SSE (it would keep a branch, and the loop would not vectorize).
-inline bool isNaN(float x) { return (std::bit_cast<uint32_t>(x) & 0x7fffffffu) > 0x7f800000u; }
+TESSEL_VECTOR_MATH bool isNaN(float x) { return (std::bit_cast<uint32_t>(x) & 0x7fffffffu) > 0x7f800000u; }
 
-inline float minFloat(float a, float b) { return b < a ? b : a; }
-inline float maxFloat(float a, float b) { return a < b ? b : a; }
+TESSEL_VECTOR_MATH float minFloat(float a, float b) { return b < a ? b : a; }
+TESSEL_VECTOR_MATH float maxFloat(float a, float b) { return a < b ? b : a; }
 
 /// e^x. Range reduction x = n ln2 + r (ln2 split in two so n ln2 is exact), a degree-6 polynomial
 /// for e^r on |r| <= ln2/2, then 2^n applied as two factors so denormal results are not flushed.
-inline float fastExp(float x) {
+TESSEL_VECTOR_MATH float fastExp(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f;  // 9 significant bits: n * kLn2Hi is exact for |n| <= 150.
   constexpr float kLn2Lo = -2.12194440e-4f;
@@ -69,7 +73,7 @@ inline float fastExp(float x) {
 }
 
 /// Natural log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2/2 + f^3 P(f) with f = m - 1.
-inline float fastLog(float x) {
+TESSEL_VECTOR_MATH float fastLog(float x) {
   constexpr float kMinNormal = 1.17549435e-38f;
   const bool denormal = x < kMinNormal;
   const float xs = selectFloat(denormal, x * 8388608.0f, x);  // 2^23 brings denormals to normal range.
@@ -104,7 +108,7 @@ inline float fastLog(float x) {
 
 /// log(1 + u) for u >= 0 without losing a small u: log(w) * u / (w - 1) with w = 1 + u corrects
 /// the rounding of w (Goldberg's method).
-inline float fastLog1pNonNegative(float u) {
+TESSEL_VECTOR_MATH float fastLog1pNonNegative(float u) {
   const float w = 1.0f + u;
   const float ratio = u / (w - 1.0f);
   return selectFloat(w == 1.0f, u, fastLog(w) * selectFloat(w == kInfinity, 1.0f, ratio));
@@ -112,7 +116,7 @@ inline float fastLog1pNonNegative(float u) {
 
 /// erf(a) for |a| < 0.5: 2/sqrt(pi) * a * sum (-1)^k a^2k / (k! (2k+1)); the first dropped term is
 /// below 1e-9 of the result.
-inline float erfSmall(float a) {
+TESSEL_VECTOR_MATH float erfSmall(float a) {
   const float z = a * a;
   float p = 1.0f / 9360.0f;
   p = p * z - 1.0f / 1320.0f;
@@ -126,7 +130,7 @@ inline float erfSmall(float a) {
 
 /// erfc(a) for a >= 0, with relative error below 1.2e-7 in exact arithmetic (the Chebyshev fit
 /// t exp(-a^2 + P(t)), t = 1/(1 + a/2), from Numerical Recipes).
-inline float erfcNonNegative(float a) {
+TESSEL_VECTOR_MATH float erfcNonNegative(float a) {
   const float t = 1.0f / (1.0f + 0.5f * a);
   float p = 0.17087277f;
   p = p * t - 0.82215223f;
@@ -141,7 +145,7 @@ inline float erfcNonNegative(float a) {
   return t * fastExp(p - a * a);
 }
 
-inline float fastErf(float x) {
+TESSEL_VECTOR_MATH float fastErf(float x) {
   const float a = absBits(x);
   const float small = erfSmall(x);
   const float large = withSignOf(1.0f - erfcNonNegative(a), x);
@@ -149,7 +153,7 @@ inline float fastErf(float x) {
 }
 
 /// 1 + erf(x), accurate also where it is tiny (x very negative), which the erf-form GELU needs.
-inline float onePlusErf(float x) {
+TESSEL_VECTOR_MATH float onePlusErf(float x) {
   const float a = absBits(x);
   const float erfc = erfcNonNegative(a);
   const float large = selectFloat(x < 0.0f, erfc, 2.0f - erfc);
@@ -158,7 +162,7 @@ inline float onePlusErf(float x) {
 
 /// tanh: the Maclaurin series through x^17 for |x| < 0.55 (first dropped term < 2e-8 relative),
 /// else 1 - 2 / (e^2|x| + 1), which has no cancellation there.
-inline float fastTanh(float x) {
+TESSEL_VECTOR_MATH float fastTanh(float x) {
   const float a = absBits(x);
   const float z = x * x;
   float p = 443861162.0f / 1856156927625.0f;
@@ -176,23 +180,27 @@ inline float fastTanh(float x) {
   return selectFloat(a < 0.55f, small, large);
 }
 
-inline float fastSigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
+TESSEL_VECTOR_MATH float fastSigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
 
 /// x * sigmoid(x).
-inline float fastSilu(float x) { return x / (1.0f + fastExp(-x)); }
+TESSEL_VECTOR_MATH float fastSilu(float x) { return x / (1.0f + fastExp(-x)); }
 
 /// 0.5 x (1 + erf(x / sqrt 2)).
-inline float fastGelu(float x) { return 0.5f * x * onePlusErf(x * 0.70710678118654752f); }
+TESSEL_VECTOR_MATH float fastGelu(float x) { return 0.5f * x * onePlusErf(x * 0.70710678118654752f); }
 
 /// 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as x / (1 + e^-2u): the same
 /// value without the cancellation of 1 + tanh(u) for negative x.
-inline float fastGeluTanh(float x) {
+TESSEL_VECTOR_MATH float fastGeluTanh(float x) {
   const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
   return x / (1.0f + fastExp(-2.0f * u));
 }
 
 /// log(1 + e^x) = max(x, 0) + log1p(e^-|x|).
-inline float fastSoftplus(float x) { return maxFloat(x, 0.0f) + fastLog1pNonNegative(fastExp(-absBits(x))); }
+TESSEL_VECTOR_MATH float fastSoftplus(float x) {
+  return maxFloat(x, 0.0f) + fastLog1pNonNegative(fastExp(-absBits(x)));
+}
+
+#undef TESSEL_VECTOR_MATH
 
 }  // namespace
 }  // namespace tessel::cpu

@@ -149,6 +149,15 @@ class GatherStep final : public Step {
   int64_t axis_;
 };
 
+/// True when every input past the data (shape, axes, repeats) is a constant. A runtime one could
+/// hold anything, and only the reference kernel checks it against the planned output each run.
+bool operandsAreConstant(const LowerContext &ctx) {
+  for (size_t i = 1; i < ctx.numInputs(); ++i) {
+    if (ctx.hasInput(i) && ctx.constantInput(i) == nullptr) return false;
+  }
+  return true;
+}
+
 /// Releases constant inputs past the data (shapes, axes, bounds, repeats, indices): a step reads
 /// them only here, at lowering.
 void releaseConstantOperands(LowerContext &ctx) {
@@ -159,7 +168,7 @@ void releaseConstantOperands(LowerContext &ctx) {
 
 /// The lowering of every alias op: same dtype and element count in and out.
 Expected<std::unique_ptr<Step>> lowerAlias(LowerContext &ctx) {
-  if (movableElementBytes(ctx.inputDType(0)) == 0) return std::unique_ptr<Step>();
+  if (movableElementBytes(ctx.inputDType(0)) == 0 || !operandsAreConstant(ctx)) return std::unique_ptr<Step>();
   if (ctx.inputDType(0) != ctx.outputDType(0)) {
     return makeError(ErrorCode::TypeMismatch, "{}: output dtype {} differs from input dtype {}", ctx.node().opType(),
                      dtypeName(ctx.outputDType(0)), dtypeName(ctx.inputDType(0)));
@@ -313,7 +322,7 @@ Expected<std::vector<int64_t>> broadcastStrides(const LowerContext &ctx, const s
 
 Expected<std::unique_ptr<Step>> lowerExpand(LowerContext &ctx) {
   const size_t elementBytes = movableElementBytes(ctx.inputDType(0));
-  if (elementBytes == 0) return std::unique_ptr<Step>();
+  if (elementBytes == 0 || !operandsAreConstant(ctx)) return std::unique_ptr<Step>();
   const std::vector<int64_t> out = ctx.outputSizes(0);
   TESSEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides, broadcastStrides(ctx, ctx.inputSizes(0), out));
   releaseConstantOperands(ctx);
@@ -322,7 +331,7 @@ Expected<std::unique_ptr<Step>> lowerExpand(LowerContext &ctx) {
 
 Expected<std::unique_ptr<Step>> lowerTile(LowerContext &ctx) {
   const size_t elementBytes = movableElementBytes(ctx.inputDType(0));
-  if (elementBytes == 0 || ctx.opset() < 6) return std::unique_ptr<Step>();
+  if (elementBytes == 0 || ctx.opset() < 6 || !operandsAreConstant(ctx)) return std::unique_ptr<Step>();
   const std::vector<int64_t> in = ctx.inputSizes(0), out = ctx.outputSizes(0);
   if (in.size() != out.size()) {
     return makeError(ErrorCode::ShapeMismatch, "Tile: output {} and input {} differ in rank", formatSizes(out),
@@ -410,10 +419,16 @@ Expected<std::unique_ptr<Step>> lowerSplit(LowerContext &ctx) {
     pieceBytes.push_back(size_t(sizes[a]) * innerBytes);
     along += sizes[a];
   }
-  if (along != in[a]) {
-    return makeError(ErrorCode::ShapeMismatch, "Split: outputs take {} along axis {}; input has {}", along, axis,
-                     in[a]);
+  // The pieces must be the ones the split input or attribute asks for; when they are not (or the
+  // input is only known at run time), the reference kernel reports the defect in its own words.
+  std::optional<std::vector<int64_t>> split =
+      ctx.opset() >= 13 ? (ctx.hasInput(1) ? constantInts(ctx, 1) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{}))
+                        : std::optional<std::vector<int64_t>>(ctx.node().attrInts("split"));
+  if (along != in[a] || !split) return std::unique_ptr<Step>();
+  for (size_t o = 0; o < split->size(); ++o) {
+    if (split->size() != pieceBytes.size() || (*split)[o] != ctx.outputSizes(o)[a]) return std::unique_ptr<Step>();
   }
+  releaseConstantOperands(ctx);
   return std::unique_ptr<Step>(std::make_unique<SlabCopyStep>(/*concat=*/false, outer, size_t(in[a]) * innerBytes,
                                                               std::move(pieceBytes), std::move(pieceOffsets)));
 }

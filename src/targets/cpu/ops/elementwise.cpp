@@ -3,8 +3,11 @@
 // multidirectional broadcasting as rows of a BroadcastLayout (same shape, scalar, and leading or
 // trailing blocks such as [B,S,768] + [768] or [B,C,H,W] * [1,C,1,1] all run whole vector rows);
 // Where and FusedElementwise (tessel) as a register program (kernels/elementwise_program.h)
-// compiled from the node or its `body` graph. Covered: f32 data (bool for Where's condition);
-// anything else, pre-opset-7 broadcasting and ops outside the list run the reference kernel.
+// compiled from the node or its `body` graph; Cast among f32, i64, i32 and bool. Covered: f32 data
+// (bool for Where's condition); anything else, pre-opset-7 broadcasting and ops outside the list
+// run the reference kernel.
+#include "targets/cpu/kernels/elementwise.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,7 +15,6 @@
 #include <optional>
 #include <unordered_map>
 
-#include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/elementwise_program.h"
 #include "targets/cpu/step.h"
 
@@ -36,8 +38,8 @@ Diagnostic opError(const LowerContext &ctx, const Diagnostic &diag) {
   return makeError(diag.code, "{} '{}': {}", ctx.node().opType(), ctx.node().name(), diag.message);
 }
 
-/// The value of an input when it is a known scalar constant, std::nullopt when absent, and an
-/// error-free "not constant" (has_value() false with `known` false) otherwise.
+/// What a lowering knows about an input slot that must be a scalar constant (Clip's bounds, Pow's
+/// exponent): whether it is used, and its value when it is a one-element f32 constant.
 struct ScalarInput {
   bool present = false;  // The input slot is used.
   bool known = false;    // Its value is a known one-element constant.
@@ -63,12 +65,19 @@ std::optional<UnaryChoice> unaryChoiceFor(const Node &node, const ScalarLookup &
     return std::nullopt;
   }
   if (!node.domain().empty() && node.domain() != "ai.onnx") return std::nullopt;
-  static const std::unordered_map<std::string, UnaryOp> kPlain = {
-      {"Relu", UnaryOp::Relu},   {"Sigmoid", UnaryOp::Sigmoid},       {"Tanh", UnaryOp::Tanh},
-      {"Exp", UnaryOp::Exp},     {"Log", UnaryOp::Log},               {"Sqrt", UnaryOp::Sqrt},
-      {"Neg", UnaryOp::Neg},     {"Reciprocal", UnaryOp::Reciprocal}, {"Abs", UnaryOp::Abs},
-      {"Erf", UnaryOp::Erf},     {"HardSwish", UnaryOp::HardSwish},   {"Softplus", UnaryOp::Softplus},
-      {"Identity", UnaryOp::Identity}};
+  static const std::unordered_map<std::string, UnaryOp> kPlain = {{"Relu", UnaryOp::Relu},
+                                                                  {"Sigmoid", UnaryOp::Sigmoid},
+                                                                  {"Tanh", UnaryOp::Tanh},
+                                                                  {"Exp", UnaryOp::Exp},
+                                                                  {"Log", UnaryOp::Log},
+                                                                  {"Sqrt", UnaryOp::Sqrt},
+                                                                  {"Neg", UnaryOp::Neg},
+                                                                  {"Reciprocal", UnaryOp::Reciprocal},
+                                                                  {"Abs", UnaryOp::Abs},
+                                                                  {"Erf", UnaryOp::Erf},
+                                                                  {"HardSwish", UnaryOp::HardSwish},
+                                                                  {"Softplus", UnaryOp::Softplus},
+                                                                  {"Identity", UnaryOp::Identity}};
   if (auto it = kPlain.find(op); it != kPlain.end()) return UnaryChoice{it->second, {}};
   if (op == "LeakyRelu") return UnaryChoice{UnaryOp::LeakyRelu, {node.attrFloat("alpha", 0.01f), 0}};
   if (op == "HardSigmoid") {
@@ -161,9 +170,35 @@ class UnaryStep final : public Step {
   int64_t n_;
 };
 
+class CastStep final : public Step {
+ public:
+  CastStep(CastType from, CastType to, int64_t n) : from_(from), to_(to), n_(n) {}
+  Status run(const StepIo &io) const override {
+    runCast(from_, to_, io.inputs[0], io.outputs[0], n_, io.pool);
+    return Status::success();
+  }
+  int inPlaceInput() const override { return from_ == to_ ? 0 : -1; }
+  std::string kernelName() const override { return "cast"; }
+
+ private:
+  CastType from_, to_;
+  int64_t n_;
+};
+
+std::optional<CastType> castTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return CastType::F32;
+    case DType::Int64: return CastType::I64;
+    case DType::Int32: return CastType::I32;
+    case DType::Bool: return CastType::Bool;
+    default: return std::nullopt;
+  }
+}
+
 class BinaryStep final : public Step {
  public:
-  BinaryStep(BinaryOp op, BroadcastLayout layout, int inPlace) : op_(op), layout_(std::move(layout)), inPlace_(inPlace) {}
+  BinaryStep(BinaryOp op, BroadcastLayout layout, int inPlace)
+      : op_(op), layout_(std::move(layout)), inPlace_(inPlace) {}
   Status run(const StepIo &io) const override {
     runBinary(elementwiseKernels(), op_, layout_, static_cast<const float *>(io.inputs[0]),
               static_cast<const float *>(io.inputs[1]), static_cast<float *>(io.outputs[0]), io.pool);
@@ -171,9 +206,9 @@ class BinaryStep final : public Step {
   }
   int inPlaceInput() const override { return inPlace_; }
   std::string kernelName() const override {
-    const char *form = !layout_.innerContiguous[0] || !layout_.innerContiguous[1] ? "scalar_rows"
-                       : layout_.rows > 1 && (layout_.outerSizes.size() > 0)  ? "broadcast_rows"
-                                                                                : "same_shape";
+    // Rows where one side is a repeated value, rows of two vectors, or one flat run.
+    const bool scalarRows = !layout_.innerContiguous[0] || !layout_.innerContiguous[1];
+    const char *form = scalarRows ? "scalar_rows" : layout_.rows > 1 ? "broadcast_rows" : "flat";
     return fmt::format("elementwise_binary_{} {}", form, elementwiseKernels().name);
   }
 
@@ -428,6 +463,16 @@ Expected<std::unique_ptr<Step>> lowerUnaryElementwise(LowerContext &ctx) {
   return std::unique_ptr<Step>(std::make_unique<UnaryStep>(*choice, numElementsOf(ctx.outputSizes(0))));
 }
 
+Expected<std::unique_ptr<Step>> lowerCast(LowerContext &ctx) {
+  if (!ctx.hasInput(0)) return notCovered();
+  const auto from = castTypeOf(ctx.inputDType(0)), to = castTypeOf(ctx.outputDType(0));
+  if (!from || !to) return notCovered();
+  // Only the `to` attribute form (opset 6+); the string form of Cast-1 is the reference's.
+  const Attribute *attr = ctx.node().findAttr("to");
+  if (attr == nullptr || !attr->is<int64_t>()) return notCovered();
+  return std::unique_ptr<Step>(std::make_unique<CastStep>(*from, *to, numElementsOf(ctx.outputSizes(0))));
+}
+
 Expected<std::unique_ptr<Step>> lowerBinaryElementwise(LowerContext &ctx) {
   const auto op = binaryOpFor(ctx.node());
   if (!op || !float32Output(ctx)) return notCovered();
@@ -452,10 +497,12 @@ Expected<std::unique_ptr<Step>> lowerWhere(LowerContext &ctx) {
 Expected<std::unique_ptr<Step>> lowerFusedElementwise(LowerContext &ctx) {
   const Node &node = ctx.node();
   const Graph *body = node.attrGraph("body");
-  if (body == nullptr) return makeError(ErrorCode::InvalidModel, "FusedElementwise '{}' has no body graph", node.name());
+  if (body == nullptr)
+    return makeError(ErrorCode::InvalidModel, "FusedElementwise '{}' has no body graph", node.name());
   if (body->inputs().size() != ctx.numInputs() || body->outputs().size() != 1) {
-    return makeError(ErrorCode::InvalidModel, "FusedElementwise '{}': the body has {} inputs and {} outputs; expected {} and 1",
-                     node.name(), body->inputs().size(), body->outputs().size(), ctx.numInputs());
+    return makeError(ErrorCode::InvalidModel,
+                     "FusedElementwise '{}': the body has {} inputs and {} outputs; expected {} and 1", node.name(),
+                     body->inputs().size(), body->outputs().size(), ctx.numInputs());
   }
   if (!float32Output(ctx)) return notCovered();
   TESSEL_ASSIGN_OR_RETURN(std::optional<ElementwiseProgram> program, compileBody(ctx, *body));

@@ -70,7 +70,8 @@ class LayerNormStep final : public Step {
 };
 
 Expected<std::unique_ptr<Step>> lowerSoftmaxFamily(LowerContext &ctx, bool log) {
-  if (!ctx.hasInput(0) || ctx.inputDType(0) != DType::Float32 || ctx.outputDType(0) != DType::Float32) return notCovered();
+  if (!ctx.hasInput(0) || ctx.inputDType(0) != DType::Float32 || ctx.outputDType(0) != DType::Float32)
+    return notCovered();
   const std::vector<int64_t> sizes = ctx.inputSizes(0);
   const int64_t rank = int64_t(sizes.size());
   const bool coerceTo2D = ctx.opset() < 13;

@@ -4,9 +4,10 @@
 // neighbours, a reduction whose reduced dims form one run is [outer, length, inner] over the middle
 // (innermost axes: inner = 1; outermost: outer = 1). Covered: f32; several separate runs of reduced
 // axes, or axes that only arrive at run time, go to the reference kernel.
+#include "targets/cpu/kernels/reduction.h"
+
 #include <fmt/format.h>
 
-#include "targets/cpu/kernels/reduction.h"
 #include "targets/cpu/step.h"
 
 namespace tessel::cpu {
@@ -35,7 +36,8 @@ class ReduceStep final : public Step {
 
 Expected<std::unique_ptr<Step>> lowerReduce(LowerContext &ctx, ReduceKind kind) {
   const Node &node = ctx.node();
-  if (!ctx.hasInput(0) || ctx.inputDType(0) != DType::Float32 || ctx.outputDType(0) != DType::Float32) return notCovered();
+  if (!ctx.hasInput(0) || ctx.inputDType(0) != DType::Float32 || ctx.outputDType(0) != DType::Float32)
+    return notCovered();
   std::vector<int64_t> axes;
   if (ctx.numInputs() >= 2 && ctx.hasInput(1)) {
     const Tensor *constant = ctx.constantInput(1);

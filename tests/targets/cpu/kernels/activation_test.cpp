@@ -7,6 +7,8 @@
 // Tolerance: relative 1e-6 for exp, log, erf, tanh, sigmoid and the activations on them (the
 // functions' stated accuracy; a wrong polynomial term is off by far more); absolute 1e-30 where
 // the result underflows.
+#include "targets/cpu/kernels/activation.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "targets/cpu/kernels/activation.h"
 #include "targets/cpu/kernels/elementwise.h"
 
 namespace tessel::cpu {
@@ -108,8 +109,8 @@ TEST(VectorMath, UnaryOpsMatchDoublePrecision) {
 }
 
 TEST(VectorMath, SpecialValues) {
-  const std::vector<float> special = {0.0f, -0.0f, 1e-40f, -1e-40f, 1e-20f, -1e-20f, 88.5f, 88.8f, -87.5f, -103.0f,
-                                      -104.5f, 1e20f, -1e20f, 3e38f, -3e38f, kInf, -kInf, kNaN};
+  const std::vector<float> special = {0.0f,    -0.0f,   1e-40f, -1e-40f, 1e-20f, -1e-20f, 88.5f, 88.8f, -87.5f,
+                                      -103.0f, -104.5f, 1e20f,  -1e20f,  3e38f,  -3e38f,  kInf,  -kInf, kNaN};
   for (const ElementwiseKernels *kernels : elementwiseKernelVariants()) {
     if (!hasAll(hostIsa(), kernels->isa)) continue;
     for (const UnaryCase &c : kCases) {
@@ -151,7 +152,9 @@ TEST(VectorMath, ParameterizedOps) {
   const Param params[] = {
       {UnaryOp::Clip, {-0.5f, 2.0f}, [](double v, double a, double b) { return std::min(std::max(v, a), b); }},
       {UnaryOp::LeakyRelu, {0.1f, 0}, [](double v, double a, double) { return v < 0 ? a * v : v; }},
-      {UnaryOp::HardSigmoid, {0.2f, 0.5f}, [](double v, double a, double b) { return std::clamp(a * v + b, 0.0, 1.0); }},
+      {UnaryOp::HardSigmoid,
+       {0.2f, 0.5f},
+       [](double v, double a, double b) { return std::clamp(a * v + b, 0.0, 1.0); }},
       {UnaryOp::Relu, {}, [](double v, double, double) { return std::max(v, 0.0); }},
       {UnaryOp::Neg, {}, [](double v, double, double) { return -v; }},
       {UnaryOp::Abs, {}, [](double v, double, double) { return std::fabs(v); }},

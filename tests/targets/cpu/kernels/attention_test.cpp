@@ -1,5 +1,5 @@
 // The flash-attention kernel against a naive double-precision softmax(scale Q Kᵀ + mask) V, for
-// every GEMM microkernel and softmax variant the host can run (the others are skipped): ragged
+// every GEMM microkernel and task-body variant the host can run (the others are skipped): ragged
 // sequence lengths around the query/key block edges, causal masks with Sq != Sk, additive masks
 // broadcast over batch, heads, queries or keys, D = 64 and 40, Dv != D, and runs on a thread pool
 // with fewer scratch slots than threads. A DISABLED_ timing test compares with the unfused
@@ -96,7 +96,7 @@ struct Case {
 };
 
 void checkCase(const Case &c, const AttentionKernels &kernels, ThreadPool *pool, int slots) {
-  SCOPED_TRACE(testing::Message() << kernels.gemm->name << " " << kernels.softmax->name << " B=" << c.batch
+  SCOPED_TRACE(testing::Message() << kernels.gemm->name << " " << kernels.tile->name << " B=" << c.batch
                                   << " H=" << c.heads << " Sq=" << c.queries << " Sk=" << c.keys << " D=" << c.depth
                                   << " Dv=" << c.valueDepth << " causal=" << c.causal << " maskRank="
                                   << c.maskSizes.size() << " slots=" << slots);
@@ -139,8 +139,8 @@ std::vector<AttentionKernels> runnableKernels() {
   std::vector<AttentionKernels> result;
   for (const GemmKernel &gemm : gemmKernels()) {
     if (!canRun(gemm)) continue;
-    for (const AttentionSoftmaxKernel &softmax : attentionSoftmaxKernels()) {
-      if (canRun(softmax)) result.push_back({&gemm, &softmax});
+    for (const AttentionTileKernel &tile : attentionTileKernels()) {
+      if (canRun(tile)) result.push_back({&gemm, &tile});
     }
   }
   return result;
@@ -163,6 +163,7 @@ const std::vector<Case> &cases() {
       {2, 3, 17, 23, 8, 8, true, {23}},             // Rank 1, with causal.
       {2, 3, 17, 23, 8, 8, false, {3, 17, 1}},      // Broadcast over keys.
       {1, 2, 130, 131, 64, 64, false, {1, 2, 130, 131}, 0.3f},
+      {1, 1, 300, 290, 16, 16, true},  // More queries than one task takes, even on one thread.
   };
   return all;
 }
@@ -186,7 +187,7 @@ TEST(AttentionKernelTest, KernelNameNamesBothParts) {
   const AttentionKernels kernels = selectedAttentionKernels();
   const std::string name = attentionKernelName(kernels);
   EXPECT_NE(name.find(kernels.gemm->name), std::string::npos) << name;
-  EXPECT_NE(name.find(kernels.softmax->name), std::string::npos) << name;
+  EXPECT_NE(name.find(kernels.tile->name), std::string::npos) << name;
 }
 
 // ---- Timing (run with --gtest_also_run_disabled_tests) ----------------------------------------

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "../cpu_test_util.h"
+#include "ir/printer.h"
+#include "passes/infer_shapes.h"
 
 namespace tessel::cpu {
 namespace {
@@ -80,11 +82,24 @@ std::string modelText(const ConvModel &m) {
       inputs, m.y.empty() ? "?" : "f32" + sizesText(m.y), body, m.op, args, attributes);
 }
 
+/// `text` with every value's type written out: -O0 runs no shape inference, so the planner needs
+/// the declared output types that the test models leave as `?`.
+std::string withInferredTypes(const std::string &text) {
+  auto parsed = parseModel(text, "infer.tsl.txt");
+  EXPECT_TRUE(parsed.ok()) << parsed.diag().str();
+  if (!parsed.ok()) return text;
+  auto inferred = inferShapes(*parsed);
+  EXPECT_TRUE(inferred.ok()) << inferred.diag().str();
+  PrintOptions options;
+  options.elideLargeTensors = false;
+  return printModel(*parsed, options);
+}
+
 void check(const ConvModel &m, int threads = 2) {
   SCOPED_TRACE(modelText(m).substr(0, 400));
   CpuCheck options;
   options.threads = threads;
-  expectCpuMatchesReference(modelText(m), options);
+  expectCpuMatchesReference(withInferredTypes(modelText(m)), options);
 }
 
 TEST(CpuConv, OneByOne) {
@@ -121,7 +136,9 @@ TEST(CpuConv, OneDimensional) {
 }
 
 TEST(CpuFusedConv, EpiloguesOnBothPaths) {
-  for (const char *activation : {"activation = \"Relu\"", "activation = \"Clip\", activation_params = [0.0, 0.5]", ""}) {
+  const char *relu = "activation = \"Relu\"";
+  const char *clip = "activation = \"Clip\", activation_params = [0.0, 0.5]";
+  for (const char *activation : {relu, clip, ""}) {
     ConvModel gemm = fusedModel(convModel({1, 4, 9, 10}, {11, 4, 3, 3}, true, "pads = [1, 1, 1, 1]"), activation);
     gemm.y = {1, 11, 9, 10};
     check(gemm);
@@ -138,6 +155,61 @@ TEST(CpuFusedConv, EpiloguesOnBothPaths) {
   }
 }
 
+/// Compiles `text` at -O3 and counts its FusedConv nodes after the passes.
+int fusedConvsAtO3(const std::string &text) {
+  auto parsed = parseModel(text, "o3.tsl.txt");
+  EXPECT_TRUE(parsed.ok()) << parsed.diag().str();
+  if (!parsed.ok()) return -1;
+  auto executable = compileCpu(std::move(*parsed), {3, 2});
+  EXPECT_TRUE(executable.ok()) << executable.diag().str();
+  if (!executable.ok()) return -1;
+  int count = 0;
+  for (const auto &node : (*executable)->model().graph->nodes()) count += node->opType() == "FusedConv" ? 1 : 0;
+  return count;
+}
+
+TEST(CpuFusedConv, FromThePassesAtO3) {
+  // A residual block's tail (conv, bias, Add of the block input, Relu) and a MobileNetV2
+  // depthwise conv with Relu6 (Clip 0..6): fuse-epilogues makes each one FusedConv.
+  const std::string residual =
+      "model opset(ai.onnx=17) ir_version=8 {\n"
+      "func @main(%x: f32[2,8,9,9]) -> (%y: ?) {\n" +
+      constant("w", {8, 8, 3, 3}, 3) + constant("b", {8}, 4) +
+      "  %c = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}\n"
+      "  %s = Add(%c, %x)\n"
+      "  %y = Relu(%s)\n"
+      "  return %y\n}\n}\n";
+  const std::string depthwise =
+      "model opset(ai.onnx=17) ir_version=8 {\n"
+      "func @main(%x: f32[1,6,11,10]) -> (%y: ?) {\n" +
+      constant("w", {6, 1, 3, 3}, 5) + constant("b", {6}, 6) +
+      "  %c = Conv(%x, %w, %b) {group = 6, pads = [1, 1, 1, 1], strides = [2, 2]}\n"
+      "  %y = Clip(%c, %lo, %hi)\n"
+      "  return %y\n}\n}\n";
+  const std::string depthwiseWithBounds = [&] {
+    std::string text = depthwise;
+    const std::string bounds = "  const %lo = dense<f32[]: 0>\n  const %hi = dense<f32[]: 6>\n";
+    return text.insert(text.find("  %c = "), bounds);
+  }();
+  for (const std::string &text : {residual, depthwiseWithBounds}) {
+    SCOPED_TRACE(text.substr(0, 300));
+    CpuCheck options;
+    options.optLevel = 3;
+    expectCpuMatchesReference(text, options);
+    EXPECT_EQ(fusedConvsAtO3(text), 1);
+  }
+}
+
+TEST(CpuConv, BiasFedAtRunTime) {
+  // Only W is packed; B is read from its buffer when the step runs.
+  const std::string text = "model opset(ai.onnx=17) ir_version=8 {\n"
+                           "func @main(%x: f32[1,4,7,6], %b: f32[5]) -> (%y: ?) {\n" +
+                           constant("w", {5, 4, 3, 3}, 9) +
+                           "  %y = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}\n"
+                           "  return %y\n}\n}\n";
+  expectCpuMatchesReference(withInferredTypes(text));
+}
+
 TEST(CpuConv, NonConstantWeightsFallBack) {
   const char *text = R"(model opset(ai.onnx=17) ir_version=8 {
 func @main(%x: f32[1,2,5,5], %w: f32[3,2,3,3]) -> (%y: ?) {
@@ -148,11 +220,13 @@ func @main(%x: f32[1,2,5,5], %w: f32[3,2,3,3]) -> (%y: ?) {
 )";
   CpuCheck options;
   options.requireNoFallback = false;
-  expectCpuMatchesReference(text, options);
+  expectCpuMatchesReference(withInferredTypes(text), options);
 }
 
 TEST(CpuConv, BadGroupIsADiagnostic) {
+  // Six channels in four groups; the output type is declared, as shape inference would reject it.
   ConvModel m = convModel({1, 6, 5, 5}, {4, 3, 3, 3}, false, "group = 4");
+  m.y = {1, 4, 3, 3};
   auto parsed = parseModel(modelText(m), "bad.tsl.txt");
   ASSERT_TRUE(parsed.ok()) << parsed.diag().str();
   auto executable = compileCpu(std::move(*parsed), {0, 1});

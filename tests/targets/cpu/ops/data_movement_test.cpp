@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/parser.h"
-#include "../cpu_test_util.h"  // tests/targets/cpu/
+#include "../cpu_test_util.h"
 #include "targets/cpu/executable.h"
 
 namespace tessel::cpu {
@@ -20,10 +20,10 @@ model opset(ai.onnx=13) ir_version=8 {
 func @main(%x: f32[2,3,4,5], %i: i64[6,5]) -> (%e: f32[6,20], %j: i64[30]) {
   const %shape = dense<i64[3]: 6, 4, 5>
   const %axes = dense<i64[1]: 1>
-  %a = Reshape(%x, %shape)
-  %b = Flatten(%a) {axis = 1}
-  %c = Unsqueeze(%b, %axes)
-  %d = Squeeze(%c, %axes)
+  %a = Reshape(%x, %shape) : f32[6,4,5]
+  %b = Flatten(%a) {axis = 1} : f32[6,20]
+  %c = Unsqueeze(%b, %axes) : f32[6,1,20]
+  %d = Squeeze(%c, %axes) : f32[6,20]
   %e = Identity(%d)
   const %flat = dense<i64[1]: -1>
   %j = Reshape(%i, %flat)

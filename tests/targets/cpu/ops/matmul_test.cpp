@@ -39,8 +39,10 @@ struct Operand {
   bool constant = false;
 };
 
-/// A model with one node `%y = call` over `operands` (inputs or constants, in order).
-std::string modelText(const std::vector<Operand> &operands, const std::string &call) {
+/// A model with one node `%y = call` over `operands` (inputs or constants, in order) and Y of
+/// `ySizes` (-O0 runs no shape inference, so the test states it).
+std::string modelText(const std::vector<Operand> &operands, const std::string &call,
+                      const std::vector<int64_t> &ySizes) {
   std::vector<std::string> inputs;
   std::string body;
   uint32_t seed = 1;
@@ -53,12 +55,13 @@ std::string modelText(const std::vector<Operand> &operands, const std::string &c
   }
   return fmt::format(
       "model opset(ai.onnx=17, tessel=1) ir_version=8 {{\n"
-      "func @main({}) -> (%y: ?) {{\n{}  %y = {}\n  return %y\n}}\n}}\n",
-      fmt::join(inputs, ", "), body, call);
+      "func @main({}) -> (%y: {}) {{\n{}  %y = {}\n  return %y\n}}\n}}\n",
+      fmt::join(inputs, ", "), "f32" + sizesText(ySizes), body, call);
 }
 
-void check(const std::vector<Operand> &operands, const std::string &call, int threads = 2) {
-  const std::string text = modelText(operands, call);
+void check(const std::vector<Operand> &operands, const std::string &call, const std::vector<int64_t> &ySizes,
+           int threads = 2) {
+  const std::string text = modelText(operands, call, ySizes);
   SCOPED_TRACE(::testing::Message() << "threads=" << threads << " " << call << " "
                                   << text.substr(0, std::min<size_t>(text.size(), 300)));
   CpuCheck options;
@@ -67,41 +70,41 @@ void check(const std::vector<Operand> &operands, const std::string &call, int th
 }
 
 /// Checks on one and two threads.
-void checkBoth(const std::vector<Operand> &operands, const std::string &call) {
-  check(operands, call, 1);
-  check(operands, call, 2);
+void checkBoth(const std::vector<Operand> &operands, const std::string &call, const std::vector<int64_t> &ySizes) {
+  check(operands, call, ySizes, 1);
+  check(operands, call, ySizes, 2);
 }
 
 TEST(CpuMatMul, TwoDimensionalRuntimeOperands) {
-  checkBoth({{"a", {37, 53}}, {"b", {53, 41}}}, "MatMul(%a, %b)");
-  checkBoth({{"a", {1, 300}}, {"b", {300, 7}}}, "MatMul(%a, %b)");
+  checkBoth({{"a", {37, 53}}, {"b", {53, 41}}}, "MatMul(%a, %b)", {37, 41});
+  checkBoth({{"a", {1, 300}}, {"b", {300, 7}}}, "MatMul(%a, %b)", {1, 7});
 }
 
 TEST(CpuMatMul, ConstantWeightsArePacked) {
   // A [batch, seq, hidden] times constant weights: one folded product over batch x seq rows;
   // K = 600 crosses the GEMM's K blocks.
-  checkBoth({{"a", {2, 19, 600}}, {"w", {600, 45}, true}}, "MatMul(%a, %w)");
-  checkBoth({{"a", {5, 33}}, {"w", {33, 70}, true}}, "MatMul(%a, %w)");
+  checkBoth({{"a", {2, 19, 600}}, {"w", {600, 45}, true}}, "MatMul(%a, %w)", {2, 19, 45});
+  checkBoth({{"a", {5, 33}}, {"w", {33, 70}, true}}, "MatMul(%a, %w)", {5, 70});
 }
 
 TEST(CpuMatMul, ConstantLeftOperand) {
-  checkBoth({{"w", {13, 30}, true}, {"b", {30, 17}}}, "MatMul(%w, %b)");
+  checkBoth({{"w", {13, 30}, true}, {"b", {30, 17}}}, "MatMul(%w, %b)", {13, 17});
 }
 
 TEST(CpuMatMul, BatchBroadcasting) {
-  checkBoth({{"a", {3, 1, 7, 20}}, {"b", {4, 20, 9}}}, "MatMul(%a, %b)");
-  checkBoth({{"a", {3, 1, 7, 20}}, {"b", {4, 20, 9}, true}}, "MatMul(%a, %b)");
+  checkBoth({{"a", {3, 1, 7, 20}}, {"b", {4, 20, 9}}}, "MatMul(%a, %b)", {3, 4, 7, 9});
+  checkBoth({{"a", {3, 1, 7, 20}}, {"b", {4, 20, 9}, true}}, "MatMul(%a, %b)", {3, 4, 7, 9});
   // A broadcast against a batched B: no folding.
-  checkBoth({{"a", {7, 20}}, {"b", {5, 20, 9}}}, "MatMul(%a, %b)");
+  checkBoth({{"a", {7, 20}}, {"b", {5, 20, 9}}}, "MatMul(%a, %b)", {5, 7, 9});
   // Attention-shaped: many small products side by side.
-  checkBoth({{"q", {1, 6, 16, 8}}, {"k", {1, 6, 8, 16}}}, "MatMul(%q, %k)");
+  checkBoth({{"q", {1, 6, 16, 8}}, {"k", {1, 6, 8, 16}}}, "MatMul(%q, %k)", {1, 6, 16, 16});
 }
 
 TEST(CpuMatMul, OneDimensionalOperands) {
-  checkBoth({{"a", {20}}, {"b", {20, 9}}}, "MatMul(%a, %b)");
-  checkBoth({{"a", {2, 7, 20}}, {"b", {20}}}, "MatMul(%a, %b)");
-  checkBoth({{"a", {20}}, {"b", {20}}}, "MatMul(%a, %b)");
-  checkBoth({{"a", {20}}, {"b", {3, 20, 4}, true}}, "MatMul(%a, %b)");
+  checkBoth({{"a", {20}}, {"b", {20, 9}}}, "MatMul(%a, %b)", {9});
+  checkBoth({{"a", {2, 7, 20}}, {"b", {20}}}, "MatMul(%a, %b)", {2, 7});
+  checkBoth({{"a", {20}}, {"b", {20}}}, "MatMul(%a, %b)", {});
+  checkBoth({{"a", {20}}, {"b", {3, 20, 4}, true}}, "MatMul(%a, %b)", {3, 4});
 }
 
 TEST(CpuGemm, Transposes) {
@@ -113,7 +116,7 @@ TEST(CpuGemm, Transposes) {
       for (const bool constB : {false, true}) {
         for (const bool constA : {false, true}) {
           if (constA && constB) continue;
-          check({{"a", a, constA}, {"b", b, constB}}, call);
+          check({{"a", a, constA}, {"b", b, constB}}, call, {11, 37});
         }
       }
     }
@@ -129,15 +132,15 @@ TEST(CpuGemm, AlphaBetaAndCBroadcasts) {
         for (const auto &[alpha, beta] : {std::pair{1.0f, 1.0f}, std::pair{0.5f, 1.0f}, std::pair{1.0f, -2.0f},
                                           std::pair{1.5f, 0.25f}}) {
           const std::string call = fmt::format("Gemm(%a, %b, %c) {{alpha = {}, beta = {}, transB = 1}}", alpha, beta);
-          check({{"a", {m, k}}, {"b", {n, k}, constB}, {"c", c, constC}}, call);
+          check({{"a", {m, k}}, {"b", {n, k}, constB}, {"c", c, constC}}, call, {m, n});
         }
       }
     }
   }
   // No C, alpha only.
-  check({{"a", {m, k}}, {"b", {k, n}}}, "Gemm(%a, %b) {alpha = 3.0}");
+  check({{"a", {m, k}}, {"b", {k, n}}}, "Gemm(%a, %b) {alpha = 3.0}", {m, n});
   // A linear layer across cache blocks on both threads.
-  checkBoth({{"a", {70, 300}}, {"b", {130, 300}, true}, {"c", {130}, true}}, "Gemm(%a, %b, %c) {transB = 1}");
+  checkBoth({{"a", {70, 300}}, {"b", {130, 300}, true}, {"c", {130}, true}}, "Gemm(%a, %b, %c) {transB = 1}", {70, 130});
 }
 
 TEST(CpuFusedMatMul, Epilogues) {
@@ -155,17 +158,18 @@ TEST(CpuFusedMatMul, Epilogues) {
   for (const std::string &activation : activations) {
     const std::string attributes = activation.empty() ? "" : " {" + activation + "}";
     check({{"a", {2, 11, 40}}, {"w", {40, 35}, true}, {"bias", {35}, true}, {"z", {2, 11, 35}}},
-          "tessel.FusedMatMul(%a, %w, %bias, %z)" + attributes);
+          "tessel.FusedMatMul(%a, %w, %bias, %z)" + attributes, {2, 11, 35});
   }
-  checkBoth({{"a", {3, 40}}, {"w", {40, 35}}, {"bias", {35}}}, "tessel.FusedMatMul(%a, %w, %bias) {activation = \"Relu\"}");
+  checkBoth({{"a", {3, 40}}, {"w", {40, 35}}, {"bias", {35}}}, "tessel.FusedMatMul(%a, %w, %bias) {activation = \"Relu\"}",
+            {3, 35});
   checkBoth({{"a", {2, 5, 9, 16}}, {"b", {2, 5, 16, 12}}, {"z", {2, 5, 9, 12}}},
-            "tessel.FusedMatMul(%a, %b, _, %z) {activation = \"Gelu\"}");
+            "tessel.FusedMatMul(%a, %b, _, %z) {activation = \"Gelu\"}", {2, 5, 9, 12});
 }
 
 TEST(CpuMatMul, OtherDtypesFallBack) {
   const std::string text =
       "model opset(ai.onnx=17) ir_version=8 {\n"
-      "func @main(%a: f64[3, 4], %b: f64[4, 5]) -> (%y: ?) {\n  %y = MatMul(%a, %b)\n  return %y\n}\n}\n";
+      "func @main(%a: f64[3, 4], %b: f64[4, 5]) -> (%y: f64[3, 5]) {\n  %y = MatMul(%a, %b)\n  return %y\n}\n}\n";
   auto model = parseModel(text, "test.tsl.txt");
   ASSERT_TRUE(model.ok()) << model.diag().str();
   auto executable = compileCpu(std::move(*model), {0, 1});
@@ -175,12 +179,30 @@ TEST(CpuMatMul, OtherDtypesFallBack) {
 
 TEST(CpuFusedMatMul, BadActivationIsADiagnostic) {
   const std::string text = modelText({{"a", {3, 4}}, {"b", {4, 5}}},
-                                     "tessel.FusedMatMul(%a, %b) {activation = \"Clip\", activation_params = [1.0]}");
+                                     "tessel.FusedMatMul(%a, %b) {activation = \"Clip\", activation_params = [1.0]}",
+                                     {3, 5});
   auto model = parseModel(text, "test.tsl.txt");
   ASSERT_TRUE(model.ok()) << model.diag().str();
   auto executable = compileCpu(std::move(*model), {0, 1});
   ASSERT_FALSE(executable.ok());
   EXPECT_NE(executable.diag().str().find("FusedMatMul"), std::string::npos) << executable.diag().str();
+}
+
+/// Compiling `text` fails with a diagnostic that names `op`.
+void expectDiagnostic(const std::string &text, const std::string &op) {
+  auto model = parseModel(text, "test.tsl.txt");
+  ASSERT_TRUE(model.ok()) << model.diag().str();
+  auto executable = compileCpu(std::move(*model), {0, 1});
+  ASSERT_FALSE(executable.ok()) << text;
+  EXPECT_NE(executable.diag().str().find(op), std::string::npos) << executable.diag().str();
+}
+
+TEST(CpuMatMul, BadShapesAreDiagnostics) {
+  expectDiagnostic(modelText({{"a", {3, 4}}, {"b", {5, 6}}}, "MatMul(%a, %b)", {3, 6}), "MatMul");
+  expectDiagnostic(modelText({{"a", {2, 3, 4}}, {"b", {3, 4, 6}}}, "MatMul(%a, %b)", {2, 3, 6}), "MatMul");
+  expectDiagnostic(modelText({{"a", {3, 4}}, {"b", {4, 6}}, {"c", {2, 6}}}, "Gemm(%a, %b, %c)", {3, 6}), "Gemm");
+  expectDiagnostic(modelText({{"a", {3, 4}}, {"b", {4, 6}}, {"bias", {5}}}, "tessel.FusedMatMul(%a, %b, %bias)", {3, 6}),
+                   "FusedMatMul");
 }
 
 }  // namespace

@@ -2,13 +2,14 @@
 // every axis (innermost rows and strided columns), the opset < 13 coerce-to-2D form, ragged row
 // lengths, one and two threads; LayerNormalization with and without B, Scale with leading 1s, and
 // the forms that must fall back (Mean output used, Scale broadcasting inside a row).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include <fmt/format.h>
-
 #include "../cpu_test_util.h"
+#include "ir/printer.h"
+#include "passes/pass_manager.h"
 
 namespace tessel::cpu {
 namespace {
@@ -16,12 +17,24 @@ namespace {
 using testing::CpuCheck;
 using testing::expectCpuMatchesReference;
 
+/// The model with every value's type inferred and written out: a -O0 compile runs no shape
+/// inference, and a node whose output type stays `?` cannot be planned.
+std::string withInferredTypes(const std::string &text) {
+  auto parsed = parseModel(text, "test.tsl.txt");
+  if (!parsed.ok()) return text;  // expectCpuMatchesReference reports the parse error.
+  PassManager passes;
+  if (!passes.addPass("infer-shapes").ok() || !passes.run(*parsed).ok()) return text;
+  PrintOptions options;
+  options.elideLargeTensors = false;
+  return printModel(*parsed, options);
+}
+
 void check(const std::string &text, int threads = 2, bool requireNoFallback = true) {
   SCOPED_TRACE(text);
   CpuCheck options;
   options.threads = threads;
   options.requireNoFallback = requireNoFallback;
-  expectCpuMatchesReference(text, options);
+  expectCpuMatchesReference(withInferredTypes(text), options);
 }
 
 std::string softmaxModel(const std::string &op, int opset, const std::string &type, const std::string &axis) {
@@ -53,7 +66,9 @@ TEST(CpuSoftmax, CoerceTo2DBeforeOpset13) {
 }
 
 TEST(CpuSoftmax, BadAxisIsAnError) {
-  auto parsed = parseModel(softmaxModel("Softmax", 13, "[3,5]", "2"), "test.tsl.txt");
+  std::string text = softmaxModel("Softmax", 13, "[3,5]", "2");
+  text.replace(text.find("(%y: ?)"), 7, "(%y: f32[3,5])");  // Typed: -O0 infers nothing.
+  auto parsed = parseModel(text, "test.tsl.txt");
   ASSERT_TRUE(parsed.ok());
   auto executable = compileCpu(std::move(*parsed), {0, 1});
   EXPECT_FALSE(executable.ok());
@@ -64,7 +79,8 @@ std::string layerNormModel(const std::string &xType, const std::string &scaleTyp
   const bool bias = !biasType.empty();
   return fmt::format(
       "model opset(ai.onnx=17, tessel=1) ir_version=8 {{\n"
-      "func @main(%x: f32{}, %s: f32{}{}) -> (%y: ?) {{\n  %y = {}LayerNormalization(%x, %s{}){}\n  return %y\n}}\n}}\n",
+      "func @main(%x: f32{}, %s: f32{}{}) -> (%y: ?) {{\n  %y = {}LayerNormalization(%x, %s{}){}\n  return "
+      "%y\n}}\n}}\n",
       xType, scaleType, bias ? ", %b: f32" + biasType : "", domain, bias ? ", %b" : "",
       attributes.empty() ? "" : " {" + attributes + "}");
 }
@@ -81,11 +97,22 @@ TEST(CpuLayerNorm, Forms) {
   check(layerNormModel("[130,33]", "[33]", "[33]", ""));
 }
 
+TEST(CpuLayerNorm, TesselDomain) {
+  // Shape inference does not know the tessel ops: the output type is written out.
+  auto typed = [](std::string text, const std::string &yType) {
+    text.replace(text.find("(%y: ?)"), 7, "(%y: f32" + yType + ")");
+    return text;
+  };
+  check(typed(layerNormModel("[4,7,768]", "[768]", "[768]", "", "tessel."), "[4,7,768]"));
+  check(typed(layerNormModel("[3,5,37]", "[5,37]", "", "axis = 1, epsilon = 0.01", "tessel."), "[3,5,37]"));
+}
+
 TEST(CpuLayerNorm, StatisticsOutputsFallBack) {
-  check("model opset(ai.onnx=17) ir_version=8 {\n"
-        "func @main(%x: f32[4,9], %s: f32[9]) -> (%y: ?, %m: ?) {\n"
-        "  %y, %m = LayerNormalization(%x, %s)\n  return %y, %m\n}\n}\n",
-        2, /*requireNoFallback=*/false);
+  check(
+      "model opset(ai.onnx=17) ir_version=8 {\n"
+      "func @main(%x: f32[4,9], %s: f32[9]) -> (%y: ?, %m: ?) {\n"
+      "  %y, %m = LayerNormalization(%x, %s)\n  return %y, %m\n}\n}\n",
+      2, /*requireNoFallback=*/false);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 namespace tessel::cpu {
 
 extern const ElementwiseKernels kElementwiseAvx2;
-const ElementwiseKernels kElementwiseAvx2 = {"f32_elementwise__avx2_fma", Isa::Avx2 | Isa::Fma, &unaryLoop, &binaryLoop, &selectLoop};
+const ElementwiseKernels kElementwiseAvx2 = {"f32_elementwise__avx2_fma", Isa::Avx2 | Isa::Fma, &unaryLoop, &binaryLoop,
+                                             &selectLoop};
 
 }  // namespace tessel::cpu

@@ -9,6 +9,7 @@
 namespace tessel::cpu {
 
 extern const ReductionKernels kReductionAvx2;
-const ReductionKernels kReductionAvx2 = {"f32_reduction__avx2_fma", Isa::Avx2 | Isa::Fma, &reduceRowLoop, &accumulateLoop};
+const ReductionKernels kReductionAvx2 = {"f32_reduction__avx2_fma", Isa::Avx2 | Isa::Fma, &reduceRowLoop,
+                                         &accumulateLoop};
 
 }  // namespace tessel::cpu

@@ -9,6 +9,7 @@
 namespace tessel::cpu {
 
 extern const ElementwiseKernels kElementwiseAvx512;
-const ElementwiseKernels kElementwiseAvx512 = {"f32_elementwise__avx512", Isa::Avx512 | Isa::Fma, &unaryLoop, &binaryLoop, &selectLoop};
+const ElementwiseKernels kElementwiseAvx512 = {"f32_elementwise__avx512", Isa::Avx512 | Isa::Fma, &unaryLoop,
+                                               &binaryLoop, &selectLoop};
 
 }  // namespace tessel::cpu

@@ -9,6 +9,7 @@
 namespace tessel::cpu {
 
 extern const ReductionKernels kReductionAvx512;
-const ReductionKernels kReductionAvx512 = {"f32_reduction__avx512", Isa::Avx512 | Isa::Fma, &reduceRowLoop, &accumulateLoop};
+const ReductionKernels kReductionAvx512 = {"f32_reduction__avx512", Isa::Avx512 | Isa::Fma, &reduceRowLoop,
+                                           &accumulateLoop};
 
 }  // namespace tessel::cpu

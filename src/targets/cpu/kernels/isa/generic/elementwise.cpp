@@ -9,6 +9,7 @@
 namespace tessel::cpu {
 
 extern const ElementwiseKernels kElementwiseGeneric;
-const ElementwiseKernels kElementwiseGeneric = {"f32_elementwise__generic", Isa::None, &unaryLoop, &binaryLoop, &selectLoop};
+const ElementwiseKernels kElementwiseGeneric = {"f32_elementwise__generic", Isa::None, &unaryLoop, &binaryLoop,
+                                                &selectLoop};
 
 }  // namespace tessel::cpu
