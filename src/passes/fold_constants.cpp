@@ -3,6 +3,7 @@
 // initializers only the results that an unfolded reader, a graph output or a subgraph still needs.
 #include "passes/fold_constants.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -48,7 +49,13 @@ std::optional<std::vector<Tensor>> tryFold(const Model &model, const Node &node,
     }
     inputs.push_back(&it->second);
   }
-  if (knownTooLarge(node, options.maxOutputElements)) return std::nullopt;
+  // The cap keeps folding from growing the model; an output no larger than an input it reads
+  // (a Slice, Transpose or Reshape of a weight) cannot, so the cap rises to that input's size.
+  int64_t limit = options.maxOutputElements;
+  for (const RuntimeValue *input : inputs) {
+    if (input && input->isTensor()) limit = std::max(limit, input->tensor().numel());
+  }
+  if (knownTooLarge(node, limit)) return std::nullopt;
   auto evaluated = passes::evaluateNode(model, node, inputs);
   if (!evaluated.ok()) return std::nullopt;  // Bad constants: the error is reported when the model runs.
   std::vector<Tensor> results(node.outputs().size());
@@ -57,7 +64,7 @@ std::optional<std::vector<Tensor>> tryFold(const Model &model, const Node &node,
     if (!out) continue;
     if (i >= evaluated->size() || !(*evaluated)[i].isTensor()) return std::nullopt;
     Tensor &tensor = (*evaluated)[i].tensor();
-    if (tensor.numel() > options.maxOutputElements) return std::nullopt;
+    if (tensor.numel() > limit) return std::nullopt;
     const Type &declared = out->type();
     if (declared.kind() != Type::Kind::Unknown && !declared.isTensor()) return std::nullopt;
     if (declared.isTensor() && declared.dtype() != DType::Undefined && declared.dtype() != tensor.dtype()) {

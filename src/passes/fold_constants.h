@@ -22,7 +22,9 @@ struct FoldConstantsOptions {
 /// and Dropout, nodes with subgraphs, ops without a reference kernel, Constant nodes themselves
 /// (left to eliminate-dead-code once unused), nodes whose kernel fails on the constants (the
 /// error is left for run time), outputs that are not tensors, and outputs over
-/// `maxOutputElements` (checked against the inferred output shape before evaluating when known).
+/// `maxOutputElements` (checked against the inferred output shape before evaluating when known)
+/// and larger than every constant the node reads: a fold that does not grow the model, such as a
+/// Slice of a weight, is never capped.
 /// Initializers that become unused stay; eliminate-dead-code removes them.
 /// Requires: a verified model. Preserves: the order of the remaining nodes and every value's name.
 /// Returns whether any node was folded.

@@ -302,8 +302,9 @@ Status CpuExecutable::Impl::plan() {
       ++summary.fallbackSteps;
       continue;
     }
-    if (planned.step->aliasInput() >= 0) continue;
-    ++summary.steps;
+    const bool alias = planned.step->aliasInput() >= 0;
+    if (alias && !planned.step->checksAtRunTime()) continue;
+    if (!alias) ++summary.steps;
     scratchBytes = std::max(scratchBytes, planned.step->scratchBytes());
     auto pointer = [&](int s) -> std::byte * {
       if (s < 0) return nullptr;
@@ -395,7 +396,7 @@ Expected<NamedValues> CpuExecutable::run(const NamedValues &feeds) {
 
   using Clock = std::chrono::steady_clock;
   for (PlannedStep &planned : impl.steps) {
-    if (planned.step && planned.step->aliasInput() >= 0) continue;
+    if (planned.step && planned.step->aliasInput() >= 0 && !planned.step->checksAtRunTime()) continue;
     auto start = impl.profiling ? Clock::now() : Clock::time_point();
     if (planned.step) {
       StepIo io{planned.inputPointers, planned.outputPointers, impl.scratch.get(), impl.pool.get()};

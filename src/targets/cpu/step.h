@@ -54,6 +54,11 @@ class Step {
   /// run() is never called and the output aliases the input. -1 for a step that computes.
   virtual int aliasInput() const { return -1; }
 
+  /// An aliasing step whose run() must still be called, to check operands known only at run time
+  /// (a Reshape whose shape is computed): it moves no data, but fails when they disagree with the
+  /// planned output.
+  virtual bool checksAtRunTime() const { return false; }
+
   /// The kernel's name for reports and profiles, e.g. "conv2d_im2col_gemm f32_gemm_6x32__avx512".
   virtual std::string kernelName() const = 0;
 };

@@ -9,6 +9,9 @@
 #include <random>
 #include <string_view>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "ir/parser.h"
 #include "targets/cpu/executable.h"
 #include "targets/ref/interpreter.h"
@@ -48,6 +51,20 @@ inline NamedValues randomFeeds(const Model &model, uint32_t seed) {
     feeds.emplace_back(input->name(), RuntimeValue(std::move(t)));
   }
   return feeds;
+}
+
+/// A text-IR constant of `sizes` with values in [-1, 1) from a fixed sequence, written exactly (so
+/// weights can be constants, as lowering packs only constant operands).
+inline std::string constant(const std::string &name, const std::vector<int64_t> &sizes, uint32_t seed) {
+  int64_t count = 1;
+  for (int64_t s : sizes) count *= s;
+  uint32_t state = seed * 2654435761u + 1;
+  std::vector<std::string> values;
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    values.push_back(fmt::format("{}", double(int32_t(state >> 8) % 2048) / 2048.0));
+  }
+  return fmt::format("  const %{} = dense<f32[{}]: {}>\n", name, fmt::join(sizes, ","), fmt::join(values, ", "));
 }
 
 inline void expectCpuMatchesReference(std::string_view irText, const CpuCheck &check = {}) {

@@ -38,6 +38,51 @@ class AliasStep final : public Step {
   std::string kernelName() const override { return "alias"; }
 };
 
+/// A Reshape whose shape input is computed: the output still aliases the input, and each run checks
+/// that the shape resolves (0 = copy the input dim unless allowzero, -1 = the rest) to the planned
+/// output sizes.
+class CheckedReshapeStep final : public Step {
+ public:
+  CheckedReshapeStep(std::vector<int64_t> in, std::vector<int64_t> out, bool allowZero)
+      : in_(std::move(in)), out_(std::move(out)), allowZero_(allowZero) {}
+  Status run(const StepIo &io) const override {
+    const auto *shape = static_cast<const int64_t *>(io.inputs[1]);
+    bool matches = true;
+    int64_t known = 1;
+    int inferred = -1;
+    for (size_t i = 0; i < out_.size(); ++i) {
+      int64_t want = shape[i];
+      if (want == 0 && !allowZero_) want = i < in_.size() ? in_[i] : -2;
+      if (want == -1) {
+        matches = matches && inferred < 0;
+        inferred = int(i);
+        continue;
+      }
+      matches = matches && want == out_[i];
+      known *= out_[i];
+    }
+    if (inferred >= 0) matches = matches && known * out_[size_t(inferred)] == elementCount(in_);
+    if (matches) return Status::success();
+    // The same words as the reference kernel for the defects it names.
+    std::vector<int64_t> given(shape, shape + out_.size());
+    if (std::count(given.begin(), given.end(), -1) > 1) {
+      return makeError(ErrorCode::ShapeMismatch, "Reshape: shape {} has more than one -1", formatSizes(given));
+    }
+    if (std::any_of(given.begin(), given.end(), [](int64_t d) { return d > (int64_t{1} << 32); })) {
+      return makeError(ErrorCode::ShapeMismatch, "Reshape: shape {} is too large", formatSizes(given));
+    }
+    return makeError(ErrorCode::ShapeMismatch, "Reshape: shape {} does not give the planned output {} from input {}",
+                     formatSizes(given), formatSizes(out_), formatSizes(in_));
+  }
+  int aliasInput() const override { return 0; }
+  bool checksAtRunTime() const override { return true; }
+  std::string kernelName() const override { return "alias (shape checked)"; }
+
+ private:
+  std::vector<int64_t> in_, out_;
+  bool allowZero_;
+};
+
 class StridedCopyStep final : public Step {
  public:
   StridedCopyStep(StridedCopyPlan plan, std::string op) : plan_(std::move(plan)), op_(std::move(op)) {}
@@ -201,7 +246,17 @@ std::optional<std::vector<int64_t>> constantInts(const LowerContext &ctx, size_t
 
 }  // namespace
 
-Expected<std::unique_ptr<Step>> lowerReshape(LowerContext &ctx) { return lowerAlias(ctx); }
+Expected<std::unique_ptr<Step>> lowerReshape(LowerContext &ctx) {
+  const bool computedShape = ctx.hasInput(1) && ctx.constantInput(1) == nullptr;
+  if (!computedShape) return lowerAlias(ctx);
+  if (movableElementBytes(ctx.inputDType(0)) == 0 || ctx.inputDType(0) != ctx.outputDType(0) ||
+      ctx.inputDType(1) != DType::Int64 || ctx.inputSizes(1) != std::vector<int64_t>{int64_t(ctx.outputSizes(0).size())} ||
+      elementCount(ctx.inputSizes(0)) != elementCount(ctx.outputSizes(0))) {
+    return std::unique_ptr<Step>();
+  }
+  return std::unique_ptr<Step>(std::make_unique<CheckedReshapeStep>(ctx.inputSizes(0), ctx.outputSizes(0),
+                                                                    ctx.node().attrInt("allowzero", 0) != 0));
+}
 Expected<std::unique_ptr<Step>> lowerFlatten(LowerContext &ctx) { return lowerAlias(ctx); }
 Expected<std::unique_ptr<Step>> lowerSqueeze(LowerContext &ctx) { return lowerAlias(ctx); }
 Expected<std::unique_ptr<Step>> lowerUnsqueeze(LowerContext &ctx) { return lowerAlias(ctx); }

@@ -11,27 +11,13 @@
 #include <fmt/format.h>
 
 #include "../cpu_test_util.h"
-#include "ir/printer.h"
-#include "passes/infer_shapes.h"
 
 namespace tessel::cpu {
 namespace {
 
+using testing::constant;
 using testing::CpuCheck;
 using testing::expectCpuMatchesReference;
-
-/// A constant of `sizes` with values in [-1, 1) from a fixed sequence, written exactly.
-std::string constant(const std::string &name, const std::vector<int64_t> &sizes, uint32_t seed) {
-  int64_t count = 1;
-  for (int64_t s : sizes) count *= s;
-  uint32_t state = seed * 2654435761u + 1;
-  std::vector<std::string> values;
-  for (int64_t i = 0; i < count; ++i) {
-    state = state * 1664525u + 1013904223u;
-    values.push_back(fmt::format("{}", double(int32_t(state >> 8) % 2048) / 2048.0));
-  }
-  return fmt::format("  const %{} = dense<f32[{}]: {}>\n", name, fmt::join(sizes, ","), fmt::join(values, ", "));
-}
 
 struct ConvModel {
   std::vector<int64_t> x;       // [N, C, spatial...]
@@ -82,24 +68,11 @@ std::string modelText(const ConvModel &m) {
       inputs, m.y.empty() ? "?" : "f32" + sizesText(m.y), body, m.op, args, attributes);
 }
 
-/// `text` with every value's type written out: -O0 runs no shape inference, so the planner needs
-/// the declared output types that the test models leave as `?`.
-std::string withInferredTypes(const std::string &text) {
-  auto parsed = parseModel(text, "infer.tsl.txt");
-  EXPECT_TRUE(parsed.ok()) << parsed.diag().str();
-  if (!parsed.ok()) return text;
-  auto inferred = inferShapes(*parsed);
-  EXPECT_TRUE(inferred.ok()) << inferred.diag().str();
-  PrintOptions options;
-  options.elideLargeTensors = false;
-  return printModel(*parsed, options);
-}
-
 void check(const ConvModel &m, int threads = 2) {
   SCOPED_TRACE(modelText(m).substr(0, 400));
   CpuCheck options;
   options.threads = threads;
-  expectCpuMatchesReference(withInferredTypes(modelText(m)), options);
+  expectCpuMatchesReference(modelText(m), options);
 }
 
 TEST(CpuConv, OneByOne) {
@@ -207,7 +180,7 @@ TEST(CpuConv, BiasFedAtRunTime) {
                            constant("w", {5, 4, 3, 3}, 9) +
                            "  %y = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}\n"
                            "  return %y\n}\n}\n";
-  expectCpuMatchesReference(withInferredTypes(text));
+  expectCpuMatchesReference(text);
 }
 
 TEST(CpuConv, NonConstantWeightsFallBack) {
@@ -220,7 +193,7 @@ func @main(%x: f32[1,2,5,5], %w: f32[3,2,3,3]) -> (%y: ?) {
 )";
   CpuCheck options;
   options.requireNoFallback = false;
-  expectCpuMatchesReference(withInferredTypes(text), options);
+  expectCpuMatchesReference(text, options);
 }
 
 TEST(CpuConv, BadGroupIsADiagnostic) {

@@ -207,3 +207,25 @@ func @main(%x: f32[3,1], %v: i64[5], %t: f32[2,3], %b: bool[1,3]) -> (%a: f32[2,
 
 }  // namespace
 }  // namespace tessel::cpu
+
+namespace tessel::cpu {
+namespace {
+
+// A shape computed at run time (here by Shape, which runs its reference kernel) still aliases; each
+// run checks the shape against the plan.
+TEST(CpuDataMovement, ReshapeToAComputedShapeAliasesAndChecks) {
+  testing::CpuCheck check;
+  check.requireNoFallback = false;
+  testing::expectCpuMatchesReference(R"(
+model opset(ai.onnx=13) ir_version=8 {
+func @main(%x: f32[2,6], %like: f32[3,4]) -> (%y: f32[3,4]) {
+  %s = Shape(%like)
+  %y = Reshape(%x, %s)
+  return %y
+}
+}
+)", check);
+}
+
+}  // namespace
+}  // namespace tessel::cpu

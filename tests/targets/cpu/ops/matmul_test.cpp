@@ -14,21 +14,9 @@
 namespace tessel::cpu {
 namespace {
 
+using testing::constant;
 using testing::CpuCheck;
 using testing::expectCpuMatchesReference;
-
-/// A constant of `sizes` with values in [-1, 1) from a fixed sequence, written exactly.
-std::string constant(const std::string &name, const std::vector<int64_t> &sizes, uint32_t seed) {
-  int64_t count = 1;
-  for (int64_t s : sizes) count *= s;
-  uint32_t state = seed * 2654435761u + 1;
-  std::vector<std::string> values;
-  for (int64_t i = 0; i < count; ++i) {
-    state = state * 1664525u + 1013904223u;
-    values.push_back(fmt::format("{}", double(int32_t(state >> 8) % 2048) / 2048.0));
-  }
-  return fmt::format("  const %{} = dense<f32[{}]: {}>\n", name, fmt::join(sizes, ","), fmt::join(values, ", "));
-}
 
 std::string sizesText(const std::vector<int64_t> &sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
 

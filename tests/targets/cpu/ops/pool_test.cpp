@@ -8,27 +8,12 @@
 #include <fmt/format.h>
 
 #include "../cpu_test_util.h"
-#include "ir/printer.h"
-#include "passes/infer_shapes.h"
 
 namespace tessel::cpu {
 namespace {
 
 using testing::CpuCheck;
 using testing::expectCpuMatchesReference;
-
-/// `text` with every value's type written out: -O0 runs no shape inference, so the planner needs
-/// the declared output types that the test models leave as `?`.
-std::string withInferredTypes(const std::string &text) {
-  auto parsed = parseModel(text, "infer.tsl.txt");
-  EXPECT_TRUE(parsed.ok()) << parsed.diag().str();
-  if (!parsed.ok()) return text;
-  auto inferred = inferShapes(*parsed);
-  EXPECT_TRUE(inferred.ok()) << inferred.diag().str();
-  PrintOptions options;
-  options.elideLargeTensors = false;
-  return printModel(*parsed, options);
-}
 
 void checkPool(const std::string &op, const std::string &xType, const std::string &attributes, int threads = 2,
                bool requireNoFallback = true) {
@@ -40,7 +25,7 @@ void checkPool(const std::string &op, const std::string &xType, const std::strin
   CpuCheck options;
   options.threads = threads;
   options.requireNoFallback = requireNoFallback;
-  expectCpuMatchesReference(withInferredTypes(text), options);
+  expectCpuMatchesReference(text, options);
 }
 
 TEST(CpuPool, MaxPool) {
@@ -84,7 +69,7 @@ func @main(%x: f32[1,2,6,7]) -> (%y: ?, %i: ?) {
 )";
   CpuCheck options;
   options.requireNoFallback = false;
-  expectCpuMatchesReference(withInferredTypes(text), options);
+  expectCpuMatchesReference(text, options);
 }
 
 TEST(CpuPool, PadsAsLargeAsTheKernelAreADiagnostic) {

@@ -9,8 +9,6 @@
 #include <string>
 
 #include "../cpu_test_util.h"
-#include "ir/printer.h"
-#include "passes/pass_manager.h"
 
 namespace tessel::cpu {
 namespace {
@@ -18,24 +16,12 @@ namespace {
 using testing::CpuCheck;
 using testing::expectCpuMatchesReference;
 
-/// The model with every value's type inferred and written out: a -O0 compile runs no shape
-/// inference, and a node whose output type stays `?` cannot be planned.
-std::string withInferredTypes(const std::string &text) {
-  auto parsed = parseModel(text, "test.tsl.txt");
-  if (!parsed.ok()) return text;  // expectCpuMatchesReference reports the parse error.
-  PassManager passes;
-  if (!passes.addPass("infer-shapes").ok() || !passes.run(*parsed).ok()) return text;
-  PrintOptions options;
-  options.elideLargeTensors = false;
-  return printModel(*parsed, options);
-}
-
 void check(const std::string &text, int threads = 2, bool requireNoFallback = true) {
   SCOPED_TRACE(text);
   CpuCheck options;
   options.threads = threads;
   options.requireNoFallback = requireNoFallback;
-  expectCpuMatchesReference(withInferredTypes(text), options);
+  expectCpuMatchesReference(text, options);
 }
 
 std::string reduceModel(const std::string &op, const std::string &type, const std::string &attributes) {
