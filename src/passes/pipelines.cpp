@@ -28,6 +28,13 @@ const PipelineSpec kO1Pipeline = {
 const PipelineSpec kO2Pipeline = [] {
   PipelineSpec spec = kO1Pipeline;
   spec.insert(spec.end(), {
+      // A second folding round: the types -O1's last inference made static (an Expand whose shape
+      // folded, say) let the Shape chains after them fold too, such as the Slice bounds of torch's
+      // MultiheadAttention, so the fusion patterns below see constants.
+      {"fold-shapes"},
+      {"fold-constants"},
+      {"eliminate-dead-code"},
+      {"infer-shapes"},
       {"fold-batch-norm"},       // First: leaves a Conv whose activation fuse-epilogues then takes.
       {"recognize-gelu"},        // Before fuse-epilogues, which takes the Gelu as an activation.
       {"recognize-layer-norm"},

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "ops/registry.h"
+#include "passes/constant_values.h"
 #include "passes/infer_shapes.h"
 #include "passes/pass_manager.h"
 #include "passes/pipelines.h"
@@ -122,8 +123,24 @@ size_t PackedConstants::totalBytes() const {
 // ----- Planning -----
 
 Status CpuExecutable::Impl::plan() {
-  const Graph &graph = *model.graph;
+  Graph &graph = *model.graph;
   pool = std::make_unique<ThreadPool>(options.threads);
+
+  // Constant nodes become initializers, evaluated once: lowering then sees their values (a Slice's
+  // bounds, a Clip's limits) and nothing runs for them per call. One that fails stays a node and
+  // reports its error when it runs.
+  std::vector<Node *> constantNodes;
+  for (const auto &node : graph.nodes()) {
+    if (node->opType() == "Constant" && node->domain().empty() && node->inputs().empty() &&
+        node->outputs().size() == 1 && node->output(0)) {
+      constantNodes.push_back(node.get());
+    }
+  }
+  for (Node *node : constantNodes) {
+    auto value = ReferenceInterpreter(model).runSingleNode(*node, {});
+    if (!value.ok() || !(*value)[0].isTensor()) continue;
+    passes::replaceWithInitializers(graph, node, {(*value)[0].tensor()});
+  }
 
   auto addSlot = [&](const Value *value) -> int {
     Slot slot;
@@ -178,18 +195,6 @@ Status CpuExecutable::Impl::plan() {
     std::string reason;
     auto dynamicSlot = [&](int s) { return s >= 0 && slots[s].kind == Slot::Kind::Dynamic; };
     LowerFn lower = findLowering(node.domain(), node.opType());
-    if (node.opType() == "Constant" && node.domain().empty() && node.inputs().empty() && planned.outputs.size() == 1 &&
-        !dynamicSlot(planned.outputs[0])) {
-      // Evaluated once here: its value becomes a constant slot, and nothing runs per call.
-      TESSEL_ASSIGN_OR_RETURN(std::vector<RuntimeValue> value, ReferenceInterpreter(model).runSingleNode(node, {}));
-      Slot &out = slots[planned.outputs[0]];
-      if (value[0].isTensor() && value[0].tensor().dtype() == out.dtype && value[0].tensor().sizes() == out.sizes) {
-        plannedConstants.push_back(value[0].tensor());
-        out.kind = Slot::Kind::Constant;
-        out.constant = plannedConstants.back().rawData();
-        continue;
-      }
-    }
     if (!captures.empty() || (!lower && !node.subgraphs().empty())) {
       reason = "control flow runs on the reference interpreter";
     } else if (std::any_of(planned.inputs.begin(), planned.inputs.end(), dynamicSlot) ||

@@ -2,7 +2,6 @@
 // constant store. Shared by executable.cpp (planning and running) and artifact.cpp (save/load).
 #pragma once
 
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -88,7 +87,6 @@ struct CpuExecutable::Impl {
   std::unique_ptr<std::byte, void (*)(void *)> scratch{nullptr, std::free};
   size_t scratchBytes = 0;
   std::vector<RuntimeValue> dynamicValues;
-  std::deque<Tensor> plannedConstants;  // Constant nodes evaluated at planning (stable addresses).
   CpuPlanSummary summary;
   bool profiling = false;
 
