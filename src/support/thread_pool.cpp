@@ -1,5 +1,8 @@
-// ThreadPool: one job at a time, published by bumping a generation counter.
+// ThreadPool: one loop at a time, published as a claim word that workers advance with
+// compare-and-swap: bits 44-63 are the loop's generation, 22-43 its task count, 0-21 the next task.
 #include "support/thread_pool.h"
+
+#include "support/diagnostic.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -16,8 +19,20 @@ void cpuRelax() {
 #endif
 }
 
-// How long a worker spins on the generation counter before it sleeps (pause instructions).
+// How long a worker spins on the claim word before it sleeps (pause instructions).
 constexpr int kSpinIterations = 20000;
+
+constexpr int kIndexBits = 22;
+constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
+constexpr int64_t kMaxTasksPerClaim = int64_t(kIndexMask);
+
+uint64_t generationOf(uint64_t claim) { return claim >> (2 * kIndexBits); }
+int64_t taskCountOf(uint64_t claim) { return int64_t((claim >> kIndexBits) & kIndexMask); }
+int64_t nextTaskOf(uint64_t claim) { return int64_t(claim & kIndexMask); }
+
+uint64_t makeClaim(uint64_t generation, int64_t tasks) {
+  return (generation << (2 * kIndexBits)) | (uint64_t(tasks) << kIndexBits);
+}
 
 }  // namespace
 
@@ -28,48 +43,53 @@ int ThreadPool::hardwareThreads() {
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = hardwareThreads();
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { workerLoop(i); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { workerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mutex_);
-    stopping_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
+    stopping_.store(true, std::memory_order_seq_cst);
+    claim_.store(makeClaim(generationOf(claim_.load()) + 1, 0), std::memory_order_seq_cst);
   }
   wake_.notify_all();
   for (auto &worker : workers_) worker.join();
 }
 
-void ThreadPool::runTasks() {
+void ThreadPool::runTasks(uint64_t generation) {
   insideTask = true;
-  for (;;) {
-    int64_t task = nextTask_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= tasks_) break;
-    (*fn_)(task);
+  uint64_t claim = claim_.load(std::memory_order_acquire);
+  while (generationOf(claim) == generation && nextTaskOf(claim) < taskCountOf(claim)) {
+    if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      continue;  // `claim` now holds the current word.
+    }
+    // The loop cannot finish (and fn_ change) before this task is counted done.
+    (*fn_)(nextTaskOf(claim));
+    done_.fetch_add(1, std::memory_order_acq_rel);
+    claim = claim_.load(std::memory_order_acquire);
   }
   insideTask = false;
 }
 
-void ThreadPool::workerLoop(int) {
+void ThreadPool::workerLoop() {
+  // Generation 0 is the pool's start: a worker that starts late still sees every later loop (and
+  // the destructor's) as new.
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;
-    while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
+    while (generationOf(claim_.load(std::memory_order_acquire)) == seen && spins < kSpinIterations) {
       cpuRelax();
       ++spins;
     }
-    if (generation_.load(std::memory_order_acquire) == seen) {
+    if (generationOf(claim_.load(std::memory_order_seq_cst)) == seen) {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      wake_.wait(lock, [&] { return generationOf(claim_.load(std::memory_order_seq_cst)) != seen; });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
-    seen = generation_.load(std::memory_order_acquire);
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-    }
-    runTasks();
-    busyWorkers_.fetch_sub(1, std::memory_order_acq_rel);
+    if (stopping_.load(std::memory_order_acquire)) return;
+    seen = generationOf(claim_.load(std::memory_order_acquire));
+    runTasks(seen);
   }
 }
 
@@ -79,18 +99,19 @@ void ThreadPool::parallelFor(int64_t tasks, TaskFn fn) {
     for (int64_t t = 0; t < tasks; ++t) fn(t);
     return;
   }
-  {
-    std::lock_guard lock(mutex_);
-    fn_ = &fn;
-    tasks_ = tasks;
-    nextTask_.store(0, std::memory_order_relaxed);
-    busyWorkers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+  TESSEL_CHECK(tasks <= kMaxTasksPerClaim, "parallelFor of {} tasks; at most {}", tasks, kMaxTasksPerClaim);
+  // Only the caller starts loops, and the previous one is finished: no task of it is running.
+  fn_ = &fn;
+  done_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = generationOf(claim_.load(std::memory_order_relaxed)) + 1;
+  claim_.store(makeClaim(generation, tasks), std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    // Taking the mutex orders this wake-up after a sleeper's check of the claim word.
+    { std::lock_guard lock(mutex_); }
+    wake_.notify_all();
   }
-  wake_.notify_all();
-  runTasks();
-  // Every worker checks in once per generation, even one that found no task left.
-  while (busyWorkers_.load(std::memory_order_acquire) != 0) cpuRelax();
+  runTasks(generation);
+  while (done_.load(std::memory_order_acquire) != tasks) cpuRelax();
 }
 
 }  // namespace tessel

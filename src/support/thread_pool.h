@@ -1,7 +1,9 @@
 // A fixed pool of worker threads for the cpu target. The calling thread takes part in every
 // parallel loop, so a pool of N threads starts N-1 workers. Workers spin briefly before sleeping:
 // a model runs hundreds of short parallel loops back to back, and a sleep/wake per loop would cost
-// more than many of the loops themselves.
+// more than many of the loops themselves. A loop waits only for the tasks that were claimed, never
+// for a worker to show up: on a busy machine a descheduled worker would otherwise stall every loop
+// for a time slice, while the caller can run all the tasks itself.
 #pragma once
 
 #include <atomic>
@@ -53,18 +55,20 @@ class ThreadPool {
   static int hardwareThreads();
 
  private:
-  void workerLoop(int index);
-  void runTasks();
+  void workerLoop();
+  /// Claims and runs tasks of the loop `generation` until none is left or a newer loop started.
+  void runTasks(uint64_t generation);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int64_t> nextTask_{0};
-  std::atomic<int> busyWorkers_{0};
-  int64_t tasks_ = 0;
-  const TaskFn *fn_ = nullptr;
-  bool stopping_ = false;
+  // The current loop as one word (ThreadPool.cpp: generation, task count, next task), so a claim
+  // made for a finished loop fails instead of taking a task of the next one.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> done_{0};  // Tasks of the current loop finished.
+  std::atomic<int> sleepers_{0};  // Workers waiting on wake_.
+  std::atomic<bool> stopping_{false};
+  const TaskFn *fn_ = nullptr;   // The current loop's body; valid while any of its tasks runs.
 };
 
 }  // namespace tessel

@@ -1,20 +1,26 @@
 // Reference kernels and shape inference of the fused ops the graph passes produce (domain
 // "tessel", docs/cpu.md): FusedConv and FusedMatMul run the ONNX Conv and MatMul reference kernels
-// on the same node and apply their epilogue (residual, activation) in double; LayerNormalization
-// is the ONNX kernel itself; Gelu and Attention are computed here in double; FusedElementwise runs
-// its body subgraph. ONNX's schemas do not know this domain, so shape inference is here too.
+// on the same node and apply their epilogue (residual, activation) in double; the tessel pools run
+// the ONNX pools (with channels_last, the wrapped kernels see X moved to [N, C, H, W] and Y is
+// moved back); LayerNormalization is the ONNX kernel itself; Gelu and Attention are computed here
+// in double; FusedElementwise runs its body subgraph. ONNX's schemas do not know this domain, so shape inference is here too.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "ops/reference/nn_common.h"
+#include "ops/reference/tensor_copy.h"
 
 namespace tessel {
 
 namespace ref {
 
-// The ONNX kernels the fused ops extend (nn_conv.cpp, nn_matmul.cpp, nn_norm.cpp).
+// The ONNX kernels the fused ops extend (nn_conv.cpp, nn_matmul.cpp, nn_norm.cpp, nn_pool.cpp).
 Status refConv(KernelContext &ctx);
+Status refMaxPool(KernelContext &ctx);
+Status refAveragePool(KernelContext &ctx);
+Status refGlobalAveragePool(KernelContext &ctx);
 Status refMatMul(KernelContext &ctx);
 Status refLayerNormalization(KernelContext &ctx);
 
@@ -77,13 +83,61 @@ std::vector<const RuntimeValue *> leadingInputs(const KernelContext &ctx, size_t
   return inputs;
 }
 
-Expected<Tensor> runWrapped(const KernelContext &ctx, Status (*kernel)(KernelContext &), size_t numInputs) {
+Expected<Tensor> runWrapped(const KernelContext &ctx, Status (*kernel)(KernelContext &),
+                            std::vector<const RuntimeValue *> inputs) {
   auto noSubgraphs = [](const Graph &, std::vector<RuntimeValue>) -> Expected<std::vector<RuntimeValue>> {
     return makeError(ErrorCode::Internal, "the wrapped kernel runs no subgraphs");
   };
-  KernelContext inner(ctx.node(), kWrappedOnnxOpset, leadingInputs(ctx, numInputs), noSubgraphs);
+  KernelContext inner(ctx.node(), kWrappedOnnxOpset, std::move(inputs), noSubgraphs);
   TESSEL_RETURN_IF_ERROR(kernel(inner));
   return std::move(inner.outputs()[0].tensor());
+}
+
+// ---- channels_last: X, Z and Y are [N, H, W, C]; the wrapped ONNX kernels work on [N, C, H, W].
+
+bool isChannelsLast(const Node &node) { return node.attrInt("channels_last", 0) != 0; }
+
+Tensor permuted(const Tensor &x, const std::vector<int64_t> &perm) {
+  const std::vector<int64_t> inStrides = stridesOf(x.sizes());
+  std::vector<int64_t> outSizes(perm.size()), strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    outSizes[i] = x.size(static_cast<size_t>(perm[i]));
+    strides[i] = inStrides[static_cast<size_t>(perm[i])];
+  }
+  std::vector<int64_t> map;
+  map.reserve(static_cast<size_t>(numElements(outSizes)));
+  forEachIndex(outSizes, [&](const std::vector<int64_t> &index) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < index.size(); ++i) offset += index[i] * strides[i];
+    map.push_back(offset);
+  });
+  return takeElements(x, outSizes, map);
+}
+
+Tensor toChannelsFirst(const Tensor &x) { return permuted(x, {0, 3, 1, 2}); }
+Tensor toChannelsLast(const Tensor &y) { return permuted(y, {0, 2, 3, 1}); }
+
+/// Runs `kernel` on the node's first `numInputs` inputs; with channels_last, on X moved to
+/// channels-first, giving Y moved back.
+Expected<Tensor> runLayoutWrapped(const KernelContext &ctx, Status (*kernel)(KernelContext &), size_t numInputs) {
+  std::vector<const RuntimeValue *> inputs = leadingInputs(ctx, numInputs);
+  if (!isChannelsLast(ctx.node())) return runWrapped(ctx, kernel, std::move(inputs));
+  const Tensor &x = ctx.tensor(0);
+  if (x.rank() != 4) {
+    return makeError(ErrorCode::ShapeMismatch, "{}: X has shape {}; channels_last needs [N, H, W, C]",
+                     ctx.node().opType(), formatSizes(x.sizes()));
+  }
+  const RuntimeValue channelsFirst(toChannelsFirst(x));
+  inputs[0] = &channelsFirst;
+  TESSEL_ASSIGN_OR_RETURN(Tensor y, runWrapped(ctx, kernel, std::move(inputs)));
+  return toChannelsLast(y);
+}
+
+Status runPool(KernelContext &ctx, Status (*kernel)(KernelContext &)) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
+  TESSEL_ASSIGN_OR_RETURN(Tensor y, runLayoutWrapped(ctx, kernel, 1));
+  ctx.setOutput(0, std::move(y));
+  return Status::success();
 }
 
 /// Adds the residual input `index` (Y's shape) when present, applies the activation, and sets Y.
@@ -107,14 +161,19 @@ Status finishEpilogue(KernelContext &ctx, const Tensor &y, size_t residualIndex,
 
 Status refFusedConv(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
-  TESSEL_ASSIGN_OR_RETURN(Tensor y, runWrapped(ctx, refConv, 3));
+  TESSEL_ASSIGN_OR_RETURN(Tensor y, runLayoutWrapped(ctx, refConv, 3));
   return finishEpilogue(ctx, y, 3, toDoubles(y));
 }
+
+// The ONNX pools on either layout; tessel MaxPool has no Indices output.
+Status refTesselMaxPool(KernelContext &ctx) { return runPool(ctx, refMaxPool); }
+Status refTesselAveragePool(KernelContext &ctx) { return runPool(ctx, refAveragePool); }
+Status refTesselGlobalAveragePool(KernelContext &ctx) { return runPool(ctx, refGlobalAveragePool); }
 
 Status refFusedMatMul(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
-  TESSEL_ASSIGN_OR_RETURN(Tensor y, runWrapped(ctx, refMatMul, 2));
+  TESSEL_ASSIGN_OR_RETURN(Tensor y, runWrapped(ctx, refMatMul, leadingInputs(ctx, 2)));
   std::vector<double> values = toDoubles(y);
   if (ctx.hasInput(2)) {
     const Tensor &bias = ctx.tensor(2);
@@ -299,6 +358,48 @@ std::vector<Dim> broadcastDims(const std::vector<Dim> &a, const std::vector<Dim>
   return out;
 }
 
+
+/// Where a windowed op's channel and spatial dims sit: [N, C, spatial...], or [N, H, W, C] with
+/// channels_last.
+struct DimLayout {
+  size_t channel = 1;
+  std::vector<size_t> spatial;
+
+  DimLayout(const Node &node, size_t rank) {
+    if (node.attrInt("channels_last", 0) != 0 && rank == 4) {
+      channel = 3;
+      spatial = {1, 2};
+    } else {
+      for (size_t d = 2; d < rank; ++d) spatial.push_back(d);
+    }
+  }
+};
+
+/// Y's dims for a windowed op on X: the batch and `channels` kept, each spatial dim from the
+/// window geometry when X's spatial dims and `kernel` (empty: the attribute) are static.
+Expected<std::vector<Dim>> windowedDims(const Node &node, const Shape &xs, Dim channels,
+                                        const std::vector<std::optional<int64_t>> &kernelFromWeight, bool ceilMode) {
+  const DimLayout layout(node, xs.rank());
+  std::vector<Dim> dims(xs.rank());
+  dims[0] = xs[0];
+  dims[layout.channel] = channels;
+  std::vector<int64_t> inSpatial, kernel;
+  bool spatialStatic = true;
+  for (size_t i = 0; i < layout.spatial.size(); ++i) {
+    spatialStatic = spatialStatic && xs[layout.spatial[i]].isStatic();
+    inSpatial.push_back(xs[layout.spatial[i]].size);
+    if (!kernelFromWeight.empty()) {
+      spatialStatic = spatialStatic && kernelFromWeight[i].has_value();
+      kernel.push_back(kernelFromWeight[i].value_or(0));
+    }
+  }
+  if (!spatialStatic) return dims;
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> k, ref::readKernelShape(node, inSpatial.size(), kernel));
+  TESSEL_ASSIGN_OR_RETURN(ref::WindowGeometry window, ref::forwardWindow(node, inSpatial, std::move(k), ceilMode));
+  for (size_t i = 0; i < layout.spatial.size(); ++i) dims[layout.spatial[i]] = window.outSizes[i];
+  return dims;
+}
+
 }  // namespace
 
 Status inferSameAsFirstInput(Node &node, int64_t) {
@@ -310,25 +411,37 @@ Status inferFusedConv(Node &node, int64_t) {
   const Type *x = tensorInput(node, 0), *w = tensorInput(node, 1);
   if (!x || !w || !x->shape().rankKnown() || x->shape().rank() < 3) return Status::success();
   const Shape &xs = x->shape();
-  std::vector<Dim> dims(xs.rank());
-  dims[0] = xs[0];
+  Dim filters;
+  std::vector<std::optional<int64_t>> kernel;
   if (w->shape().rankKnown() && w->shape().rank() == xs.rank()) {
-    dims[1] = w->shape()[0];
-    std::vector<int64_t> inSpatial, kernelFromWeight;
-    bool spatialStatic = true;
+    filters = w->shape()[0];
     for (size_t d = 2; d < xs.rank(); ++d) {
-      spatialStatic = spatialStatic && xs[d].isStatic() && w->shape()[d].isStatic();
-      inSpatial.push_back(xs[d].size);
-      kernelFromWeight.push_back(w->shape()[d].size);
+      kernel.push_back(w->shape()[d].isStatic() ? std::optional<int64_t>(w->shape()[d].size) : std::nullopt);
     }
-    if (spatialStatic) {
-      auto kernel = ref::readKernelShape(node, inSpatial.size(), kernelFromWeight);
-      if (!kernel.ok()) return kernel.diag();
-      auto window = ref::forwardWindow(node, inSpatial, *kernel, /*ceilMode=*/false);
-      if (!window.ok()) return window.diag();
-      for (size_t d = 0; d < inSpatial.size(); ++d) dims[d + 2] = window->outSizes[d];
-    }
+  } else {
+    kernel.assign(xs.rank() - 2, std::nullopt);
   }
+  TESSEL_ASSIGN_OR_RETURN(std::vector<Dim> dims, windowedDims(node, xs, filters, kernel, /*ceilMode=*/false));
+  setInferred(node, Type::tensor(x->dtype(), Shape(std::move(dims))));
+  return Status::success();
+}
+
+Status inferTesselPool(Node &node, int64_t) {
+  const Type *x = tensorInput(node, 0);
+  if (!x || !x->shape().rankKnown() || x->shape().rank() < 3) return Status::success();
+  const Shape &xs = x->shape();
+  const Dim channels = xs[DimLayout(node, xs.rank()).channel];
+  TESSEL_ASSIGN_OR_RETURN(std::vector<Dim> dims,
+                          windowedDims(node, xs, channels, {}, node.attrInt("ceil_mode", 0) != 0));
+  setInferred(node, Type::tensor(x->dtype(), Shape(std::move(dims))));
+  return Status::success();
+}
+
+Status inferTesselGlobalPool(Node &node, int64_t) {
+  const Type *x = tensorInput(node, 0);
+  if (!x || !x->shape().rankKnown() || x->shape().rank() < 3) return Status::success();
+  std::vector<Dim> dims = x->shape().dims();
+  for (size_t d : DimLayout(node, dims.size()).spatial) dims[d] = Dim(1);
   setInferred(node, Type::tensor(x->dtype(), Shape(std::move(dims))));
   return Status::success();
 }

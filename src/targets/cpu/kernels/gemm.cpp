@@ -63,14 +63,23 @@ size_t alignedBytes(int64_t floats) { return size_t(roundUp(floats * int64_t(siz
 
 /// Packing buffers of one task, carved from scratch.
 struct TaskBuffers {
-  float *a = nullptr;     // MC x KC block of A (null when A is pre-packed).
-  float *b = nullptr;     // KC x NC block of B (null when B is pre-packed).
+  float *a = nullptr;             // MC x KC block of A (null when A is pre-packed or indirect).
+  float *b = nullptr;             // KC x NC block of B (null when B is pre-packed).
+  const float **aRows = nullptr;  // MC + mr row pointers of indirect A.
 };
+
+size_t rowPointerBytes(const GemmKernel &kernel, const Blocking &blocking) {
+  return size_t(roundUp(int64_t((blocking.mc + kernel.mr) * sizeof(const float *)), kAlignBytes));
+}
 
 size_t taskScratchBytes(const GemmKernel &kernel, const GemmShape &part, GemmPacking packing) {
   const Blocking blocking = chooseBlocking(kernel, part);
   size_t bytes = 0;
-  if (!packing.a) bytes += alignedBytes(blocking.mc * blocking.kc);
+  if (packing.aIndirect) {
+    bytes += rowPointerBytes(kernel, blocking);
+  } else if (!packing.a) {
+    bytes += alignedBytes(blocking.mc * blocking.kc);
+  }
   // One block of rows packs B a panel at a time into the same place (see runTask).
   if (!packing.b) bytes += alignedBytes(blocking.kc * (part.m <= blocking.mc ? kernel.nr : blocking.nc));
   return bytes;
@@ -79,7 +88,10 @@ size_t taskScratchBytes(const GemmKernel &kernel, const GemmShape &part, GemmPac
 TaskBuffers carveTaskBuffers(const GemmKernel &kernel, const GemmShape &part, GemmPacking packing, std::byte *base) {
   const Blocking blocking = chooseBlocking(kernel, part);
   TaskBuffers buffers;
-  if (!packing.a) {
+  if (packing.aIndirect) {
+    buffers.aRows = reinterpret_cast<const float **>(base);
+    base += rowPointerBytes(kernel, blocking);
+  } else if (!packing.a) {
     buffers.a = reinterpret_cast<float *>(base);
     base += alignedBytes(blocking.mc * blocking.kc);
   }
@@ -105,7 +117,7 @@ Grid chooseGrid(const GemmKernel &kernel, const GemmShape &shape, int threads, G
       const int64_t rows = ceilDiv(rowTiles, tm) * kernel.mr, cols = ceilDiv(colTiles, tn) * kernel.nr;
       const Blocking blocking = chooseBlocking(kernel, {rows, cols, shape.k});
       int64_t cost = rows * cols * shape.k;
-      if (!packing.a) cost += kPackCost * rows * shape.k * ceilDiv(cols, blocking.nc);
+      if (!packing.a && !packing.aIndirect) cost += kPackCost * rows * shape.k * ceilDiv(cols, blocking.nc);
       if (!packing.b) cost += kPackCost * cols * shape.k;
       const Grid grid{rows, cols, ceilDiv(shape.m, rows), ceilDiv(shape.n, cols)};
       cost += kTaskCost * (grid.tasks() - 1);
@@ -177,14 +189,27 @@ void packBPanels(int64_t nr, int64_t kc, int64_t nc, const float *b, int64_t row
   }
 }
 
-/// One GEMM operand: raw row-major memory (packed block by block into the task's buffer) or a
-/// whole pre-packed operand (panels of the full K, panelStride floats apart).
+/// One GEMM operand: raw row-major memory (packed block by block into the task's buffer), a
+/// whole pre-packed operand (panels of the full K, panelStride floats apart), or (A only) rows
+/// read in place through IndirectA, from row `firstRow` on.
 struct Operand {
   const float *raw = nullptr;
   int64_t ld = 0;
   const float *packed = nullptr;
   int64_t panelStride = 0;
+  const IndirectA *indirect = nullptr;
+  int64_t firstRow = 0;
 };
+
+/// Depth of the K block starting at pc: blocks of at most kcMax, as even as the segment allows,
+/// never crossing a multiple of `segment` (0: K is one segment).
+int64_t blockDepth(int64_t pc, int64_t k, int64_t kcMax, int64_t segment) {
+  if (segment <= 0 || segment > k) segment = k;
+  const int64_t segmentStart = pc / segment * segment;
+  const int64_t segmentLength = std::min(segment, k - segmentStart);
+  const int64_t piece = ceilDiv(segmentLength, ceilDiv(segmentLength, kcMax));
+  return std::min(piece, segmentStart + segmentLength - pc);
+}
 
 /// Activation work left for the driver after the microkernel's clamp.
 struct EpiloguePlan {
@@ -222,8 +247,9 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
   MicrokernelArgs args;
   for (int64_t jc = 0; jc < shape.n; jc += blocking.nc) {
     const int64_t nc = std::min(blocking.nc, shape.n - jc);
-    for (int64_t pc = 0; pc < shape.k; pc += blocking.kc) {
-      const int64_t kc = std::min(blocking.kc, shape.k - pc);
+    const int64_t segment = aOp.indirect != nullptr ? aOp.indirect->segment : 0;
+    for (int64_t pc = 0, kc = 0; pc < shape.k; pc += kc) {
+      kc = blockDepth(pc, shape.k, blocking.kc, segment);
       const bool lastK = pc + kc == shape.k;
       const bool accumulate = pc != 0 || epilogue.accumulate;
       const float *bBase;
@@ -243,7 +269,13 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
         const int64_t mc = std::min(blocking.mc, shape.m - ic);
         const float *aBase;
         int64_t aStride;
-        if (aOp.packed != nullptr) {
+        if (aOp.indirect != nullptr) {
+          // Row pointers for the block; the last tile's missing rows repeat its last row.
+          aOp.indirect->rows(aOp.indirect->context, aOp.firstRow + ic, mc, pc, buffers.aRows);
+          for (int64_t i = mc; i < roundUp(mc, mr); ++i) buffers.aRows[i] = buffers.aRows[mc - 1];
+          aBase = nullptr;
+          aStride = 0;
+        } else if (aOp.packed != nullptr) {
           aBase = aOp.packed + (ic / mr) * aOp.panelStride + pc * mr;
           aStride = aOp.panelStride;
         } else {
@@ -271,7 +303,8 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
             const float *residual =
                 lastK && epilogue.residual != nullptr ? epilogue.residual + row * epilogue.ldr + col : nullptr;
             args.k = kc;
-            args.a = aBase + (ir / mr) * aStride;
+            args.a = aBase != nullptr ? aBase + (ir / mr) * aStride : nullptr;
+            args.aRows = aOp.indirect != nullptr ? buffers.aRows + ir : nullptr;
             args.b = bPanel;
             args.nextB = ir + mr >= mc && jr + nr < nc && !packBPerPanel ? bPanel + bStride : nullptr;
             args.c = cTile;
@@ -354,7 +387,7 @@ void runGemm(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
                    reinterpret_cast<uintptr_t>(aOp.packed) % kAlignBytes == 0 &&
                    reinterpret_cast<uintptr_t>(bOp.packed) % kAlignBytes == 0,
                "sgemm scratch and packed operands must be {}-byte aligned", kAlignBytes);
-  const GemmPacking packing{aOp.packed != nullptr, bOp.packed != nullptr};
+  const GemmPacking packing{aOp.packed != nullptr, bOp.packed != nullptr, aOp.indirect != nullptr};
   const int threads = pool != nullptr ? pool->size() : 1;
 
   Grid grid = chooseGrid(kernel, shape, threads, packing);
@@ -382,7 +415,9 @@ void runGemm(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
     const GemmShape part{std::min(grid.rowsPerTask, shape.m - row0), std::min(grid.colsPerTask, shape.n - col0),
                          shape.k};
     Operand a = aOp, b = bOp;
-    if (a.packed != nullptr) {
+    if (a.indirect != nullptr) {
+      a.firstRow += row0;
+    } else if (a.packed != nullptr) {
       a.packed += (row0 / kernel.mr) * a.panelStride;
     } else {
       a.raw += row0 * a.ld;
@@ -495,6 +530,18 @@ void sgemmPacked(const GemmShape &shape, const float *a, int64_t lda, const Pack
                b.n, shape.k, shape.n);
   runGemm(*b.kernel, shape, Operand{a, lda, nullptr, 0}, Operand{nullptr, 0, b.data, shape.k * b.kernel->nr}, c, ldc,
           epilogue, pool, scratch);
+}
+
+void sgemmIndirect(const GemmShape &shape, const IndirectA &a, const PackedBView &b, float *c, int64_t ldc,
+                   const GemmEpilogue &epilogue, ThreadPool *pool, std::span<std::byte> scratch) {
+  checkShape(shape, ldc, epilogue);
+  TESSEL_CHECK(a.rows != nullptr, "sgemm indirect A has no row function");
+  TESSEL_CHECK(b.kernel != nullptr && b.k == shape.k && b.n == shape.n, "packed B is {}x{}, sgemm wants {}x{}", b.k,
+               b.n, shape.k, shape.n);
+  Operand aOp;
+  aOp.indirect = &a;
+  runGemm(*b.kernel, shape, aOp, Operand{nullptr, 0, b.data, shape.k * b.kernel->nr}, c, ldc, epilogue, pool,
+          scratch);
 }
 
 void sgemmPackedA(const GemmShape &shape, const PackedAView &a, const float *b, int64_t ldb, float *c, int64_t ldc,

@@ -147,10 +147,24 @@ PackedB packB(const GemmKernel &kernel, int64_t k, int64_t n, const float *b, in
 
 // ---- Products -------------------------------------------------------------------------------
 
-/// Which operands arrive packed (they need no packing buffer in scratch).
+/// Which operands arrive packed (they need no packing buffer in scratch), and whether A is
+/// indirect (IndirectA: read in place, a block of row pointers in scratch instead).
 struct GemmPacking {
   bool a = false;
   bool b = false;
+  bool aIndirect = false;
+};
+
+/// A read in place through row pointers instead of packed (implicit GEMM). The driver asks, once
+/// per block of rows and K, for a pointer to each row's run of that K block; K blocks never cross
+/// a multiple of `segment`, so a convolution whose K runs over (kernel tap, input channel) can
+/// point each row at one input pixel's channels.
+struct IndirectA {
+  const void *context = nullptr;
+  /// Sets out[i] = &A[row0 + i][k0] for i < count; from there to the end of k0's segment the
+  /// floats must be readable.
+  void (*rows)(const void *context, int64_t row0, int64_t count, int64_t k0, const float **out) = nullptr;
+  int64_t segment = 0;  // 0: all of K is one segment.
 };
 
 /// Scratch bytes a call with this shape needs to run on `threads` threads (the pool's size(); 1
@@ -172,6 +186,11 @@ void sgemm(const GemmKernel &kernel, const GemmShape &shape, const float *a, int
 /// C = A*B with B pre-packed (its variant is used); shape.k and shape.n must match it.
 void sgemmPacked(const GemmShape &shape, const float *a, int64_t lda, const PackedBView &b, float *c, int64_t ldc,
                  const GemmEpilogue &epilogue = {}, ThreadPool *pool = nullptr, std::span<std::byte> scratch = {});
+
+/// C = A*B with A indirect and B pre-packed (its variant is used); shape.k and shape.n must match
+/// B. Scratch: sgemmScratchBytes with packing {.b = true, .aIndirect = true}.
+void sgemmIndirect(const GemmShape &shape, const IndirectA &a, const PackedBView &b, float *c, int64_t ldc,
+                   const GemmEpilogue &epilogue = {}, ThreadPool *pool = nullptr, std::span<std::byte> scratch = {});
 
 /// C = A*B with A pre-packed (its variant is used); shape.m and shape.k must match it.
 void sgemmPackedA(const GemmShape &shape, const PackedAView &a, const float *b, int64_t ldb, float *c, int64_t ldc,

@@ -15,6 +15,9 @@ namespace tessel::cpu {
 struct MicrokernelArgs {
   int64_t k = 0;              // Depth of this K block; may be 0 only when accumulate is set.
   const float *a = nullptr;   // Packed A: k steps of mr consecutive floats (rows of the tile).
+  // Or, when set (indirect A, a is unused): row i of the tile is the k consecutive floats at
+  // aRows[i]. All mr entries point at readable rows (ragged edges repeat a valid one).
+  const float *const *aRows = nullptr;
   const float *b = nullptr;   // Packed B: k steps of nr consecutive floats (columns of the tile).
   float *c = nullptr;         // Top-left of the C tile, row-major with row stride ldc.
   int64_t ldc = 0;

@@ -42,7 +42,21 @@ enum class EpilogueMode {
 constexpr int kEpilogueModes = 8;
 
 /// Which entry point runs the product.
-enum class Path { Unpacked, PackedB, PackedA };
+enum class Path { Unpacked, PackedB, PackedA, Indirect };
+
+// K segments of the indirect path: blocks then break at places no cache blocking would pick.
+constexpr int64_t kIndirectSegment = 7;
+
+/// Indirect A over a row-major matrix: row pointers straight into it.
+struct RowMajorRows {
+  const float *a;
+  int64_t lda;
+
+  static void rows(const void *context, int64_t row0, int64_t count, int64_t k0, const float **out) {
+    const auto *self = static_cast<const RowMajorRows *>(context);
+    for (int64_t i = 0; i < count; ++i) out[i] = self->a + (row0 + i) * self->lda + k0;
+  }
+};
 
 std::vector<float> randomFloats(int64_t count, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -196,6 +210,13 @@ struct Problem {
         sgemmPackedA(s, packed, b.data(), ldb, c.data(), ldc, e, pool, scratch);
         break;
       }
+      case Path::Indirect: {
+        const PackedB packed = packB(kernel, s.k, s.n, b.data(), ldb);
+        const RowMajorRows rows{a.data(), lda};
+        sgemmIndirect(s, IndirectA{&rows, &RowMajorRows::rows, kIndirectSegment}, packed, c.data(), ldc, e, pool,
+                      scratch);
+        break;
+      }
     }
     return c;
   }
@@ -206,6 +227,7 @@ const char *pathName(Path path) {
     case Path::Unpacked: return "sgemm";
     case Path::PackedB: return "sgemmPacked";
     case Path::PackedA: return "sgemmPackedA";
+    case Path::Indirect: return "sgemmIndirect";
   }
   return "?";
 }
@@ -216,7 +238,7 @@ void checkShape(const GemmKernel &kernel, const GemmShape &s, EpilogueMode mode)
   SCOPED_TRACE(testing::Message() << kernel.name << " M=" << s.m << " N=" << s.n << " K=" << s.k
                                   << " epilogue=" << int(mode));
   Problem problem(s, mode);
-  for (const Path path : {Path::Unpacked, Path::PackedB, Path::PackedA}) {
+  for (const Path path : {Path::Unpacked, Path::PackedB, Path::PackedA, Path::Indirect}) {
     SCOPED_TRACE(pathName(path));
     problem.expectMatches(problem.run(kernel, path));
   }
@@ -264,7 +286,7 @@ TEST_P(GemmVariantTest, ThreadedMatchesSingleThreaded) {
   const GemmShape shapes[] = {{1, 300, 70}, {5, 1000, 33}, {128, 200, 300}, {333, 7, 90}, {97, 250, 600}};
   int index = 0;
   for (const GemmShape &s : shapes) {
-    for (const Path path : {Path::Unpacked, Path::PackedB, Path::PackedA}) {
+    for (const Path path : {Path::Unpacked, Path::PackedB, Path::PackedA, Path::Indirect}) {
       const EpilogueMode mode = EpilogueMode(index++ % kEpilogueModes);
       SCOPED_TRACE(testing::Message() << pathName(path) << " M=" << s.m << " N=" << s.n << " K=" << s.k
                                       << " epilogue=" << int(mode));
@@ -272,7 +294,8 @@ TEST_P(GemmVariantTest, ThreadedMatchesSingleThreaded) {
       const std::vector<float> single = problem.run(kernel(), path);
       problem.expectMatches(single);
       EXPECT_EQ(problem.run(kernel(), path, &pool), single);
-      const GemmPacking packing{path == Path::PackedA, path == Path::PackedB};
+      const GemmPacking packing{path == Path::PackedA, path == Path::PackedB || path == Path::Indirect,
+                                path == Path::Indirect};
       std::vector<std::byte> scratch(sgemmScratchBytes(kernel(), s, pool.size(), packing) + 64);
       // Scratch must be 64-byte aligned.
       const size_t offset = (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;

@@ -21,20 +21,39 @@ inline __attribute__((always_inline)) void microkernel(const MicrokernelArgs &ar
 #pragma GCC unroll 8
     for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm256_setzero_ps();
   }
-  const float *a = args.a;
   const float *b = args.b;
-  for (int64_t p = 0; p < args.k; ++p) {
-    __m256 bv[kVecs];
-#pragma GCC unroll 8
-    for (int j = 0; j < kVecs; ++j) bv[j] = _mm256_loadu_ps(b + j * kLanes);
+  if (args.aRows != nullptr) {
+    // Indirect A: the broadcasts read the rows in place, one float further each step.
+    const float *rows[kMr];
 #pragma GCC unroll 32
-    for (int i = 0; i < kMr; ++i) {
-      const __m256 av = _mm256_broadcast_ss(a + i);
+    for (int i = 0; i < kMr; ++i) rows[i] = args.aRows[i];
+    for (int64_t p = 0; p < args.k; ++p) {
+      __m256 bv[kVecs];
 #pragma GCC unroll 8
-      for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+      for (int j = 0; j < kVecs; ++j) bv[j] = _mm256_loadu_ps(b + j * kLanes);
+#pragma GCC unroll 32
+      for (int i = 0; i < kMr; ++i) {
+        const __m256 av = _mm256_broadcast_ss(rows[i] + p);
+#pragma GCC unroll 8
+        for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+      }
+      b += kNr;
     }
-    a += kMr;
-    b += kNr;
+  } else {
+    const float *a = args.a;
+    for (int64_t p = 0; p < args.k; ++p) {
+      __m256 bv[kVecs];
+#pragma GCC unroll 8
+      for (int j = 0; j < kVecs; ++j) bv[j] = _mm256_loadu_ps(b + j * kLanes);
+#pragma GCC unroll 32
+      for (int i = 0; i < kMr; ++i) {
+        const __m256 av = _mm256_broadcast_ss(a + i);
+#pragma GCC unroll 8
+        for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+      }
+      a += kMr;
+      b += kNr;
+    }
   }
   const __m256 lo = _mm256_set1_ps(args.lo), hi = _mm256_set1_ps(args.hi);
   // Lane masks for the valid columns of each vector (all lanes on a full tile).

@@ -34,6 +34,44 @@ inline __attribute__((always_inline)) void step(__m512 (&acc)[kMr][kVecs], const
   }
 }
 
+/// All K steps with indirect A: row i's values are read in place from rows[i], one float further
+/// each step (the rows are streams the hardware prefetcher follows).
+template <int kMr, int kVecs>
+inline __attribute__((always_inline)) void indirectSteps(__m512 (&acc)[kMr][kVecs], const float *const *aRows,
+                                                         const float *b, int64_t k) {
+  const float *rows[kMr];
+#pragma GCC unroll 32
+  for (int i = 0; i < kMr; ++i) rows[i] = aRows[i];
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) {
+      __m512 bv[kVecs];
+#pragma GCC unroll 8
+      for (int j = 0; j < kVecs; ++j) bv[j] = _mm512_load_ps(b + j * kLanes);
+#pragma GCC unroll 32
+      for (int i = 0; i < kMr; ++i) {
+        const __m512 av = _mm512_set1_ps(rows[i][p + u]);
+#pragma GCC unroll 8
+        for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+      }
+      b += kVecs * kLanes;
+    }
+  }
+  for (; p < k; ++p) {
+    __m512 bv[kVecs];
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) bv[j] = _mm512_load_ps(b + j * kLanes);
+#pragma GCC unroll 32
+    for (int i = 0; i < kMr; ++i) {
+      const __m512 av = _mm512_set1_ps(rows[i][p]);
+#pragma GCC unroll 8
+      for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+    b += kVecs * kLanes;
+  }
+}
+
 /// The tile kernel for kMr rows of C; packed A advances kAStep floats per K step (the variant's
 /// mr, which is larger than kMr for the kernels that finish a ragged bottom edge).
 template <int kMr, int kNr, int kAStep>
@@ -53,29 +91,33 @@ inline __attribute__((always_inline)) void microkernel(const MicrokernelArgs &ar
     _mm_prefetch(reinterpret_cast<const char *>(args.c + i * args.ldc), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char *>(args.c + i * args.ldc + kNr - 1), _MM_HINT_T0);
   }
-  const float *a = args.a;
   const float *b = args.b;
-  // K in groups of kUnroll steps, with the prefetch of A (kUnroll * mr floats, a few lines) once
-  // per group rather than once per step.
-  constexpr int kUnroll = 4;
-  constexpr int kALinesPerGroup = (kUnroll * kAStep * 4 + 63) / 64;
-  int64_t p = 0;
-  for (; p + kUnroll <= args.k; p += kUnroll) {
+  if (args.aRows != nullptr) {
+    indirectSteps<kMr, kVecs>(acc, args.aRows, b, args.k);
+  } else {
+    const float *a = args.a;
+    // K in groups of kUnroll steps, with the prefetch of A (kUnroll * mr floats, a few lines) once
+    // per group rather than once per step.
+    constexpr int kUnroll = 4;
+    constexpr int kALinesPerGroup = (kUnroll * kAStep * 4 + 63) / 64;
+    int64_t p = 0;
+    for (; p + kUnroll <= args.k; p += kUnroll) {
 #pragma GCC unroll 8
-    for (int line = 0; line < kALinesPerGroup; ++line) {
-      _mm_prefetch(reinterpret_cast<const char *>(a + kAPrefetchSteps * kAStep + line * kLanes), _MM_HINT_T0);
-    }
+      for (int line = 0; line < kALinesPerGroup; ++line) {
+        _mm_prefetch(reinterpret_cast<const char *>(a + kAPrefetchSteps * kAStep + line * kLanes), _MM_HINT_T0);
+      }
 #pragma GCC unroll 4
-    for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
+        step<kMr, kVecs>(acc, a, b);
+        a += kAStep;
+        b += kNr;
+      }
+    }
+    for (; p < args.k; ++p) {
       step<kMr, kVecs>(acc, a, b);
       a += kAStep;
       b += kNr;
     }
-  }
-  for (; p < args.k; ++p) {
-    step<kMr, kVecs>(acc, a, b);
-    a += kAStep;
-    b += kNr;
   }
   if (args.nextB != nullptr) {
     // The next call's B panel starts in L2 (packed B of the next jr); its first lines are enough

@@ -15,7 +15,7 @@ void microkernel(const MicrokernelArgs &args) {
   const float *b = args.b;
   for (int64_t p = 0; p < args.k; ++p) {
     for (int i = 0; i < kMr; ++i) {
-      const float av = a[i];
+      const float av = args.aRows != nullptr ? args.aRows[i][p] : a[i];
       for (int j = 0; j < kNr; ++j) acc[i][j] += av * b[j];
     }
     a += kMr;
