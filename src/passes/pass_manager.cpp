@@ -2,6 +2,7 @@
 #include "passes/pass_manager.h"
 
 #include "ir/verifier.h"
+#include "passes/assign_layout.h"
 #include "passes/eliminate_common_subexpressions.h"
 #include "passes/eliminate_dead_code.h"
 #include "passes/fold_batch_norm.h"

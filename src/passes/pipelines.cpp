@@ -47,13 +47,18 @@ const PipelineSpec kO2Pipeline = [] {
   return spec;
 }();
 
-// -O3: -O2, then what is left of elementwise chains becomes FusedElementwise (last, so that it
-// takes no op another fusion wants).
+// -O3: -O2, then what is left of elementwise chains becomes FusedElementwise (so that it takes no
+// op another fusion wants), then convolutions go channels-last.
 const PipelineSpec kO3Pipeline = [] {
   PipelineSpec spec = kO2Pipeline;
   spec.insert(spec.end(), {
       {"fuse-elementwise"},
       {"eliminate-dead-code"},  // The constants only the fused ops' bodies now hold.
+      {"assign-layout"},        // After every fusion: a FusedConv with its bias, residual and
+                                // activation converts as one node, and no later pattern has to
+                                // look through the Transposes it adds.
+      {"eliminate-dead-code"},  // Anything else left unread: the pass erases only the Transposes
+                                // it added or cancelled.
   });
   return spec;
 }();

@@ -41,7 +41,8 @@ TEST(PassManager, RejectsUnknownNamesListingTheKnownOnes) {
   EXPECT_EQ(status.diag().code, ErrorCode::InvalidArgument);
   EXPECT_EQ(status.diag().message, "unknown pass 'fold-everything'; the passes are: infer-shapes, fold-shapes, fold-constants, "
             "eliminate-common-subexpressions, eliminate-dead-code, fold-batch-norm, recognize-gelu, "
-            "recognize-layer-norm, recognize-softmax, recognize-attention, fuse-epilogues, fuse-elementwise");
+            "recognize-layer-norm, recognize-softmax, recognize-attention, fuse-epilogues, fuse-elementwise, "
+            "assign-layout");
 }
 
 TEST(PassManager, RunsPipelinesInOrderAndReportsChanges) {

@@ -87,7 +87,8 @@ TEST_F(OptCommand, ReportsUnknownPassesAndFailingPasses) {
   EXPECT_EQ(unknown.output,
             "tessel: error: unknown pass 'make-it-fast'; the passes are: infer-shapes, fold-shapes, fold-constants, "
             "eliminate-common-subexpressions, eliminate-dead-code, fold-batch-norm, recognize-gelu, "
-            "recognize-layer-norm, recognize-softmax, recognize-attention, fuse-epilogues, fuse-elementwise\n");
+            "recognize-layer-norm, recognize-softmax, recognize-attention, fuse-epilogues, fuse-elementwise, "
+            "assign-layout\n");
   CommandResult failing = runTool("opt " + path + " --passes=infer-shapes");
   EXPECT_EQ(failing.exitCode, 1);
   EXPECT_EQ(failing.output.rfind("tessel: error: " + path + ": node 'mm' (MatMul, #0): pass 'infer-shapes': ", 0), 0u)

@@ -267,7 +267,16 @@ Status CpuExecutable::Impl::plan() {
       }
       if (inPlace >= 0) {
         int in = planned.inputs[inPlace];
-        if (in >= 0 && slots[in].kind == Slot::Kind::Arena && slots[in].bytes == slots[s].bytes &&
+        // Another input in the same memory (the same value, or an alias of it) would be read after
+        // its elements were overwritten: a convolution reads a whole window of X per output.
+        auto sharesMemory = [&](size_t j) {
+          const int other = planned.inputs[j];
+          return int(j) != inPlace && other >= 0 && slots[other].kind == Slot::Kind::Arena &&
+                 slots[other].buffer == slots[in].buffer;
+        };
+        bool shared = false;
+        for (size_t j = 0; in >= 0 && j < planned.inputs.size(); ++j) shared = shared || sharesMemory(j);
+        if (in >= 0 && !shared && slots[in].kind == Slot::Kind::Arena && slots[in].bytes == slots[s].bytes &&
             buffers[slots[in].buffer].last == position) {
           join(s, slots[in].buffer);
           continue;

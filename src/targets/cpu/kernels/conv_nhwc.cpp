@@ -82,19 +82,38 @@ struct ChunkRows {
   }
 };
 
-/// Writes the windows of output pixels [first, first + count) into rows of `window` floats.
+/// Writes the windows of output pixels [first, first + count) into rows of `window` floats. With
+/// dilation 1 along the width, one kernel row's taps read consecutive input pixels: one copy of
+/// the run inside the input, zeros for the taps in the padding.
 void gatherWindows(const Conv2dShape &s, const float *x, int64_t first, int64_t count, float *rows) {
-  const size_t runBytes = size_t(s.inChannels) * sizeof(float);
+  const int64_t c = s.inChannels;
+  const int64_t rowFloats = s.kernelWidth * c;  // One kernel row of the window.
   PixelCursor cursor(s, first);
   for (int64_t i = 0; i < count; ++i, cursor.advance(s)) {
     float *row = rows + i * windowSize(s);
-    for (int64_t kh = 0; kh < s.kernelHeight; ++kh) {
-      for (int64_t kw = 0; kw < s.kernelWidth; ++kw, row += s.inChannels) {
-        const float *pixel = cursor.tap(s, x, kh, kw);
-        if (pixel != nullptr) {
-          std::memcpy(row, pixel, runBytes);
+    const int64_t iw0 = cursor.ow * s.strideWidth - s.padLeft;
+    for (int64_t kh = 0; kh < s.kernelHeight; ++kh, row += rowFloats) {
+      const int64_t ih = cursor.oh * s.strideHeight + kh * s.dilationHeight - s.padTop;
+      if (ih < 0 || ih >= s.inHeight) {
+        std::fill(row, row + rowFloats, 0.0f);
+        continue;
+      }
+      const float *inputRow = x + (cursor.image * s.inHeight + ih) * s.inWidth * c;
+      if (s.dilationWidth == 1) {
+        const int64_t begin = std::clamp<int64_t>(-iw0, 0, s.kernelWidth);
+        const int64_t end = std::clamp<int64_t>(s.inWidth - iw0, begin, s.kernelWidth);
+        std::fill(row, row + begin * c, 0.0f);
+        std::copy(inputRow + (iw0 + begin) * c, inputRow + (iw0 + end) * c, row + begin * c);
+        std::fill(row + end * c, row + rowFloats, 0.0f);
+        continue;
+      }
+      for (int64_t kw = 0; kw < s.kernelWidth; ++kw) {
+        const int64_t iw = iw0 + kw * s.dilationWidth;
+        float *tap = row + kw * c;
+        if (iw < 0 || iw >= s.inWidth) {
+          std::fill(tap, tap + c, 0.0f);
         } else {
-          std::memset(row, 0, runBytes);
+          std::copy(inputRow + iw * c, inputRow + (iw + 1) * c, tap);
         }
       }
     }
@@ -127,7 +146,7 @@ ConvNhwcPlan planConvNhwc(const Conv2dShape &shape, int threads) {
   const int64_t window = windowSize(shape);
   const bool pointwise = shape.kernelHeight == 1 && shape.kernelWidth == 1;
   plan.gathersRows = shape.inChannels < kMinChannelsInPlace && !pointwise;
-  const GemmPacking packing{/*a=*/false, /*b=*/true, /*aIndirect=*/true};
+  const GemmPacking packing{/*a=*/false, /*b=*/true};
   if (!plan.gathersRows) {
     plan.zerosBytes = roundUpBytes(size_t(shape.inChannels) * sizeof(float));
     plan.gemmScratchBytes =

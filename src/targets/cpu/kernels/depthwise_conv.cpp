@@ -1,10 +1,12 @@
-// The depthwise convolution driver (see depthwise_conv.h): picks the ISA build of the plane loop
-// once, and splits (image, channel) planes over the pool.
+// The depthwise convolution drivers (see depthwise_conv.h): pick the ISA build of the loop once, and
+// split (image, channel) planes (NCHW) or (image, row range, channel range) blocks (NHWC) over the
+// pool.
 #include "targets/cpu/kernels/depthwise_conv.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 
 #include "targets/cpu/kernels/conv_parallel.h"
@@ -39,6 +41,31 @@ const DepthwiseVariant &selectedVariant() {
     return kVariants[std::size(kVariants) - 1];
   }();
   return selected;
+}
+
+constexpr DepthwiseNhwcVariant kNhwcVariants[] = {
+    {"f32_depthwise_conv2d_nhwc__avx512", Isa::Avx512 | Isa::Fma, &depthwiseNhwcRows__avx512},
+    {"f32_depthwise_conv2d_nhwc__avx2_fma", Isa::Avx2 | Isa::Fma, &depthwiseNhwcRows__avx2},
+    {"f32_depthwise_conv2d_nhwc__generic", Isa::None, &depthwiseNhwcRows__generic},
+};
+
+const DepthwiseNhwcVariant &selectedNhwcVariant() {
+  static const DepthwiseNhwcVariant &selected = []() -> const DepthwiseNhwcVariant & {
+    for (const DepthwiseNhwcVariant &variant : kNhwcVariants) {
+      if (!hasAll(hostIsa(), variant.isa)) continue;
+      if (std::getenv("TESSEL_LOG_KERNELS") != nullptr) {
+        std::fprintf(stderr, "tessel: channels-last depthwise conv uses %s\n", variant.name);
+      }
+      return variant;
+    }
+    return kNhwcVariants[std::size(kNhwcVariants) - 1];
+  }();
+  return selected;
+}
+
+int64_t paddedChannels(const Conv2dShape &shape) {
+  const int64_t block = kDepthwiseNhwcChannelBlock;
+  return (shape.outChannels + block - 1) / block * block;
 }
 
 // Tasks are ranges of planes: at most one per kMinFloatsPerTask outputs (the pool's per-task cost
@@ -93,5 +120,98 @@ void depthwiseConv2d(const Conv2dShape &shape, const float *x, const float *weig
 }
 
 const char *depthwiseConvKernelName() { return selectedVariant().name; }
+
+bool isDepthwiseNhwc(const Conv2dShape &shape) {
+  return shape.group == shape.inChannels && shape.group == shape.outChannels && shape.group > 1;
+}
+
+size_t depthwiseNhwcWeightsBytes(const Conv2dShape &shape) {
+  // paddedChannels is a multiple of 16 floats, so every tap row is 64 bytes aligned.
+  return size_t(shape.kernelHeight * shape.kernelWidth * paddedChannels(shape)) * sizeof(float);
+}
+
+void packDepthwiseWeightsNhwc(const Conv2dShape &shape, const float *weights, float *dst) {
+  const int64_t taps = shape.kernelHeight * shape.kernelWidth;
+  const int64_t padded = paddedChannels(shape);
+  std::memset(dst, 0, depthwiseNhwcWeightsBytes(shape));
+  for (int64_t c = 0; c < shape.outChannels; ++c) {
+    for (int64_t t = 0; t < taps; ++t) dst[t * padded + c] = weights[c * taps + t];
+  }
+}
+
+void depthwiseConv2dNhwcWith(const DepthwiseNhwcVariant &variant, const Conv2dShape &shape, const float *x,
+                             const float *packedWeights, const ConvEpilogue &epilogue, float *y, ThreadPool *pool) {
+  const int64_t channels = shape.outChannels;
+  const int64_t rows = shape.batch * shape.outHeight;
+  const int64_t blocks = (channels + kDepthwiseNhwcChannelBlock - 1) / kDepthwiseNhwcChannelBlock;
+  const int64_t threads = pool != nullptr ? pool->size() : 1;
+  // Rows first (each task then writes whole output rows); channel ranges only when there are too
+  // few rows to give every thread kTasksPerThread tasks, as in the 7x7 planes of the last blocks.
+  const int64_t outputs = rows * shape.outWidth * channels;
+  const int64_t wanted = threads > 1 ? std::max(outputs / kMinFloatsPerTask, kTasksPerThread * threads) : 1;
+  const int64_t channelTasks = std::min(blocks, (wanted + rows - 1) / rows);
+  const int64_t rowTasks = std::min(rows, (wanted + channelTasks - 1) / channelTasks);
+  const int64_t outImage = shape.outPlane() * channels;
+
+  const ActivationSpec &activation = epilogue.activation;
+  const bool clampInRegisters = activation.kind == Activation::Relu || activation.kind == Activation::Clip;
+  DepthwiseNhwcArgs base;
+  base.weights = packedWeights;
+  base.bias = epilogue.bias;
+  base.channels = channels;
+  base.paddedChannels = paddedChannels(shape);
+  base.inHeight = shape.inHeight;
+  base.inWidth = shape.inWidth;
+  base.outHeight = shape.outHeight;
+  base.outWidth = shape.outWidth;
+  base.kernelHeight = shape.kernelHeight;
+  base.kernelWidth = shape.kernelWidth;
+  base.strideHeight = shape.strideHeight;
+  base.strideWidth = shape.strideWidth;
+  base.dilationHeight = shape.dilationHeight;
+  base.dilationWidth = shape.dilationWidth;
+  base.padTop = shape.padTop;
+  base.padLeft = shape.padLeft;
+  base.clamp = clampInRegisters;
+  base.clampLow = activation.kind == Activation::Clip ? activation.alpha : 0.0f;
+  base.clampHigh = activation.kind == Activation::Clip ? activation.beta : __builtin_inff();
+
+  auto runTask = [&](int64_t task) {
+    const int64_t rowTask = task / channelTasks, channelTask = task % channelTasks;
+    const int64_t rowBegin = rows * rowTask / rowTasks, rowEnd = rows * (rowTask + 1) / rowTasks;
+    DepthwiseNhwcArgs args = base;
+    args.channelBegin = blocks * channelTask / channelTasks * kDepthwiseNhwcChannelBlock;
+    args.channelEnd = std::min(channels, blocks * (channelTask + 1) / channelTasks * kDepthwiseNhwcChannelBlock);
+    // A row range may span images: one call per image.
+    for (int64_t row = rowBegin; row < rowEnd;) {
+      const int64_t image = row / shape.outHeight;
+      const int64_t end = std::min(rowEnd, (image + 1) * shape.outHeight);
+      args.x = x + image * shape.inPlane() * channels;
+      args.y = y + image * outImage;
+      args.residual = epilogue.residual != nullptr ? epilogue.residual + image * outImage : nullptr;
+      args.rowBegin = row - image * shape.outHeight;
+      args.rowEnd = end - image * shape.outHeight;
+      variant.rows(args);
+      if (!clampInRegisters && activation.kind != Activation::None) {
+        // The finished rows are still in cache; each pixel's channel range is one contiguous run.
+        const int64_t count = args.channelEnd - args.channelBegin;
+        for (int64_t pixel = args.rowBegin * shape.outWidth; pixel < args.rowEnd * shape.outWidth; ++pixel) {
+          applyActivation(activation, args.y + pixel * channels + args.channelBegin, count);
+        }
+      }
+      row = end;
+    }
+  };
+  runTasks(pool, rowTasks * channelTasks, runTask);
+}
+
+void depthwiseConv2dNhwc(const Conv2dShape &shape, const float *x, const float *packedWeights,
+                         const ConvEpilogue &epilogue, float *y, ThreadPool *pool) {
+  depthwiseConv2dNhwcWith(selectedNhwcVariant(), shape, x, packedWeights, epilogue, y, pool);
+}
+
+const char *depthwiseConvNhwcKernelName() { return selectedNhwcVariant().name; }
+
+std::span<const DepthwiseNhwcVariant> depthwiseNhwcVariants() { return kNhwcVariants; }
 
 }  // namespace tessel::cpu

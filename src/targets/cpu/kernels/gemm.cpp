@@ -3,12 +3,16 @@
 //
 //   for jc in N by NC          B block (KC x NC) stays in L3 (packed once per (jc, pc))
 //     for pc in K by KC        epilogue only on the last pc; later blocks accumulate into C
-//       for ic in M by MC      A block (MC x KC) packed into mr-row panels, stays in L2
+//       for ic in M by MC      A block (MC x KC) stays in L2
 //         for jr in NC by nr   one packed B micro-panel (KC x nr) stays in L1
 //           for ir in MC by mr microkernel: one mr x nr tile of C, epilogue on the last pc
 //
-// Packed panels are zero-padded to whole tiles, so the microkernels always compute full mr x nr
-// tiles and store only the valid part of a ragged edge (masked stores), epilogue included.
+// A is not copied: the microkernel reads row-major A in place through one pointer per row (the
+// broadcasts it needs read a row's floats in order, streams the prefetcher follows), which costs
+// less than packing A into panels (a transposing copy) would save. Weights on the left arrive
+// pre-packed into mr-row panels; IndirectA (implicit GEMM) supplies its own row pointers. Packed B
+// panels are zero-padded to whole tiles, so the microkernels always compute full mr x nr tiles
+// and store only the valid part of a ragged edge (masked stores), epilogue included.
 // Pre-packed operands hold the whole K per panel, so a block is an offset into them and needs no
 // packing. Activations other than ReLU/Clip (which the microkernel does in registers) run on each
 // tile right after it is stored, while it is in L1.
@@ -63,9 +67,8 @@ size_t alignedBytes(int64_t floats) { return size_t(roundUp(floats * int64_t(siz
 
 /// Packing buffers of one task, carved from scratch.
 struct TaskBuffers {
-  float *a = nullptr;             // MC x KC block of A (null when A is pre-packed or indirect).
   float *b = nullptr;             // KC x NC block of B (null when B is pre-packed).
-  const float **aRows = nullptr;  // MC + mr row pointers of indirect A.
+  const float **aRows = nullptr;  // MC + mr row pointers of A read in place (null when pre-packed).
 };
 
 size_t rowPointerBytes(const GemmKernel &kernel, const Blocking &blocking) {
@@ -75,11 +78,7 @@ size_t rowPointerBytes(const GemmKernel &kernel, const Blocking &blocking) {
 size_t taskScratchBytes(const GemmKernel &kernel, const GemmShape &part, GemmPacking packing) {
   const Blocking blocking = chooseBlocking(kernel, part);
   size_t bytes = 0;
-  if (packing.aIndirect) {
-    bytes += rowPointerBytes(kernel, blocking);
-  } else if (!packing.a) {
-    bytes += alignedBytes(blocking.mc * blocking.kc);
-  }
+  if (!packing.a) bytes += rowPointerBytes(kernel, blocking);
   // One block of rows packs B a panel at a time into the same place (see runTask).
   if (!packing.b) bytes += alignedBytes(blocking.kc * (part.m <= blocking.mc ? kernel.nr : blocking.nc));
   return bytes;
@@ -88,12 +87,9 @@ size_t taskScratchBytes(const GemmKernel &kernel, const GemmShape &part, GemmPac
 TaskBuffers carveTaskBuffers(const GemmKernel &kernel, const GemmShape &part, GemmPacking packing, std::byte *base) {
   const Blocking blocking = chooseBlocking(kernel, part);
   TaskBuffers buffers;
-  if (packing.aIndirect) {
+  if (!packing.a) {
     buffers.aRows = reinterpret_cast<const float **>(base);
     base += rowPointerBytes(kernel, blocking);
-  } else if (!packing.a) {
-    buffers.a = reinterpret_cast<float *>(base);
-    base += alignedBytes(blocking.mc * blocking.kc);
   }
   if (!packing.b) buffers.b = reinterpret_cast<float *>(base);
   return buffers;
@@ -115,9 +111,7 @@ Grid chooseGrid(const GemmKernel &kernel, const GemmShape &shape, int threads, G
   for (int64_t tm = 1; tm <= threads && tm <= rowTiles; ++tm) {
     for (int64_t tn = 1; tm * tn <= threads && tn <= colTiles; ++tn) {
       const int64_t rows = ceilDiv(rowTiles, tm) * kernel.mr, cols = ceilDiv(colTiles, tn) * kernel.nr;
-      const Blocking blocking = chooseBlocking(kernel, {rows, cols, shape.k});
       int64_t cost = rows * cols * shape.k;
-      if (!packing.a && !packing.aIndirect) cost += kPackCost * rows * shape.k * ceilDiv(cols, blocking.nc);
       if (!packing.b) cost += kPackCost * cols * shape.k;
       const Grid grid{rows, cols, ceilDiv(shape.m, rows), ceilDiv(shape.n, cols)};
       cost += kTaskCost * (grid.tasks() - 1);
@@ -279,9 +273,10 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
           aBase = aOp.packed + (ic / mr) * aOp.panelStride + pc * mr;
           aStride = aOp.panelStride;
         } else {
-          aStride = kc * mr;
-          packAPanels(mr, mc, kc, aOp.raw + ic * aOp.ld + pc, aOp.ld, 1, buffers.a, aStride);
-          aBase = buffers.a;
+          for (int64_t i = 0; i < mc; ++i) buffers.aRows[i] = aOp.raw + (ic + i) * aOp.ld + pc;
+          for (int64_t i = mc; i < roundUp(mc, mr); ++i) buffers.aRows[i] = buffers.aRows[mc - 1];
+          aBase = nullptr;
+          aStride = 0;
         }
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t cols = std::min(nr, nc - jr);
@@ -304,7 +299,7 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
                 lastK && epilogue.residual != nullptr ? epilogue.residual + row * epilogue.ldr + col : nullptr;
             args.k = kc;
             args.a = aBase != nullptr ? aBase + (ir / mr) * aStride : nullptr;
-            args.aRows = aOp.indirect != nullptr ? buffers.aRows + ir : nullptr;
+            args.aRows = aBase == nullptr ? buffers.aRows + ir : nullptr;
             args.b = bPanel;
             args.nextB = ir + mr >= mc && jr + nr < nc && !packBPerPanel ? bPanel + bStride : nullptr;
             args.c = cTile;
@@ -387,7 +382,7 @@ void runGemm(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
                    reinterpret_cast<uintptr_t>(aOp.packed) % kAlignBytes == 0 &&
                    reinterpret_cast<uintptr_t>(bOp.packed) % kAlignBytes == 0,
                "sgemm scratch and packed operands must be {}-byte aligned", kAlignBytes);
-  const GemmPacking packing{aOp.packed != nullptr, bOp.packed != nullptr, aOp.indirect != nullptr};
+  const GemmPacking packing{aOp.packed != nullptr, bOp.packed != nullptr};
   const int threads = pool != nullptr ? pool->size() : 1;
 
   Grid grid = chooseGrid(kernel, shape, threads, packing);

@@ -147,12 +147,11 @@ PackedB packB(const GemmKernel &kernel, int64_t k, int64_t n, const float *b, in
 
 // ---- Products -------------------------------------------------------------------------------
 
-/// Which operands arrive packed (they need no packing buffer in scratch), and whether A is
-/// indirect (IndirectA: read in place, a block of row pointers in scratch instead).
+/// Which operands arrive packed: B then needs no packing buffer in scratch, A no row pointers (an
+/// A that is not pre-packed, row-major or IndirectA, is read in place through row pointers).
 struct GemmPacking {
   bool a = false;
   bool b = false;
-  bool aIndirect = false;
 };
 
 /// A read in place through row pointers instead of packed (implicit GEMM). The driver asks, once
@@ -188,7 +187,7 @@ void sgemmPacked(const GemmShape &shape, const float *a, int64_t lda, const Pack
                  const GemmEpilogue &epilogue = {}, ThreadPool *pool = nullptr, std::span<std::byte> scratch = {});
 
 /// C = A*B with A indirect and B pre-packed (its variant is used); shape.k and shape.n must match
-/// B. Scratch: sgemmScratchBytes with packing {.b = true, .aIndirect = true}.
+/// B. Scratch: sgemmScratchBytes with packing {.a = false, .b = true}.
 void sgemmIndirect(const GemmShape &shape, const IndirectA &a, const PackedBView &b, float *c, int64_t ldc,
                    const GemmEpilogue &epilogue = {}, ThreadPool *pool = nullptr, std::span<std::byte> scratch = {});
 

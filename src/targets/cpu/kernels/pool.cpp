@@ -1,5 +1,5 @@
-// The pooling driver (see pool.h): picks the ISA build of the loops once, and splits (image,
-// channel) planes over the pool.
+// The pooling drivers (see pool.h): pick the ISA build of the loops once, and split (image,
+// channel) planes (NCHW) or (image, row range, channel range) blocks (NHWC) over the pool.
 #include "targets/cpu/kernels/pool.h"
 
 #include <algorithm>
@@ -37,6 +37,26 @@ const PoolVariant &selectedVariant() {
       return variant;
     }
     return kVariants[std::size(kVariants) - 1];
+  }();
+  return selected;
+}
+
+constexpr PoolNhwcVariant kNhwcVariants[] = {
+    {"f32_pool2d_nhwc__avx512", Isa::Avx512 | Isa::Fma, &kPoolNhwcFunctions__avx512},
+    {"f32_pool2d_nhwc__avx2_fma", Isa::Avx2 | Isa::Fma, &kPoolNhwcFunctions__avx2},
+    {"f32_pool2d_nhwc__generic", Isa::None, &kPoolNhwcFunctions__generic},
+};
+
+const PoolNhwcVariant &selectedNhwcVariant() {
+  static const PoolNhwcVariant &selected = []() -> const PoolNhwcVariant & {
+    for (const PoolNhwcVariant &variant : kNhwcVariants) {
+      if (!hasAll(hostIsa(), variant.isa)) continue;
+      if (std::getenv("TESSEL_LOG_KERNELS") != nullptr) {
+        std::fprintf(stderr, "tessel: channels-last pooling uses %s\n", variant.name);
+      }
+      return variant;
+    }
+    return kNhwcVariants[std::size(kNhwcVariants) - 1];
   }();
   return selected;
 }
@@ -85,6 +105,70 @@ void windowedPool(const Pool2dShape &shape, bool countIncludePad, const float *x
   });
 }
 
+// Channel ranges of the channels-last pools are multiples of this many floats (a cache line).
+constexpr int64_t kNhwcChannelBlock = 16;
+
+/// Splits `units` units (output rows, or images) times the channel blocks into tasks and calls
+/// fn(unitBegin, unitEnd, channelBegin, channelEnd) for each, over the pool: units first, channel
+/// ranges only when there are too few units to give every thread kTasksPerThread tasks.
+template <class Fn>
+void forEachNhwcBlock(int64_t units, int64_t floatsPerUnit, int64_t channels, ThreadPool *pool, const Fn &fn) {
+  const int64_t blocks = (channels + kNhwcChannelBlock - 1) / kNhwcChannelBlock;
+  const int64_t threads = pool != nullptr ? pool->size() : 1;
+  const int64_t wanted =
+      threads > 1 ? std::max(units * floatsPerUnit / kMinFloatsPerTask, kTasksPerThread * threads) : 1;
+  const int64_t channelTasks = std::max<int64_t>(1, std::min(blocks, (wanted + units - 1) / units));
+  const int64_t unitTasks = std::max<int64_t>(1, std::min(units, (wanted + channelTasks - 1) / channelTasks));
+  runTasks(pool, unitTasks * channelTasks, [&](int64_t task) {
+    const int64_t unitTask = task / channelTasks, channelTask = task % channelTasks;
+    const int64_t channelBegin = blocks * channelTask / channelTasks * kNhwcChannelBlock;
+    const int64_t channelEnd = std::min(channels, blocks * (channelTask + 1) / channelTasks * kNhwcChannelBlock);
+    fn(units * unitTask / unitTasks, units * (unitTask + 1) / unitTasks, channelBegin, channelEnd);
+  });
+}
+
+void windowedPoolNhwc(const Pool2dShape &shape, bool countIncludePad, const float *x, float *y, ThreadPool *pool,
+                      void (*rowsFn)(const PoolNhwcArgs &)) {
+  const int64_t inImage = shape.inHeight * shape.inWidth * shape.channels;
+  const int64_t outImage = shape.outHeight * shape.outWidth * shape.channels;
+  PoolNhwcArgs base;
+  base.channels = shape.channels;
+  base.inHeight = shape.inHeight;
+  base.inWidth = shape.inWidth;
+  base.outHeight = shape.outHeight;
+  base.outWidth = shape.outWidth;
+  base.kernelHeight = shape.kernelHeight;
+  base.kernelWidth = shape.kernelWidth;
+  base.strideHeight = shape.strideHeight;
+  base.strideWidth = shape.strideWidth;
+  base.dilationHeight = shape.dilationHeight;
+  base.dilationWidth = shape.dilationWidth;
+  base.padTop = shape.padTop;
+  base.padLeft = shape.padLeft;
+  base.padBottom = shape.padBottom;
+  base.padRight = shape.padRight;
+  base.countIncludePad = countIncludePad;
+  const int64_t rows = shape.batch * shape.outHeight;
+  const int64_t floatsPerRow = shape.outWidth * shape.channels * shape.kernelHeight * shape.kernelWidth;
+  forEachNhwcBlock(rows, floatsPerRow, shape.channels, pool,
+                   [&](int64_t rowBegin, int64_t rowEnd, int64_t channelBegin, int64_t channelEnd) {
+                     PoolNhwcArgs args = base;
+                     args.channelBegin = channelBegin;
+                     args.channelEnd = channelEnd;
+                     // A row range may span images: one call per image.
+                     for (int64_t row = rowBegin; row < rowEnd;) {
+                       const int64_t image = row / shape.outHeight;
+                       const int64_t end = std::min(rowEnd, (image + 1) * shape.outHeight);
+                       args.x = x + image * inImage;
+                       args.y = y + image * outImage;
+                       args.rowBegin = row - image * shape.outHeight;
+                       args.rowEnd = end - image * shape.outHeight;
+                       rowsFn(args);
+                       row = end;
+                     }
+                   });
+}
+
 }  // namespace
 
 void maxPool2d(const Pool2dShape &shape, const float *x, float *y, ThreadPool *pool) {
@@ -107,5 +191,45 @@ void globalMaxPool(int64_t planes, int64_t planeSize, const float *x, float *y, 
 }
 
 const char *poolKernelName() { return selectedVariant().name; }
+
+void maxPool2dNhwcWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, const float *x, float *y,
+                       ThreadPool *pool) {
+  windowedPoolNhwc(shape, /*countIncludePad=*/false, x, y, pool, variant.functions->maxRows);
+}
+
+void averagePool2dNhwcWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, bool countIncludePad,
+                           const float *x, float *y, ThreadPool *pool) {
+  windowedPoolNhwc(shape, countIncludePad, x, y, pool, variant.functions->averageRows);
+}
+
+void globalAveragePoolNhwcWith(const PoolNhwcVariant &variant, int64_t batch, int64_t plane, int64_t channels,
+                               const float *x, float *y, ThreadPool *pool) {
+  auto sums = variant.functions->scaledChannelSums;
+  const float scale = 1.0f / float(plane);
+  forEachNhwcBlock(batch, plane * channels, channels, pool,
+                   [&](int64_t imageBegin, int64_t imageEnd, int64_t channelBegin, int64_t channelEnd) {
+                     for (int64_t n = imageBegin; n < imageEnd; ++n) {
+                       sums(x + n * plane * channels, plane, channels, channelBegin, channelEnd, scale,
+                            y + n * channels);
+                     }
+                   });
+}
+
+void maxPool2dNhwc(const Pool2dShape &shape, const float *x, float *y, ThreadPool *pool) {
+  maxPool2dNhwcWith(selectedNhwcVariant(), shape, x, y, pool);
+}
+
+void averagePool2dNhwc(const Pool2dShape &shape, bool countIncludePad, const float *x, float *y, ThreadPool *pool) {
+  averagePool2dNhwcWith(selectedNhwcVariant(), shape, countIncludePad, x, y, pool);
+}
+
+void globalAveragePoolNhwc(int64_t batch, int64_t plane, int64_t channels, const float *x, float *y,
+                           ThreadPool *pool) {
+  globalAveragePoolNhwcWith(selectedNhwcVariant(), batch, plane, channels, x, y, pool);
+}
+
+const char *poolNhwcKernelName() { return selectedNhwcVariant().name; }
+
+std::span<const PoolNhwcVariant> poolNhwcVariants() { return kNhwcVariants; }
 
 }  // namespace tessel::cpu

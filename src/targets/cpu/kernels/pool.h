@@ -4,11 +4,19 @@
 // vectorized loop), with the taps that reach into the padding trimmed off the row's ends, as in
 // the depthwise convolution. The loops are compiled per ISA (isa/<family>/pool_2d.cpp) and chosen
 // at run time; every pool is threaded over (image, channel) planes.
+//
+// The channels-last forms (X [N, H, W, C], Y [N, OH, OW, C]) fold each window's taps along the
+// contiguous channels (pool_nhwc_impl.h, compiled per ISA as isa/<family>/pool_nhwc.cpp) and are
+// threaded over (image, output row range, channel range) blocks, or (image, channel range) for the
+// global pool.
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "support/thread_pool.h"
+#include "targets/cpu/kernels/cpu_features.h"
+#include "targets/cpu/kernels/pool_nhwc_variants.h"
 
 namespace tessel::cpu {
 
@@ -47,5 +55,32 @@ void globalMaxPool(int64_t planes, int64_t planeSize, const float *x, float *y, 
 
 /// The variant the host runs, e.g. "f32_pool2d__avx512".
 const char *poolKernelName();
+
+/// maxPool2d and averagePool2d channels-last: X [N, H, W, C], Y [N, OH, OW, C]; the same window,
+/// padding, dilation and ceil-mode conventions.
+void maxPool2dNhwc(const Pool2dShape &shape, const float *x, float *y, ThreadPool *pool);
+void averagePool2dNhwc(const Pool2dShape &shape, bool countIncludePad, const float *x, float *y, ThreadPool *pool);
+/// Y[n, c] = mean over the `plane` positions of X [N, plane, C].
+void globalAveragePoolNhwc(int64_t batch, int64_t plane, int64_t channels, const float *x, float *y, ThreadPool *pool);
+
+/// The channels-last variant the host runs, e.g. "f32_pool2d_nhwc__avx512".
+const char *poolNhwcKernelName();
+
+/// A build of the channels-last pooling loops: its name and the ISA bits it needs.
+struct PoolNhwcVariant {
+  const char *name;
+  Isa isa;
+  const PoolNhwcFunctions *functions;
+};
+/// Every channels-last variant, best first, so tests can run each one the host can.
+std::span<const PoolNhwcVariant> poolNhwcVariants();
+/// The channels-last pools with the given variant instead of the host's choice. Precondition: the
+/// host has the variant's ISA bits.
+void maxPool2dNhwcWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, const float *x, float *y,
+                       ThreadPool *pool);
+void averagePool2dNhwcWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, bool countIncludePad,
+                           const float *x, float *y, ThreadPool *pool);
+void globalAveragePoolNhwcWith(const PoolNhwcVariant &variant, int64_t batch, int64_t plane, int64_t channels,
+                               const float *x, float *y, ThreadPool *pool);
 
 }  // namespace tessel::cpu

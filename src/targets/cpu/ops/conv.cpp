@@ -100,6 +100,25 @@ class ConvNhwcStep final : public Step {
   EpilogueSources epilogue_;
 };
 
+class DepthwiseNhwcStep final : public Step {
+ public:
+  DepthwiseNhwcStep(const Conv2dShape &shape, const float *packedWeights, const EpilogueSources &epilogue)
+      : shape_(shape), packedWeights_(packedWeights), epilogue_(epilogue) {}
+
+  Status run(const StepIo &io) const override {
+    depthwiseConv2dNhwc(shape_, static_cast<const float *>(io.inputs[kInputX]), packedWeights_, epilogue_.resolve(io),
+                        static_cast<float *>(io.outputs[0]), io.pool);
+    return Status::success();
+  }
+  int inPlaceInput() const override { return epilogue_.residual ? int(kInputZ) : -1; }
+  std::string kernelName() const override { return depthwiseConvNhwcKernelName(); }
+
+ private:
+  Conv2dShape shape_;
+  const float *packedWeights_;
+  EpilogueSources epilogue_;
+};
+
 /// Reads and checks the node's geometry into a 2-D shape (a 1-D conv gets height 1). X and Y are
 /// [N, C, spatial...], or [N, H, W, C] when `channelsLast`.
 Expected<Conv2dShape> readShape(LowerContext &ctx, bool channelsLast) {
@@ -176,10 +195,20 @@ Expected<const float *> copyConstant(LowerContext &ctx, size_t index, std::strin
   return reinterpret_cast<const float *>(bytes);
 }
 
-/// A channels-last FusedConv: the implicit GEMM, or the reference kernel for a grouped conv
-/// (which assign-layout leaves channels-first).
+/// A channels-last FusedConv: the depthwise kernel, the implicit GEMM, or the reference kernel for
+/// other grouped convs (which assign-layout leaves channels-first).
 Expected<std::unique_ptr<Step>> lowerChannelsLast(LowerContext &ctx, const Conv2dShape &shape,
                                                   const EpilogueSources &epilogue) {
+  if (isDepthwiseNhwc(shape)) {
+    const Tensor *w = ctx.constantInput(kInputW);
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                            ctx.packed("depthwise_weights_nhwc", depthwiseNhwcWeightsBytes(shape), [&](std::byte *dst) {
+                              packDepthwiseWeightsNhwc(shape, w->data<float>(), reinterpret_cast<float *>(dst));
+                            }));
+    ctx.releaseConstantInput(kInputW);
+    return std::unique_ptr<Step>(
+        std::make_unique<DepthwiseNhwcStep>(shape, reinterpret_cast<const float *>(packed), epilogue));
+  }
   if (!runsConvNhwc(shape)) return std::unique_ptr<Step>();
   const ConvNhwcPlan plan = planConvNhwc(shape, ctx.threads());
   const Tensor *w = ctx.constantInput(kInputW);

@@ -294,8 +294,7 @@ TEST_P(GemmVariantTest, ThreadedMatchesSingleThreaded) {
       const std::vector<float> single = problem.run(kernel(), path);
       problem.expectMatches(single);
       EXPECT_EQ(problem.run(kernel(), path, &pool), single);
-      const GemmPacking packing{path == Path::PackedA, path == Path::PackedB || path == Path::Indirect,
-                                path == Path::Indirect};
+      const GemmPacking packing{path == Path::PackedA, path == Path::PackedB || path == Path::Indirect};
       std::vector<std::byte> scratch(sgemmScratchBytes(kernel(), s, pool.size(), packing) + 64);
       // Scratch must be 64-byte aligned.
       const size_t offset = (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;

@@ -91,6 +91,19 @@ TEST(CpuConvNhwc, Epilogues) {
   check(stem);
 }
 
+// X is also the residual and dies at the conv: the output must not be planned over it, since every
+// output pixel reads a window of X.
+TEST(CpuConvNhwc, ResidualThatIsAlsoTheInputIsNotOverwritten) {
+  const std::string text =
+      "model opset(ai.onnx=17, tessel=1) ir_version=8 {\n"
+      "func @main(%x: f32[2,6,7,16]) -> (%y: f32[2,6,7,16]) {\n" +
+      constant("w", {16, 16, 3, 3}, 2) + constant("b", {16}, 3) +
+      "  %r = Relu(%x)\n"
+      "  %y = tessel.FusedConv(%r, %w, %b, %r) {pads = [1, 1, 1, 1], channels_last = 1}\n"
+      "  return %y\n}\n}\n";
+  expectCpuMatchesReference(text, CpuCheck{});
+}
+
 TEST(CpuConvNhwc, ChannelsLastNeedsRankFour) {
   const std::string text =
       "model opset(ai.onnx=17, tessel=1) ir_version=8 {\n"

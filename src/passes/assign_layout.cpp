@@ -1,0 +1,231 @@
+// Layout assignment: a forward walk converts each eligible convolution (and each pool reading a
+// converted output) to its channels-last tessel op behind a pair of boundary Transposes; a second
+// walk cancels the Transpose pairs that meet between two converted nodes, so only the region's edges
+// keep theirs.
+#include "passes/assign_layout.h"
+
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "passes/constant_values.h"
+#include "passes/fusion_utils.h"
+
+namespace tessel {
+
+namespace {
+
+const std::vector<int64_t> kToChannelsLast = {0, 2, 3, 1};
+const std::vector<int64_t> kToChannelsFirst = {0, 3, 1, 2};
+
+bool isTesselOp(const Node *node, std::string_view op) {
+  return node && node->domain() == "tessel" && node->opType() == op;
+}
+
+/// Whether `value` is an f32 tensor of known rank 4.
+bool isRank4F32(const Value *value) {
+  if (!value || !value->type().isTensor() || value->type().dtype() != DType::Float32) return false;
+  const Shape &shape = value->type().shape();
+  return shape.rankKnown() && shape.rank() == 4;
+}
+
+/// `type` (a rank-4 tensor) with its dims reordered: dim i of the result is dim perm[i] of `type`.
+Type permutedType(const Type &type, const std::vector<int64_t> &perm) {
+  std::vector<Dim> dims;
+  for (int64_t axis : perm) dims.push_back(type.shape()[static_cast<size_t>(axis)]);
+  return Type::tensor(type.dtype(), Shape(std::move(dims)));
+}
+
+/// A Transpose's perm: the attribute, or the reversal of its input's known rank (ONNX's default).
+std::optional<std::vector<int64_t>> transposePerm(const Node &transpose) {
+  if (transpose.hasAttr("perm")) return transpose.attrInts("perm");
+  const Value *input = transpose.input(0);
+  if (!input || !input->type().isTensor() || !input->type().shape().rankKnown()) return std::nullopt;
+  std::vector<int64_t> perm;
+  for (size_t axis = input->type().shape().rank(); axis-- > 0;) perm.push_back(static_cast<int64_t>(axis));
+  return perm;
+}
+
+/// Whether applying `first`, then `second`, leaves every axis where it was.
+bool composeToIdentity(const std::vector<int64_t> &first, const std::vector<int64_t> &second) {
+  if (first.size() != second.size()) return false;
+  const int64_t rank = static_cast<int64_t>(first.size());
+  for (size_t i = 0; i < second.size(); ++i) {
+    const int64_t axis = second[i];
+    if (axis < 0 || axis >= rank || first[static_cast<size_t>(axis)] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+class LayoutAssigner {
+ public:
+  explicit LayoutAssigner(Model &model)
+      : model_(model), graph_(*model.graph), returned_(passes::valuesReturnedBySubgraphs(graph_)) {}
+
+  /// Converts what qualifies; returns whether anything was.
+  bool convertAll() {
+    std::vector<Node *> order;
+    for (const auto &node : graph_.nodes()) order.push_back(node.get());
+    bool changed = false;
+    for (Node *node : order) {
+      if (isConvertibleConv(*node)) {
+        convertConv(node);
+        changed = true;
+      } else if (isConvertiblePool(*node)) {
+        convertPool(node);
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  /// The Transposes this walk added, which the cleanup may remove once unread.
+  const std::unordered_set<const Node *> &added() const { return added_; }
+
+ private:
+  bool outputIsReplaceable(const Node &node) const {
+    const Value *y = node.output(0);
+    return isRank4F32(y) && !returned_.count(y);
+  }
+
+  bool isConvertibleConv(const Node &node) const {
+    const bool fused = isTesselOp(&node, "FusedConv");
+    if (!fused && !passes::isOnnxOp(&node, "Conv")) return false;
+    if (fused && node.attrInt("channels_last", 0) != 0) return false;
+    const Value *x = node.input(0), *w = node.input(1);
+    if (!isRank4F32(x) || !outputIsReplaceable(node)) return false;
+    if (!w || !w->hasInitializer() || w->isGraphInput()) return false;
+    const Tensor &weight = w->initializer();
+    if (weight.dtype() != DType::Float32 || weight.rank() != 4) return false;
+    if (fused && node.input(3) && !isRank4F32(node.input(3))) return false;
+    const int64_t group = node.attrInt("group", 1);
+    if (group == 1) return true;
+    // Depthwise with multiplier 1 is the only grouped form with a channels-last kernel.
+    const Dim &cin = x->type().shape()[1];
+    return cin.isStatic() && group == cin.size && weight.size(0) == group && weight.size(1) == 1;
+  }
+
+  bool isConvertiblePool(const Node &node) const {
+    const bool maxPool = passes::isOnnxOp(&node, "MaxPool");
+    if (!maxPool && !passes::isOnnxOp(&node, "AveragePool") && !passes::isOnnxOp(&node, "GlobalAveragePool")) {
+      return false;
+    }
+    if (!isRank4F32(node.input(0)) || !outputIsReplaceable(node)) return false;
+    const Node *producer = node.input(0)->producer();
+    if (!producer || !toChannelsFirst_.count(producer)) return false;
+    if (maxPool) {
+      if (node.attrInt("storage_order", 0) != 0) return false;
+      const Value *indices = node.output(1);
+      if (indices && (!indices->uses().empty() || passes::isGraphOutput(graph_, indices) || returned_.count(indices))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void convertConv(Node *conv) {
+    std::vector<Value *> inputs = conv->inputs();
+    inputs[0] = transposed(inputs[0], kToChannelsLast, conv->name());
+    if (inputs.size() > 3 && inputs[3]) inputs[3] = transposed(inputs[3], kToChannelsLast, conv->name());
+    // A Conv's attributes are FusedConv's too, with no activation.
+    replaceWithChannelsLast(conv, "FusedConv", inputs);
+  }
+
+  void convertPool(Node *pool) {
+    replaceWithChannelsLast(pool, pool->opType(), {transposed(pool->input(0), kToChannelsLast, pool->name())});
+  }
+
+  /// Replaces `node` with tessel `opType` of channels_last = 1 reading `inputs`, whose NHWC output
+  /// a new Transpose turns back into `node`'s output value (its name, type and readers).
+  void replaceWithChannelsLast(Node *node, const std::string &opType, const std::vector<Value *> &inputs) {
+    Value *y = node->output(0);
+    Node *nhwc = graph_.addNode(opType, inputs, {graph_.uniqueName(y->name() + "_nhwc")}, node->name(), "tessel");
+    for (const auto &[name, value] : node->attributes()) nhwc->setAttr(name, value);
+    nhwc->setAttr("channels_last", Attribute(int64_t{1}));
+    nhwc->setSourceIndex(node->sourceIndex());
+    nhwc->output(0)->setType(permutedType(y->type(), kToChannelsLast));
+    // The new output takes y's name now; y keeps it only until its producer is erased below.
+    Node *back = graph_.addNode("Transpose", {nhwc->output(0)}, {y->name()}, derivedName(node->name(), "to_nchw"));
+    back->setAttr("perm", Attribute(kToChannelsFirst));
+    back->output(0)->setType(y->type());
+    graph_.replaceAllUsesWith(y, back->output(0));
+    graph_.eraseNode(node);
+    toChannelsFirst_.insert(back);
+    added_.insert(back);
+    passes::importTesselOpset(model_);
+  }
+
+  /// `value` transposed by `perm`: the output of a Transpose that already does it, or of a new one.
+  Value *transposed(Value *value, const std::vector<int64_t> &perm, const std::string &readerName) {
+    for (const Use &use : value->uses()) {
+      const Node *user = use.user;
+      if (user->graph() != &graph_ || !passes::isOnnxOp(user, "Transpose") || use.inputIndex != 0) continue;
+      if (transposePerm(*user) == perm) return user->output(0);
+    }
+    Node *transpose = graph_.addNode("Transpose", {value}, {graph_.uniqueName(value->name() + "_nhwc")},
+                                     derivedName(readerName, "to_nhwc"));
+    transpose->setAttr("perm", Attribute(perm));
+    transpose->output(0)->setType(permutedType(value->type(), perm));
+    added_.insert(transpose);
+    return transpose->output(0);
+  }
+
+  static std::string derivedName(const std::string &nodeName, const std::string &suffix) {
+    return nodeName.empty() ? "" : nodeName + "/" + suffix;
+  }
+
+  Model &model_;
+  Graph &graph_;
+  const std::unordered_set<const Value *> returned_;
+  std::unordered_set<const Node *> toChannelsFirst_;  // The NHWC -> NCHW Transposes added.
+  std::unordered_set<const Node *> added_;
+};
+
+/// Moves the readers of each Transpose that undoes the Transpose producing its input to that
+/// Transpose's input, then erases the Transposes left unread among those and `added`. Precondition:
+/// the graph is in topological order.
+bool cancelTransposePairs(Graph &graph, const std::unordered_set<const Node *> &added) {
+  const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(graph);
+  std::vector<Node *> transposes;
+  for (const auto &node : graph.nodes()) {
+    if (passes::isOnnxOp(node.get(), "Transpose")) transposes.push_back(node.get());
+  }
+  bool changed = false;
+  std::unordered_set<const Node *> candidates = added;
+  for (Node *second : transposes) {
+    Node *first = passes::producerIs(second->input(0), "Transpose");
+    if (!first || !first->input(0) || first->graph() != &graph) continue;
+    Value *out = second->output(0);
+    if (out->uses().empty() || passes::isGraphOutput(graph, out) || returned.count(out)) continue;
+    std::optional<std::vector<int64_t>> firstPerm = transposePerm(*first), secondPerm = transposePerm(*second);
+    if (!firstPerm || !secondPerm || !composeToIdentity(*firstPerm, *secondPerm)) continue;
+    graph.replaceAllUsesWith(out, first->input(0));
+    candidates.insert(second);
+    candidates.insert(first);
+    changed = true;
+  }
+  // From the back, so that a Transpose whose only reader was another one is unread by then.
+  for (auto it = transposes.rbegin(); it != transposes.rend(); ++it) {
+    Node *transpose = *it;
+    const Value *out = transpose->output(0);
+    if (!candidates.count(transpose) || !out->uses().empty() || passes::isGraphOutput(graph, out) ||
+        returned.count(out)) {
+      continue;
+    }
+    graph.eraseNode(transpose);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+Expected<bool> assignLayout(Model &model) {
+  LayoutAssigner assigner(model);
+  const bool converted = assigner.convertAll();
+  if (converted) TESSEL_RETURN_IF_ERROR(model.graph->sortTopologically());
+  const bool cancelled = cancelTransposePairs(*model.graph, assigner.added());
+  return converted || cancelled;
+}
+
+}  // namespace tessel
