@@ -172,8 +172,9 @@ void depthwiseConv2dNhwcWith(const DepthwiseNhwcVariant &variant, const Conv2dSh
   base.dilationWidth = shape.dilationWidth;
   base.padTop = shape.padTop;
   base.padLeft = shape.padLeft;
-  base.clamp = clampInRegisters;
-  base.clampLow = activation.kind == Activation::Clip ? activation.alpha : 0.0f;
+  base.clampLow = activation.kind == Activation::Clip   ? activation.alpha
+                  : activation.kind == Activation::Relu ? 0.0f
+                                                        : -__builtin_inff();
   base.clampHigh = activation.kind == Activation::Clip ? activation.beta : __builtin_inff();
 
   auto runTask = [&](int64_t task) {

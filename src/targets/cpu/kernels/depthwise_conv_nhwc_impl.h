@@ -113,7 +113,7 @@ TESSEL_DW_NHWC_INLINE void unrolled(const Fn &fn) {
 /// One output row of one channel vector. kKernelHeight/kKernelWidth/kStride are 0 when known only
 /// at run time; kPartial for the last vector of a channel count that is not a multiple of kLanes.
 /// The geometry is copied out of the args so that it lives in registers.
-template <int kKernelHeight, int kKernelWidth, int kStride, bool kPartial, bool kClamp>
+template <int kKernelHeight, int kKernelWidth, int kStride, bool kPartial>
 struct RowKernel {
   static constexpr bool kFixedKernel = kKernelHeight > 0;
 
@@ -155,10 +155,9 @@ struct RowKernel {
   }
 
   TESSEL_DW_NHWC_INLINE void finish(int64_t ow, Vec v) const {
-    if constexpr (kClamp) {
-      v = v < low ? low : v;
-      v = v > high ? high : v;
-    }
+    // Bounds of -inf and +inf when there is no ReLU/Clip: cheaper than a second instantiation.
+    v = v < low ? low : v;
+    v = v > high ? high : v;
     storeChannels<kPartial>(yRow + ow * channels, v, count);
   }
 
@@ -253,7 +252,7 @@ inline void rowsInside(const DepthwiseNhwcArgs &a, int64_t top, int64_t *begin, 
   *end = e;
 }
 
-template <int kKernelHeight, int kKernelWidth, int kStride, bool kPartial, bool kClamp>
+template <int kKernelHeight, int kKernelWidth, int kStride, bool kPartial>
 __attribute__((flatten)) void convolveVectorRow(const DepthwiseNhwcArgs &a, const MiddleColumns &middle, int64_t oh,
                                                 int64_t channel, int count) {
   const Taps<kKernelHeight, kKernelWidth> taps(a, channel);
@@ -261,7 +260,7 @@ __attribute__((flatten)) void convolveVectorRow(const DepthwiseNhwcArgs &a, cons
   const int64_t top = oh * a.strideHeight - a.padTop;
   int64_t rowBegin = 0, rowEnd = 0;
   rowsInside(a, top, &rowBegin, &rowEnd);
-  const RowKernel<kKernelHeight, kKernelWidth, kStride, kPartial, kClamp> row{
+  const RowKernel<kKernelHeight, kKernelWidth, kStride, kPartial> row{
       taps,
       a.x + channel,
       a.residual != nullptr ? a.residual + rowOffset : nullptr,
@@ -285,25 +284,19 @@ __attribute__((flatten)) void convolveVectorRow(const DepthwiseNhwcArgs &a, cons
   row.run(middle);
 }
 
-template <int kKernelHeight, int kKernelWidth, int kStride, bool kClamp>
+template <int kKernelHeight, int kKernelWidth, int kStride>
 void convolveRows(const DepthwiseNhwcArgs &a) {
   const MiddleColumns middle = middleColumns(a);
   for (int64_t oh = a.rowBegin; oh < a.rowEnd; ++oh) {
     int64_t c = a.channelBegin;
     for (; c + kLanes <= a.channelEnd; c += kLanes) {
-      convolveVectorRow<kKernelHeight, kKernelWidth, kStride, /*kPartial=*/false, kClamp>(a, middle, oh, c, kLanes);
+      convolveVectorRow<kKernelHeight, kKernelWidth, kStride, /*kPartial=*/false>(a, middle, oh, c, kLanes);
     }
     if (c < a.channelEnd) {
-      convolveVectorRow<kKernelHeight, kKernelWidth, kStride, /*kPartial=*/true, kClamp>(a, middle, oh, c,
-                                                                                         int(a.channelEnd - c));
+      convolveVectorRow<kKernelHeight, kKernelWidth, kStride, /*kPartial=*/true>(a, middle, oh, c,
+                                                                                 int(a.channelEnd - c));
     }
   }
-}
-
-template <int kKernelHeight, int kKernelWidth, int kStride>
-void convolveRows(const DepthwiseNhwcArgs &a) {
-  if (a.clamp) return convolveRows<kKernelHeight, kKernelWidth, kStride, /*kClamp=*/true>(a);
-  convolveRows<kKernelHeight, kKernelWidth, kStride, /*kClamp=*/false>(a);
 }
 
 #undef TESSEL_DW_NHWC_INLINE
@@ -311,14 +304,12 @@ void convolveRows(const DepthwiseNhwcArgs &a) {
 }  // namespace
 
 void TESSEL_DEPTHWISE_NHWC_FN(const DepthwiseNhwcArgs &args) {
-  // The target models' kernels get fixed tap counts (taps in registers); anything else takes the
-  // general loop.
+  // 3x3, by far the most common depthwise kernel, gets fixed tap counts (taps in registers);
+  // anything else takes the general loop. Each fixed variant is a large flattened function, so
+  // there are few of them.
   const bool square3 = args.kernelHeight == 3 && args.kernelWidth == 3;
-  const bool square5 = args.kernelHeight == 5 && args.kernelWidth == 5;
   if (square3 && args.strideWidth == 1) return convolveRows<3, 3, 1>(args);
   if (square3 && args.strideWidth == 2) return convolveRows<3, 3, 2>(args);
-  if (square5 && args.strideWidth == 1) return convolveRows<5, 5, 1>(args);
-  if (square5 && args.strideWidth == 2) return convolveRows<5, 5, 2>(args);
   convolveRows<0, 0, 0>(args);
 }
 

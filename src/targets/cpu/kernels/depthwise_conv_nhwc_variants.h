@@ -13,7 +13,8 @@ namespace tessel::cpu {
 constexpr int64_t kDepthwiseNhwcChannelBlock = 16;
 
 /// Output rows [rowBegin, rowEnd) of one image, channels [channelBegin, channelEnd):
-/// y = clamp(conv(x, weights) + bias + residual), where clamp is ReLU or Clip when `clamp` is set.
+/// y = min(max(conv(x, weights) + bias + residual, clampLow), clampHigh): ReLU and Clip in
+/// registers; -inf and +inf without them.
 struct DepthwiseNhwcArgs {
   const float *x = nullptr;         // One image, [inHeight, inWidth, channels].
   const float *weights = nullptr;   // [kernelHeight * kernelWidth, paddedChannels], zero padded.
@@ -27,8 +28,7 @@ struct DepthwiseNhwcArgs {
   int64_t kernelHeight = 0, kernelWidth = 0;
   int64_t strideHeight = 1, strideWidth = 1, dilationHeight = 1, dilationWidth = 1;
   int64_t padTop = 0, padLeft = 0;
-  bool clamp = false;
-  float clampLow = 0.0f, clampHigh = 0.0f;
+  float clampLow = -__builtin_inff(), clampHigh = __builtin_inff();
 };
 
 using DepthwiseNhwcFn = void (*)(const DepthwiseNhwcArgs &args);
