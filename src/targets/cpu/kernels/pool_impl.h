@@ -2,6 +2,7 @@
 // isa/<family>/ folder, which defines TESSEL_POOL_FUNCTIONS to its exported table's name.
 // Everything here has internal linkage and calls no inline library templates, so no code built
 // with AVX flags can be shared with (and picked by the linker for) a generic build.
+#include "targets/cpu/kernels/pool_folds.h"
 #include "targets/cpu/kernels/pool_variants.h"
 
 #ifndef TESSEL_POOL_FUNCTIONS
@@ -11,27 +12,6 @@
 namespace tessel::cpu {
 namespace {
 
-struct MaxOp {
-  static float identity() { return -__builtin_inff(); }
-  static float apply(float acc, float x) { return acc >= x ? acc : x; }
-};
-
-struct SumOp {
-  static float identity() { return 0.0f; }
-  static float apply(float acc, float x) { return acc + x; }
-};
-
-/// Output columns [*begin, *end) whose input column ow * stride + offset lies in [lo, hi).
-inline void tapRange(int64_t lo, int64_t hi, int64_t outWidth, int64_t stride, int64_t offset, int64_t *begin,
-                     int64_t *end) {
-  int64_t b = offset >= lo ? 0 : (lo - offset + stride - 1) / stride;
-  int64_t e = hi - 1 - offset < 0 ? 0 : (hi - 1 - offset) / stride + 1;
-  if (e > outWidth) e = outWidth;
-  if (b > e) b = e;
-  *begin = b;
-  *end = e;
-}
-
 /// yRow[ow] = Op over kw of (yRow[ow], xRow[ow * stride + kw * dilation - padLeft]) for taps inside
 /// the row: the middle run (all taps inside) with fixed trip counts, the edges tap by tap.
 template <class Op, int kKernelWidth, int kStride>
@@ -40,13 +20,13 @@ void foldRow(const PoolPlaneArgs &a, const float *xRow, float *yRow) {
   const int64_t stride = kStride > 0 ? kStride : a.strideWidth;
   const int64_t dilation = a.dilationWidth;
   int64_t allBegin = 0, allEnd = 0, unused = 0;
-  tapRange(0, a.inWidth, a.outWidth, stride, -a.padLeft, &allBegin, &unused);
-  tapRange(0, a.inWidth, a.outWidth, stride, (kernelWidth - 1) * dilation - a.padLeft, &unused, &allEnd);
+  indicesInside(-a.padLeft, stride, a.outWidth, 0, a.inWidth, &allBegin, &unused);
+  indicesInside((kernelWidth - 1) * dilation - a.padLeft, stride, a.outWidth, 0, a.inWidth, &unused, &allEnd);
   if (allEnd < allBegin) allEnd = allBegin;
   for (int64_t kw = 0; kw < kernelWidth; ++kw) {
     const int64_t offset = kw * dilation - a.padLeft;
     int64_t begin = 0, end = 0;
-    tapRange(0, a.inWidth, a.outWidth, stride, offset, &begin, &end);
+    indicesInside(offset, stride, a.outWidth, 0, a.inWidth, &begin, &end);
     for (int64_t ow = begin; ow < end && ow < allBegin; ++ow) {
       yRow[ow] = Op::apply(yRow[ow], xRow[ow * stride + offset]);
     }
@@ -90,12 +70,9 @@ void maxPlane(const PoolPlaneArgs &a) { dispatchFold<MaxOp>(a); }
 
 /// Taps of a window along one axis that land in [lo, hi).
 inline int64_t tapsInside(int64_t start, int64_t kernel, int64_t dilation, int64_t lo, int64_t hi) {
-  int64_t count = 0;
-  for (int64_t k = 0; k < kernel; ++k) {
-    const int64_t pos = start + k * dilation;
-    count += pos >= lo && pos < hi ? 1 : 0;
-  }
-  return count;
+  int64_t begin = 0, end = 0;
+  indicesInside(start, dilation, kernel, lo, hi, &begin, &end);
+  return end - begin;
 }
 
 void averagePlane(const PoolPlaneArgs &a) {

@@ -4,6 +4,7 @@
 // chunk of kChunk channels held in registers, one tap (a contiguous run of the input) at a time.
 // Everything here has internal linkage and calls no inline library templates, so no code built
 // with AVX flags can be shared with (and picked by the linker for) a generic build.
+#include "targets/cpu/kernels/pool_folds.h"
 #include "targets/cpu/kernels/pool_nhwc_variants.h"
 
 #ifndef TESSEL_POOL_NHWC_FUNCTIONS
@@ -15,27 +16,6 @@ namespace {
 
 // Channels folded at once: four AVX-512 vectors, enough to hide the latency of each add or max.
 constexpr int64_t kChunk = 64;
-
-struct MaxOp {
-  static float identity() { return -__builtin_inff(); }
-  static float apply(float acc, float x) { return acc >= x ? acc : x; }
-};
-
-struct SumOp {
-  static float identity() { return 0.0f; }
-  static float apply(float acc, float x) { return acc + x; }
-};
-
-/// Indices k in [0, kernel) whose position start + k * dilation lies in [lo, hi): [*begin, *end).
-inline void tapsInside(int64_t start, int64_t kernel, int64_t dilation, int64_t lo, int64_t hi, int64_t *begin,
-                       int64_t *end) {
-  int64_t b = start >= lo ? 0 : (lo - start + dilation - 1) / dilation;
-  int64_t e = hi - 1 - start < 0 ? 0 : (hi - 1 - start) / dilation + 1;
-  if (e > kernel) e = kernel;
-  if (b > e) b = e;
-  *begin = b;
-  *end = e;
-}
 
 /// y[c] = Op over the window's input taps, times `scale` for the average, for `count` channels.
 template <class Op, bool kScale>
@@ -73,17 +53,17 @@ void poolRows(const PoolNhwcArgs &a) {
   for (int64_t oh = a.rowBegin; oh < a.rowEnd; ++oh) {
     const int64_t top = oh * a.strideHeight - a.padTop;
     int64_t khBegin = 0, khEnd = 0, countedBegin = 0, countedEnd = 0;
-    tapsInside(top, a.kernelHeight, a.dilationHeight, 0, a.inHeight, &khBegin, &khEnd);
-    tapsInside(top, a.kernelHeight, a.dilationHeight, rowLo, rowHi, &countedBegin, &countedEnd);
+    indicesInside(top, a.dilationHeight, a.kernelHeight, 0, a.inHeight, &khBegin, &khEnd);
+    indicesInside(top, a.dilationHeight, a.kernelHeight, rowLo, rowHi, &countedBegin, &countedEnd);
     const int64_t countedRows = countedEnd - countedBegin;
     for (int64_t ow = 0; ow < a.outWidth; ++ow) {
       const int64_t left = ow * a.strideWidth - a.padLeft;
       int64_t kwBegin = 0, kwEnd = 0;
-      tapsInside(left, a.kernelWidth, a.dilationWidth, 0, a.inWidth, &kwBegin, &kwEnd);
+      indicesInside(left, a.dilationWidth, a.kernelWidth, 0, a.inWidth, &kwBegin, &kwEnd);
       float scale = 1.0f;
       if constexpr (kAverage) {
         int64_t cb = 0, ce = 0;
-        tapsInside(left, a.kernelWidth, a.dilationWidth, colLo, colHi, &cb, &ce);
+        indicesInside(left, a.dilationWidth, a.kernelWidth, colLo, colHi, &cb, &ce);
         scale = 1.0f / float(countedRows * (ce - cb));
       }
       float *y = a.y + (oh * a.outWidth + ow) * a.channels + a.channelBegin;
