@@ -1,7 +1,7 @@
 // The SGEMM driver: BLIS-style loop nest around the microkernels of gemm.def, run once per
 // rectangle of C when the work is split over threads.
 //
-//   for jc in N by NC          B block (KC x NC) stays in L3 (packed once per (jc, pc))
+//   for jc in N by NC          B block (KC x NC) stays in L2 (packed once per (jc, pc))
 //     for pc in K by KC        epilogue only on the last pc; later blocks accumulate into C
 //       for ic in M by MC      A block (MC x KC) stays in L2
 //         for jr in NC by nr   one packed B micro-panel (KC x nr) stays in L1
@@ -29,10 +29,12 @@ namespace tessel::cpu {
 namespace {
 
 // Cache budgets the block sizes are derived from; for current x86 cores (L1D 32-48 KiB, L2 1-2
-// MiB per core, L3 several MiB per core).
+// MiB per core). The B block shares L2 with the A block: an L3 shared with other tenants (or a
+// virtual machine's) streams it too slowly at 2048 and up, and since A is read in place a narrower
+// B block costs no repacking.
 constexpr int64_t kL1BytesForBPanel = 32 * 1024;    // One KC x nr micro-panel of B.
 constexpr int64_t kL2BytesForABlock = 384 * 1024;   // The MC x KC block of A.
-constexpr int64_t kL3BytesForBBlock = 4096 * 1024;  // The KC x NC block of B.
+constexpr int64_t kL2BytesForBBlock = 512 * 1024;  // The KC x NC block of B.
 constexpr int64_t kMaxKc = 512;                     // Longer K blocks gain nothing measurable.
 constexpr int64_t kAlignBytes = 64;                 // Cache line; also the zmm width.
 // Cost model of the thread split, in multiply-adds: packing one float (a strided load and a
@@ -58,7 +60,7 @@ Blocking chooseBlocking(const GemmKernel &kernel, const GemmShape &shape) {
   blocking.kc = ceilDiv(k, ceilDiv(k, blocking.kc));
   const int64_t mcFit = kL2BytesForABlock / (blocking.kc * bytes) / kernel.mr * kernel.mr;
   blocking.mc = std::min(std::max<int64_t>(mcFit, kernel.mr), roundUp(shape.m, kernel.mr));
-  const int64_t ncFit = kL3BytesForBBlock / (blocking.kc * bytes) / kernel.nr * kernel.nr;
+  const int64_t ncFit = kL2BytesForBBlock / (blocking.kc * bytes) / kernel.nr * kernel.nr;
   blocking.nc = std::min(std::max<int64_t>(ncFit, kernel.nr), roundUp(shape.n, kernel.nr));
   return blocking;
 }
