@@ -141,7 +141,7 @@ ConvNhwcPlan planConvNhwc(const Conv2dShape &shape, int threads) {
   ConvNhwcPlan plan;
   plan.shape = shape;
   plan.kernel = &selectedGemmKernel();
-  plan.threads = std::max(threads, 1);
+  threads = std::max(threads, 1);
   const int64_t pixels = outputPixels(shape);
   const int64_t window = windowSize(shape);
   const bool pointwise = shape.kernelHeight == 1 && shape.kernelWidth == 1;
@@ -150,20 +150,20 @@ ConvNhwcPlan planConvNhwc(const Conv2dShape &shape, int threads) {
   if (!plan.gathersRows) {
     plan.zerosBytes = roundUpBytes(size_t(shape.inChannels) * sizeof(float));
     plan.gemmScratchBytes =
-        roundUpBytes(sgemmScratchBytes(*plan.kernel, {pixels, shape.outChannels, window}, plan.threads, packing));
+        roundUpBytes(sgemmScratchBytes(*plan.kernel, {pixels, shape.outChannels, window}, threads, packing));
     plan.slotBytes = plan.zerosBytes + plan.gemmScratchBytes;
     return plan;
   }
   const int64_t mr = plan.kernel->mr;
   int64_t chunk = std::max<int64_t>(kGatheredChunkBytes / (window * int64_t(sizeof(float))) / mr * mr, mr);
   // Enough chunks for every thread to get several.
-  const int64_t wanted = kChunksPerThread * plan.threads;
-  if (plan.threads > 1 && (pixels + chunk - 1) / chunk < wanted) {
+  const int64_t wanted = kChunksPerThread * threads;
+  if (threads > 1 && (pixels + chunk - 1) / chunk < wanted) {
     chunk = std::max<int64_t>((pixels + wanted - 1) / wanted, mr);
   }
   plan.rowChunk = std::min(chunk, pixels);
   plan.chunks = (pixels + plan.rowChunk - 1) / plan.rowChunk;
-  plan.slots = int(std::min<int64_t>(plan.threads, plan.chunks));
+  plan.slots = int(std::min<int64_t>(threads, plan.chunks));
   plan.rowsBytes = roundUpBytes(size_t(plan.rowChunk * window) * sizeof(float));
   plan.gemmScratchBytes =
       roundUpBytes(sgemmScratchBytes(*plan.kernel, {plan.rowChunk, shape.outChannels, window}, 1, packing));

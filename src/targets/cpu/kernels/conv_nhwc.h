@@ -32,7 +32,6 @@ struct ConvNhwcPlan {
   bool gathersRows = false;  // Few input channels: windows gathered into scratch chunks.
   int64_t rowChunk = 0;      // Output pixels per gathered chunk.
   int64_t chunks = 0;
-  int threads = 1;
   int slots = 1;               // Scratch slots: one per task over gathered chunks.
   size_t zerosBytes = 0;       // The zero row padding taps point at (read in place).
   size_t rowsBytes = 0;        // One gathered chunk.

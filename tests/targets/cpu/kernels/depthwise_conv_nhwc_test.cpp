@@ -12,10 +12,10 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "nhwc_test_util.h"
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/conv.h"
 #include "targets/cpu/kernels/cpu_features.h"
@@ -23,6 +23,9 @@
 
 namespace tessel::cpu {
 namespace {
+
+using testing::randomFloats;
+using testing::transposeChannels;
 
 struct DepthwiseCase {
   std::string name;
@@ -69,14 +72,6 @@ std::vector<DepthwiseCase> cases() {
       makeCase("kernel wider than input C5", 1, 5, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1),
       makeCase("1x7 one row C16", 1, 16, 1, 40, 1, 7, 1, 1, 0, 3, 0, 3),
   };
-}
-
-std::vector<float> randomFloats(int64_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(count));
-  for (float &x : v) x = dist(rng);
-  return v;
 }
 
 double activate(const ActivationSpec &spec, double v) {
@@ -166,7 +161,7 @@ std::vector<float> packWeights(const Conv2dShape &s, const std::vector<float> &w
 
 void checkCase(const DepthwiseCase &c, const DepthwiseNhwcVariant &variant, const Epilogue &e, ThreadPool *pool) {
   const Conv2dShape &s = c.shape;
-  SCOPED_TRACE(testing::Message() << c.name << " " << variant.name << " epilogue=" << e.name
+  SCOPED_TRACE(::testing::Message() << c.name << " " << variant.name << " epilogue=" << e.name
                                   << " threads=" << (pool != nullptr ? pool->size() : 1));
   const uint32_t seed = uint32_t(s.inChannels * 131 + s.inHeight * 7 + s.kernelWidth);
   const auto x = randomFloats(s.batch * s.inPlane() * s.inChannels, seed);
@@ -222,24 +217,6 @@ TEST(DepthwiseConvNhwc, MatchesDirectConvolution) {
   }
 }
 
-/// [N, C, H, W] -> [N, H, W, C], and back with `toNchw`.
-std::vector<float> transpose(const std::vector<float> &in, int64_t n, int64_t c, int64_t h, int64_t w, bool toNchw) {
-  std::vector<float> out(in.size());
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t p = 0; p < h * w; ++p) {
-        const size_t nchw = size_t((b * c + ch) * h * w + p), nhwc = size_t((b * h * w + p) * c + ch);
-        if (toNchw) {
-          out[nchw] = in[nhwc];
-        } else {
-          out[nhwc] = in[nchw];
-        }
-      }
-    }
-  }
-  return out;
-}
-
 TEST(DepthwiseConvNhwc, MatchesNchwKernelOnTransposedData) {
   ThreadPool twoThreads(2);
   const DepthwiseCase shapes[] = {
@@ -262,13 +239,14 @@ TEST(DepthwiseConvNhwc, MatchesNchwKernelOnTransposedData) {
     std::vector<float> yNchw(residualNchw.size());
     depthwiseConv2d(s, xNchw.data(), w.data(), epilogue, yNchw.data(), &twoThreads);
 
-    const auto x = transpose(xNchw, s.batch, channels, s.inHeight, s.inWidth, /*toNchw=*/false);
-    const auto residual = transpose(residualNchw, s.batch, channels, s.outHeight, s.outWidth, /*toNchw=*/false);
+    const auto x = transposeChannels(xNchw, s.batch, channels, s.inHeight * s.inWidth, /*toNchw=*/false);
+    const auto residual =
+        transposeChannels(residualNchw, s.batch, channels, s.outHeight * s.outWidth, /*toNchw=*/false);
     const std::vector<float> packed = packWeights(s, w);
     epilogue.residual = residual.data();
     std::vector<float> y(residual.size());
     depthwiseConv2dNhwc(s, x.data(), packed.data(), epilogue, y.data(), &twoThreads);
-    const auto back = transpose(y, s.batch, channels, s.outHeight, s.outWidth, /*toNchw=*/true);
+    const auto back = transposeChannels(y, s.batch, channels, s.outHeight * s.outWidth, /*toNchw=*/true);
     int reported = 0;
     for (size_t i = 0; i < back.size() && reported < 5; ++i) {
       // Both sum at most 25 products and a bias and residual in [-1, 1], in different orders.

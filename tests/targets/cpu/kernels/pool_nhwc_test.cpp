@@ -10,16 +10,19 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "nhwc_test_util.h"
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/cpu_features.h"
 #include "targets/cpu/kernels/pool.h"
 
 namespace tessel::cpu {
 namespace {
+
+using testing::randomFloats;
+using testing::transposeChannels;
 
 struct PoolCase {
   std::string name;
@@ -70,14 +73,6 @@ std::vector<PoolCase> cases() {
       makeCase("one row C3", 1, 3, 1, 30, 1, 3, 2, 1, 0, 1, 0, 1, true),
       makeCase("7x7 whole plane C130", 2, 130, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, false),
   };
-}
-
-std::vector<float> randomFloats(int64_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(count));
-  for (float &x : v) x = dist(rng);
-  return v;
 }
 
 enum class Kind { Max, Average, AverageIncludePad };
@@ -134,7 +129,7 @@ std::vector<const PoolNhwcVariant *> runnableVariants() {
 void checkWindowed(const PoolNhwcVariant &variant, Kind kind, ThreadPool *pool) {
   for (const PoolCase &c : cases()) {
     const Pool2dShape &s = c.shape;
-    SCOPED_TRACE(testing::Message() << c.name << " " << variant.name << " kind=" << int(kind)
+    SCOPED_TRACE(::testing::Message() << c.name << " " << variant.name << " kind=" << int(kind)
                                     << " threads=" << (pool ? pool->size() : 1));
     const auto x = randomFloats(s.batch * s.channels * s.inHeight * s.inWidth, uint32_t(s.inHeight * 31 + s.channels));
     std::vector<float> y(size_t(s.batch * s.channels * s.outHeight * s.outWidth), -12345.0f);
@@ -162,24 +157,6 @@ TEST(PoolNhwc, WindowedPoolsMatchReference) {
   }
 }
 
-/// [N, C, H, W] -> [N, H, W, C], and back with `toNchw`.
-std::vector<float> transpose(const std::vector<float> &in, int64_t n, int64_t c, int64_t plane, bool toNchw) {
-  std::vector<float> out(in.size());
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t p = 0; p < plane; ++p) {
-        const size_t nchw = size_t((b * c + ch) * plane + p), nhwc = size_t((b * plane + p) * c + ch);
-        if (toNchw) {
-          out[nchw] = in[nhwc];
-        } else {
-          out[nhwc] = in[nchw];
-        }
-      }
-    }
-  }
-  return out;
-}
-
 TEST(PoolNhwc, MatchesNchwKernelsOnTransposedData) {
   ThreadPool twoThreads(2);
   for (const PoolCase &c : cases()) {
@@ -187,14 +164,14 @@ TEST(PoolNhwc, MatchesNchwKernelsOnTransposedData) {
     SCOPED_TRACE(c.name);
     const int64_t inPlane = s.inHeight * s.inWidth, outPlane = s.outHeight * s.outWidth;
     const auto xNchw = randomFloats(s.batch * s.channels * inPlane, 3);
-    const auto x = transpose(xNchw, s.batch, s.channels, inPlane, /*toNchw=*/false);
+    const auto x = transposeChannels(xNchw, s.batch, s.channels, inPlane, /*toNchw=*/false);
     std::vector<float> want(size_t(s.batch * s.channels * outPlane)), got(want.size());
     maxPool2d(s, xNchw.data(), want.data(), &twoThreads);
     maxPool2dNhwc(s, x.data(), got.data(), &twoThreads);
-    EXPECT_EQ(transpose(got, s.batch, s.channels, outPlane, /*toNchw=*/true), want) << "max";
+    EXPECT_EQ(transposeChannels(got, s.batch, s.channels, outPlane, /*toNchw=*/true), want) << "max";
     averagePool2d(s, /*countIncludePad=*/true, xNchw.data(), want.data(), &twoThreads);
     averagePool2dNhwc(s, /*countIncludePad=*/true, x.data(), got.data(), &twoThreads);
-    const auto back = transpose(got, s.batch, s.channels, outPlane, /*toNchw=*/true);
+    const auto back = transposeChannels(got, s.batch, s.channels, outPlane, /*toNchw=*/true);
     for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(back[i], want[i], 50 * FLT_EPSILON) << "average " << i;
   }
 }
@@ -206,7 +183,7 @@ TEST(PoolNhwc, GlobalAveragePoolMatchesReference) {
     for (int64_t plane : {1, 7, 49, 67}) {
       for (int64_t channels : {1, 3, 17, 64, 144, 1280}) {
         for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads, &threeThreads}) {
-          SCOPED_TRACE(testing::Message() << variant->name << " plane " << plane << " channels " << channels
+          SCOPED_TRACE(::testing::Message() << variant->name << " plane " << plane << " channels " << channels
                                           << " threads=" << (pool ? pool->size() : 1));
           const int64_t batch = 2;
           const auto x = randomFloats(batch * plane * channels, uint32_t(plane * 7 + channels));
