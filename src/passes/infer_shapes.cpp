@@ -1,5 +1,5 @@
 // Type and shape inference pass: a loop over the top-level nodes that calls the registry's
-// per-node inference, comparing every type of the model before and after to report a change.
+// per-node inference (ONNX's schemas, or the registry row of a tessel op), comparing every type of the model before and after to report a change.
 #include "passes/infer_shapes.h"
 
 #include <vector>
@@ -42,7 +42,9 @@ Expected<bool> inferShapes(Model &model) {
       diag.loc = locationOf(*node, model.sourcePath);
       return diag;
     }
-    Status status = inferOnnx(*node, opset);
+    // tessel's own ops have no ONNX schema: their registry rows carry the inference.
+    const OpInfo *own = node->domain() == "tessel" ? findOp(node->domain(), node->opType(), opset) : nullptr;
+    Status status = own && own->infer ? own->infer(*node, opset) : inferOnnx(*node, opset);
     if (status.ok()) continue;
     if (status.diag().code == ErrorCode::UnsupportedOp) continue;  // No schema: the types stay as they are.
     return withLocation(status, locationOf(*node, model.sourcePath)).diag();

@@ -21,6 +21,9 @@ struct CompileArgs {
   int optLevel = 3;
   int threads = 0;
   bool report = false;
+  std::string autoCast = "matmul", autoCastType = "bf16";
+  int cores = 1;
+  bool timePasses = false;
 };
 
 std::string megabytes(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
@@ -43,8 +46,8 @@ void printReport(const cpu::CpuExecutable &plan) {
 
 void compileModel(const CompileArgs &args) {
   if (args.target != "cpu") {
-    return reportError(fmt::format("--target {}: whole-model compilation exists for cpu only; the accelerator "
-                                   "targets run library kernels (tessel kernel run)", args.target));
+    return compileForNc(NcCompileRequest{args.model, args.target, args.output, args.shapes, args.batch, args.optLevel,
+                                         args.autoCast, args.autoCastType, args.cores, args.report, args.timePasses});
   }
   std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
   for (const std::string &spec : args.shapes) {
@@ -94,14 +97,20 @@ void addCompileCommand(CLI::App &app) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App *cmd = app.add_subcommand("compile", "Compile a model for a target and write the artifact");
   cmd->add_option("model", args->model, "Model file (.onnx)")->required();
-  cmd->add_option("--target", args->target, "Target: cpu")->capture_default_str();
+  cmd->add_option("--target", args->target, "Target: cpu, nc-v2, nc-v3, or an accelerator profile (.json)")
+      ->capture_default_str();
+  cmd->add_option("--auto-cast", args->autoCast, "nc: none, matmul (matmul/conv operands) or all (activations too)")
+      ->capture_default_str();
+  cmd->add_option("--auto-cast-type", args->autoCastType, "nc: bf16, fp16 or fp8_e4m3")->capture_default_str();
+  cmd->add_option("--cores", args->cores, "nc: cores of the chip to shard the model over")->capture_default_str();
+  cmd->add_flag("--time-passes", args->timePasses, "nc: print the time of every pass and compiler stage");
   cmd->add_option("-o,--output", args->output, "Artifact to write (.tsl)");
   cmd->add_option("-O", args->optLevel, "Optimization level 0-3")->capture_default_str();
   cmd->add_option("--shape", args->shapes, "NAME=D0,D1,... fixes the sizes of an input");
   cmd->add_option("--batch", args->batch, "Size of a dynamic leading (batch) dim of the inputs");
   cmd->add_option("--threads", args->threads, "Threads the plan is partitioned for (0 = all cores)")
       ->capture_default_str();
-  cmd->add_flag("--report", args->report, "Print the plan: kernels per op, fallbacks and why, memory");
+  cmd->add_flag("--report", args->report, "Print the plan: kernels per op (cpu) or stages and transfers (nc), fallbacks and why, memory");
   cmd->callback([args] { compileModel(*args); });
 }
 

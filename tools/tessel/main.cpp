@@ -30,6 +30,7 @@ int main(int argc, char **argv) {
   tessel::cli::addKernelCommand(app);
   tessel::cli::addCompileCommand(app);
   tessel::cli::addBenchCommand(app);
+  tessel::cli::addProfileCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

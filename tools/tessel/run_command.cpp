@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ir/npy.h"
 #include "runtime/session.h"
+#include "targets/nc/compiler/executable.h"
 
 namespace tessel::cli {
 
@@ -24,45 +25,6 @@ struct RunArgs {
   uint64_t seed = 0;
 };
 
-/// A random tensor for a graph input: symbolic dims take --dim values (default 1); floats are
-/// uniform in [-1, 1), integers in [0, 10), bools fair coins.
-Expected<Tensor> randomInput(const Value &input, const std::map<std::string, int64_t> &dimValues, std::mt19937_64 &rng) {
-  const Type &type = input.type();
-  if (!type.isTensor() || type.dtype() == DType::Undefined || !type.shape().rankKnown()) {
-    return makeError(ErrorCode::InvalidArgument, "input '{}' has type {}; pass it with --input {}=FILE.npy",
-                     input.name(), type.str(), input.name());
-  }
-  std::vector<int64_t> sizes;
-  for (const Dim &d : type.shape().dims()) {
-    if (d.isStatic()) {
-      sizes.push_back(d.size);
-    } else {
-      auto it = dimValues.find(d.symbol);
-      sizes.push_back(it == dimValues.end() ? 1 : it->second);
-    }
-  }
-  Tensor t(type.dtype(), sizes);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
-  bool handled = visitDType(type.dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (std::is_same_v<T, std::string>) {
-      for (auto &s : t.span<std::string>()) s = std::to_string(small(rng));
-    } else if constexpr (std::is_same_v<T, bool>) {
-      for (auto &b : t.span<bool>()) b = small(rng) % 2;
-    } else if constexpr (std::is_integral_v<T>) {
-      for (auto &v : t.span<T>()) v = static_cast<T>(small(rng));
-    } else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
-      for (auto &v : t.span<T>()) v = T(uniform(rng), uniform(rng));
-    } else if constexpr (std::is_arithmetic_v<T>) {
-      for (auto &v : t.span<T>()) v = static_cast<T>(uniform(rng));
-    } else {
-      for (auto &v : t.span<T>()) v = T(static_cast<float>(uniform(rng)));
-    }
-  });
-  if (!handled) return makeError(ErrorCode::InvalidArgument, "cannot make random {} input", dtypeName(type.dtype()));
-  return t;
-}
-
 void printSummary(const std::string &name, const RuntimeValue &value) {
   if (!value.isTensor()) {
     std::printf("  %s: %s\n", name.c_str(), value.describe().c_str());
@@ -78,6 +40,7 @@ void printSummary(const std::string &name, const RuntimeValue &value) {
 }
 
 void runModel(const RunArgs &args) {
+  if (nc::compiler::isNcArtifact(args.model)) return runNcArtifact(args.model, args.inputs, args.seed, args.outputDir);
   const std::string target = cpu::isCpuArtifact(args.model) ? "cpu" : args.target;
   auto session = Session::load(args.model, target, {args.optLevel, args.threads});
   if (!session.ok()) return reportError(session.diag().str());
@@ -127,10 +90,47 @@ void runModel(const RunArgs &args) {
 
 }  // namespace
 
+Expected<Tensor> randomInput(const Value &input, const std::map<std::string, int64_t> &dimValues, std::mt19937_64 &rng) {
+  const Type &type = input.type();
+  if (!type.isTensor() || type.dtype() == DType::Undefined || !type.shape().rankKnown()) {
+    return makeError(ErrorCode::InvalidArgument, "input '{}' has type {}; pass it with --input {}=FILE.npy",
+                     input.name(), type.str(), input.name());
+  }
+  std::vector<int64_t> sizes;
+  for (const Dim &d : type.shape().dims()) {
+    if (d.isStatic()) {
+      sizes.push_back(d.size);
+    } else {
+      auto it = dimValues.find(d.symbol);
+      sizes.push_back(it == dimValues.end() ? 1 : it->second);
+    }
+  }
+  Tensor t(type.dtype(), sizes);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9);
+  bool handled = visitDType(type.dtype(), [&]<class T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      for (auto &s : t.span<std::string>()) s = std::to_string(small(rng));
+    } else if constexpr (std::is_same_v<T, bool>) {
+      for (auto &b : t.span<bool>()) b = small(rng) % 2;
+    } else if constexpr (std::is_integral_v<T>) {
+      for (auto &v : t.span<T>()) v = static_cast<T>(small(rng));
+    } else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+      for (auto &v : t.span<T>()) v = T(uniform(rng), uniform(rng));
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      for (auto &v : t.span<T>()) v = static_cast<T>(uniform(rng));
+    } else {
+      for (auto &v : t.span<T>()) v = T(static_cast<float>(uniform(rng)));
+    }
+  });
+  if (!handled) return makeError(ErrorCode::InvalidArgument, "cannot make random {} input", dtypeName(type.dtype()));
+  return t;
+}
+
 void addRunCommand(CLI::App &app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App *cmd = app.add_subcommand("run", "Run a model and write its outputs as .npy");
-  cmd->add_option("model", args->model, "Model file (.onnx, or a .tsl artifact from tessel compile)")->required();
+  cmd->add_option("model", args->model, "Model file (.onnx, or a .tsl artifact from tessel compile: cpu, or nc-* simulated and checked)")->required();
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy; inputs not given are seeded random");
   cmd->add_option("--dim", args->dims, "NAME=SIZE for a symbolic dimension of random inputs (default 1)");
   cmd->add_option("--output-dir", args->outputDir, "Folder for the outputs as NAME.npy");

@@ -70,7 +70,11 @@ void addLane(ReportData &data, const Timeline &timeline, std::span<const Instruc
     Box box{track, lane, event.startNs, std::max(event.endNs, event.startNs), data.strings.intern(event.name)};
     if (event.instruction < program.size()) {
       auto [it, inserted] = textOf.emplace(event.instruction, -1);
-      if (inserted) it->second = data.strings.intern(instructionText(program, event.instruction));
+      if (inserted) {
+        std::string text = instructionText(program, event.instruction);
+        if (!event.origin.empty()) text += "\nnode: " + event.origin;
+        it->second = data.strings.intern(text);
+      }
       box.text = it->second;
     }
     box.instruction = static_cast<long>(event.instruction);

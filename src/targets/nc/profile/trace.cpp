@@ -58,6 +58,7 @@ class TraceWriter {
 /// The args object of one event.
 std::string eventArgs(const TimelineEvent &event, std::span<const Instruction> program) {
   std::string args = fmt::format(R"("instruction":{})", event.instruction);
+  if (!event.origin.empty()) args += fmt::format(R"(,"node":{})", jsonQuote(event.origin));
   if (event.instruction < program.size()) {
     const Instruction &insn = program[event.instruction];
     args += fmt::format(R"(,"insn":{})", jsonQuote(formatInstruction(insn)));

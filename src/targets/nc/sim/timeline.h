@@ -41,6 +41,7 @@ struct TimelineEvent {
   uint64_t hbmWriteBytes = 0;  // DMA bytes written to HBM.
   uint64_t dmaBytes = 0;       // All bytes a DMA moved (any memories).
   uint64_t dmaChunks = 0;      // Contiguous chunks (descriptors) of a DMA.
+  std::string origin;          // The model node it was compiled from (whole-model programs), or empty.
 };
 
 /// The whole run.

@@ -160,6 +160,32 @@ TileView TileView::broadcastFree(int64_t count) const {
   return view;
 }
 
+/// The lowest and one past the highest element `offset` + `dims` reach.
+static std::pair<int64_t, int64_t> patternExtent(int64_t offset, const std::vector<FreeDim> &dims) {
+  int64_t lo = offset, hi = offset;
+  for (const FreeDim &dim : dims) {
+    int64_t reach = dim.strideElements * (static_cast<int64_t>(dim.count) - 1);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {lo, hi + 1};
+}
+
+TileView TileView::pattern(int64_t offset, const std::vector<FreeDim> &dims) const {
+  TileView view = *this;
+  view.offsetElements_ += offset;
+  view.dims_ = dims;
+  if (builder_ && tile_ >= 0) {
+    auto [lo, hi] = patternExtent(view.offsetElements_, dims);
+    const int64_t size = product(builder_->kernel().tiles[tile_].freeShape);
+    if (lo < 0 || hi > size || dims.size() > static_cast<size_t>(kMaxFreeDims)) {
+      builder_->fail(fmt::format("pattern(offset {}, {} dims) of tile '{}' reaches elements [{}, {}) of {} (at most {} dims)",
+                                 view.offsetElements_, dims.size(), tileName(builder_, tile_), lo, hi, size, kMaxFreeDims));
+      return *this;
+    }
+  }
+  return view;
+}
+
 // ---- HbmView --------------------------------------------------------------------------------------
 
 std::vector<int64_t> HbmView::shape() const { return dimCounts(dims_); }
@@ -225,6 +251,23 @@ HbmView HbmView::broadcast(int dim, int64_t count) const {
   }
   HbmView view = *this;
   view.dims_[d] = FreeDim{0, static_cast<uint32_t>(count)};
+  return view;
+}
+
+HbmView HbmView::pattern(int64_t offset, const std::vector<FreeDim> &dims) const {
+  HbmView view = *this;
+  view.offsetElements_ += offset;
+  view.dims_ = dims;
+  if (builder_ && tensor_ >= 0) {
+    auto [lo, hi] = patternExtent(view.offsetElements_, dims);
+    const int64_t size = product(builder_->kernel().tensors[tensor_].shape);
+    if (lo < 0 || hi > size) {
+      builder_->fail(fmt::format("pattern(offset {}, {} dims) of HBM tensor '{}' reaches elements [{}, {}) of {}",
+                                 view.offsetElements_, dims.size(), builder_->kernel().tensors[tensor_].name, lo, hi,
+                                 size));
+      return *this;
+    }
+  }
   return view;
 }
 

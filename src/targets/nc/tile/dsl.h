@@ -57,6 +57,9 @@ class TileView {
   TileView reshapeFree(const std::vector<int64_t> &shape) const;
   /// Appends an innermost stride-0 dim of `count`: a [P, 1] per-partition scalar read as [P, count].
   TileView broadcastFree(int64_t count) const;
+  /// Any access pattern of the same partitions: `offset` elements past this view's first element, then
+  /// `dims` (outermost first). Every element it touches must lie in the tile.
+  TileView pattern(int64_t offset, const std::vector<FreeDim> &dims) const;
 
  private:
   friend class KernelBuilder;
@@ -93,6 +96,9 @@ class HbmView {
   HbmView reshapeDim(int dim, const std::vector<int64_t> &shape) const;
   /// Replaces dim `dim`, which must have count 1, by a stride-0 dim of `count` (row broadcast).
   HbmView broadcast(int dim, int64_t count) const;
+  /// Any access pattern: `offset` elements past this view's first element, then `dims` (outermost
+  /// first; the first maps to partitions on load/store). Every element must lie in the tensor.
+  HbmView pattern(int64_t offset, const std::vector<FreeDim> &dims) const;
 
  private:
   friend class KernelBuilder;

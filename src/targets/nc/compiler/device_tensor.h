@@ -1,0 +1,72 @@
+// How an activation lives on the accelerator between the ops of a model: in SBUF, split over
+// partition blocks of at most 128 partitions, never in HBM unless the memory plan spills it.
+//
+// A DeviceTensor maps every element of its logical shape to a (global partition, free offset) pair:
+// each logical axis has a partition stride and a free stride (one of them 0). Global partition g
+// lives in block g / 128 at partition g % 128; every block holds `freeSize` elements per partition.
+// The standard form of a tensor puts one axis on partitions (stride 1) and the others row-major over
+// the free dim: [N, C, H, W] with C on partitions for convolutions, [..., T, C] with the features C on
+// partitions for matmuls. Reshape and Transpose change only the strides (a view), so the head split
+// of attention costs nothing; an op that needs another layout asks for a relayout (layout.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "targets/nc/tile/dsl.h"
+
+namespace tessel::nc::compiler {
+
+/// Where one logical axis lives: consecutive indices are `partitionStride` partitions apart, or
+/// `freeStride` elements apart in the free dim.
+struct AxisPlacement {
+  int64_t partitionStride = 0;
+  int64_t freeStride = 0;
+};
+
+struct DeviceTensor {
+  std::vector<int64_t> shape;          // Logical shape.
+  DType dtype = DType::F32;            // Storage dtype in SBUF.
+  std::vector<AxisPlacement> axes;     // Parallel to shape.
+  int64_t partitionBase = 0;           // Global partition of element 0.
+  int64_t freeBase = 0;                // Free offset of element 0.
+  int64_t freeSize = 0;                // Elements per partition of every block.
+  std::vector<tile::TileView> blocks;  // Block b: global partitions [128 b, 128 b + blocks[b].partitions()).
+
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t numel() const;
+  /// Global partitions the storage spans (sum of the blocks' partitions).
+  int64_t partitionExtent() const;
+
+  /// True when axis `axis` is on partitions with stride 1 from partition 0 and the other axes are
+  /// row-major over the free dim from offset 0 (the standard form).
+  bool isStandard(int64_t axis) const;
+  /// The axis on partitions with stride 1, or -1.
+  int64_t partitionAxis() const;
+
+  /// The [count, freeSize] view of global partitions [start, start + count); they must lie in one
+  /// block.
+  tile::TileView partitions(int64_t start, int64_t count) const;
+};
+
+/// Normalises a possibly negative axis.
+inline int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+/// Allocates a tensor in standard form with `partitionAxis` on partitions: ceil(shape[axis] / P)
+/// SBUF tiles of [min(P, rest), product of the other dims].
+DeviceTensor allocateStandard(tile::KernelBuilder &builder, const std::string &name, const std::vector<int64_t> &shape,
+                              DType dtype, int64_t partitionAxis);
+
+/// The same storage seen with a new shape (Reshape, Flatten, Squeeze, Unsqueeze): possible when every
+/// group of old axes merged into one new axis, or one old axis split into new ones, keeps a uniform
+/// stride. nullopt when it does not (the caller relayouts first).
+std::optional<DeviceTensor> reshapeView(const DeviceTensor &tensor, const std::vector<int64_t> &shape);
+/// The same storage with its axes permuted (ONNX Transpose `perm`).
+DeviceTensor transposeView(const DeviceTensor &tensor, const std::vector<int64_t> &perm);
+
+/// Describes the placement for messages and `--emit=lowering`: "f32[1,128,768] p(2) f(1:768)".
+std::string describe(const DeviceTensor &tensor);
+
+}  // namespace tessel::nc::compiler

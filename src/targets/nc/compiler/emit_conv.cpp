@@ -1,0 +1,548 @@
+// 2-D convolutions (ONNX Conv, tessel FusedConv) on the accelerator, with X, Z and Y in standard form
+// with their channels on partitions ([N, C, H, W]: C on partitions, N*H*W row-major on the free dim).
+//
+// Dense convolutions are implicit GEMMs on the tensor engine. Contraction runs over input channels on
+// partitions, the stationary operand is the [Cin tile, Cout tile] weight slice of one tap, and the
+// moving operand is the input window of that tap for a chunk of output positions (<= one PSUM bank):
+// a strided view of X, or of a zero-padded copy of X when the conv pads. So every tap is one matmul
+// with no im2col buffer:
+//
+//   for output chunk (whole images, or rows of one image, <= 512 positions):
+//     for Cout tile (<= 128, the stationary free dim = output partitions):
+//       psum = sum over Cin tiles x taps of W[tap][Cin tile, Cout tile]^T @ Xwindow[Cin tile, chunk]
+//       Y[Cout tile, chunk] = act(psum + bias + Z)                  (epilogue.h, on the eviction)
+//
+// The weights go to HBM as [Cin][Cout tile][tap][Cout in tile], so one DMA per Cin tile brings all of
+// a layer's taps with one long contiguous run per partition, and each stationary is a contiguous slice.
+//
+// Stems (few input channels: C * KH <= 128) would waste the array on K = C. They fold (kh, c) into
+// the contraction instead: partition kh * C + c of a "folded" tile holds, for each output row, the
+// input row that tap row kh reads, loaded straight from X in HBM by DMA; then each output chunk is KW
+// matmuls with K = C * KH (ResNet's 3-channel 7x7/2 stem: 7 matmuls of K = 21 instead of 49 of K = 3).
+// Tap rows that fall into the padding must read zeros. DMAs and compute ops can only start at aligned
+// partitions (T6), so a row whose valid tap rows are a prefix [0, k] of kh (the bottom edge) is
+// loaded into partitions [0, (k + 1) * C) of a zeroed row; the top edge, where the valid rows are a
+// suffix of kh, uses a tile and weights with kh reversed, where they become a prefix again.
+//
+// Depthwise convolutions (group == C == M) need no contraction: per channel (partition) the output is
+// a weighted sum of the taps' windows, computed on ACT (product by a per-partition scale) and DVE/POOL
+// (accumulation). Padding needs no copy there: each tap only touches the rectangle of outputs whose
+// window lies inside X, which is exact because padded zeros add nothing.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "targets/nc/compiler/epilogue.h"
+#include "targets/nc/compiler/lowering.h"
+#include "targets/nc/kernels/tiling.h"
+#include "targets/nc/tile/tile_ring.h"
+
+namespace tessel::nc::compiler {
+namespace {
+
+using kernels::ceilDiv;
+using kernels::Span;
+using kernels::splitRange;
+using tile::HbmView;
+using tile::KernelBuilder;
+using tile::TileRing;
+using tile::TileView;
+
+/// PSUM accumulators in flight per convolution: PE fills the next ones while earlier ones drain.
+constexpr int64_t kPsumSlots = 4;
+/// Output positions per depthwise chunk (elements per partition of one stencil instruction).
+constexpr int64_t kStencilChunk = 2048;
+/// Slots of the depthwise accumulator and product rings.
+constexpr int64_t kStencilSlots = 3;
+/// Elements per partition of one piece of the padded copy, so the copy pipelines with its producer.
+constexpr int64_t kCopyPieceElements = 2048;
+/// Slots of the folded-stem row-band ring: one band multiplied while the next ones load.
+constexpr int64_t kBandSlots = 3;
+
+/// The geometry of a 2-D convolution. W is [M, C / group, KH, KW]; pads are [top, left, bottom, right].
+struct ConvShape {
+  int64_t N = 0, C = 0, H = 0, W = 0;
+  int64_t M = 0, KH = 0, KW = 0;
+  int64_t OH = 0, OW = 0;
+  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t group = 1;
+
+  int64_t taps() const { return KH * KW; }
+  bool padded() const { return padTop || padLeft || padBottom || padRight; }
+  bool depthwise() const { return group > 1 && group == C && M == C; }
+};
+
+std::vector<int64_t> sizesOf(const Value *value) { return value->type().shape().sizes().value_or(std::vector<int64_t>{}); }
+
+/// Reads the geometry of `node`, or says why it is not a 2-D convolution this file lowers.
+std::string readConvShape(const Node &node, ConvShape &s) {
+  const std::vector<int64_t> x = sizesOf(node.input(0)), w = sizesOf(node.input(1)), y = sizesOf(node.output(0));
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return "not a 2-D convolution";
+  s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3];
+  s.M = w[0], s.KH = w[2], s.KW = w[3];
+  s.OH = y[2], s.OW = y[3];
+  s.group = node.attrInt("group", 1);
+  const std::vector<int64_t> strides = node.attrInts("strides", {1, 1});
+  const std::vector<int64_t> dilations = node.attrInts("dilations", {1, 1});
+  const std::vector<int64_t> pads = node.attrInts("pads", {0, 0, 0, 0});
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) return "strides, dilations or pads not 2-D";
+  s.strideH = strides[0], s.strideW = strides[1];
+  s.dilationH = dilations[0], s.dilationW = dilations[1];
+  s.padTop = pads[0], s.padLeft = pads[1], s.padBottom = pads[2], s.padRight = pads[3];
+  if (s.group < 1 || s.C % s.group != 0 || w[1] != s.C / s.group) return "W does not match X's channels and group";
+  const int64_t oh = (s.H + s.padTop + s.padBottom - s.dilationH * (s.KH - 1) - 1) / s.strideH + 1;
+  const int64_t ow = (s.W + s.padLeft + s.padRight - s.dilationW * (s.KW - 1) - 1) / s.strideW + 1;
+  if (oh != s.OH || ow != s.OW || y[1] != s.M || y[0] != s.N)
+    return fmt::format("Y's shape [{}] does not follow from X, W and the attributes", fmt::join(y, ","));
+  return "";
+}
+
+bool isPresent(const Value *value) { return value != nullptr; }
+
+std::string checkConv(const Node &node, const LoweringOptions &) {
+  if (node.attrInt("channels_last", 0) != 0) return "channels_last = 1 (the accelerator keeps channels on partitions)";
+  const std::string autoPad = node.attrString("auto_pad", "NOTSET");
+  if (!autoPad.empty() && autoPad != "NOTSET") return "auto_pad = " + autoPad + " (only explicit pads)";
+  if (!isPresent(node.input(1)) || !node.input(1)->hasInitializer()) return "W is not a constant";
+  if (isPresent(node.input(2)) && !node.input(2)->hasInitializer()) return "B is not a constant";
+  ConvShape s;
+  if (std::string reason = readConvShape(node, s); !reason.empty()) return reason;
+  if (s.group != 1 && !s.depthwise())
+    return fmt::format("group = {} is neither 1 nor depthwise (group == C == M)", s.group);
+  return epilogueUnsupportedReason(node);
+}
+
+// ---- Output chunks and windows --------------------------------------------------------------------
+
+/// Output positions computed together: images [n0, n0 + images), rows [oh0, oh0 + rows) and columns
+/// [ow0, ow0 + cols). Either whole images, or rows of one image, or part of one row; so the chunk is
+/// contiguous in Y's standard form.
+struct OutputChunk {
+  int64_t n0 = 0, images = 1, oh0 = 0, rows = 1, ow0 = 0, cols = 1;
+  int64_t size() const { return images * rows * cols; }
+  /// Offset of the chunk's first element in the standard form of an [N, ., OH, OW] tensor.
+  int64_t offset(int64_t OH, int64_t OW) const { return (n0 * OH + oh0) * OW + ow0; }
+};
+
+/// Rows [rowBegin, rowEnd) of image n in chunks of at most `limit` positions.
+void splitRows(int64_t n, int64_t rowBegin, int64_t rowEnd, int64_t OW, int64_t limit, std::vector<OutputChunk> &out) {
+  if (OW > limit) {
+    for (int64_t r = rowBegin; r < rowEnd; ++r)
+      for (const Span &c : splitRange(OW, limit)) out.push_back(OutputChunk{n, 1, r, 1, c.start, c.count});
+    return;
+  }
+  for (const Span &r : splitRange(rowEnd - rowBegin, limit / OW))
+    out.push_back(OutputChunk{n, 1, rowBegin + r.start, r.count, 0, OW});
+}
+
+/// All N * OH * OW output positions in chunks of at most `limit`.
+std::vector<OutputChunk> splitOutput(int64_t N, int64_t OH, int64_t OW, int64_t limit) {
+  std::vector<OutputChunk> chunks;
+  if (OH * OW <= limit) {
+    for (const Span &n : splitRange(N, limit / (OH * OW))) chunks.push_back(OutputChunk{n.start, n.count, 0, OH, 0, OW});
+    return chunks;
+  }
+  for (int64_t n = 0; n < N; ++n) splitRows(n, 0, OH, OW, limit, chunks);
+  return chunks;
+}
+
+/// The [images, rows, cols] access pattern of a window: image, row and column steps in elements.
+std::vector<FreeDim> windowDims(int64_t images, int64_t imageStep, int64_t rows, int64_t rowStep, int64_t cols,
+                                int64_t colStep) {
+  std::vector<FreeDim> dims;
+  if (images > 1) dims.push_back(FreeDim{imageStep, static_cast<uint32_t>(images)});
+  if (rows > 1) dims.push_back(FreeDim{rowStep, static_cast<uint32_t>(rows)});
+  dims.push_back(FreeDim{colStep, static_cast<uint32_t>(cols)});
+  return dims;
+}
+
+// ---- Operands shared by the three forms --------------------------------------------------------------
+
+/// Y, its bias and residual, and the epilogue: what every output chunk's eviction needs.
+struct ConvOutput {
+  DeviceTensor out;
+  std::vector<TileView> bias;  // [P, 1] per block of 128 output channels; empty without B.
+  std::optional<DeviceTensor> residual;
+  Epilogue epilogue;
+};
+
+/// Y[channels [c0, c0 + count), chunk] = act(src + bias + Z): the eviction of one chunk.
+void evictChunk(LoweringContext &ctx, const ConvShape &s, const ConvOutput &o, int64_t c0, int64_t count,
+                const OutputChunk &chunk, const TileView &src) {
+  const int64_t P = ctx.profile().partitions;
+  const int64_t offset = chunk.offset(s.OH, s.OW), size = chunk.size();
+  std::optional<TileView> bias, residual;
+  if (!o.bias.empty()) bias = o.bias[static_cast<size_t>(c0 / P)].partitionSlice(c0 % P, count);
+  if (o.residual) residual = o.residual->partitions(c0, count).cols(offset, size);
+  emitEpilogue(ctx, o.out.partitions(c0, count).cols(offset, size), src, bias, residual, o.epilogue);
+}
+
+// ---- Dense: implicit GEMM ---------------------------------------------------------------------------
+
+/// Sets the padding of an [N, Hp, Wp] padded tile to zero: per image the head (top rows and the first
+/// left pad), the gaps between rows (right pad then next left pad, contiguous) and the tail.
+void zeroPadding(KernelBuilder &b, const TileView &tile, const ConvShape &s) {
+  const int64_t Wp = s.W + s.padLeft + s.padRight, image = (s.H + s.padTop + s.padBottom) * Wp;
+  auto zero = [&](int64_t offset, std::vector<FreeDim> dims) {
+    if (s.N > 1) dims.insert(dims.begin(), FreeDim{image, static_cast<uint32_t>(s.N)});
+    b.memset(tile.pattern(offset, dims), 0.0f);
+  };
+  const int64_t head = s.padTop * Wp + s.padLeft, gap = s.padLeft + s.padRight;
+  const int64_t tailStart = (s.padTop + s.H - 1) * Wp + s.padLeft + s.W;
+  if (head > 0) zero(0, {FreeDim{1, static_cast<uint32_t>(head)}});
+  if (gap > 0 && s.H > 1)
+    zero(s.padTop * Wp + s.padLeft + s.W, {FreeDim{Wp, static_cast<uint32_t>(s.H - 1)}, FreeDim{1, static_cast<uint32_t>(gap)}});
+  if (image > tailStart) zero(tailStart, {FreeDim{1, static_cast<uint32_t>(image - tailStart)}});
+}
+
+/// The matmul operand form of X's channels `cin`: a zero-padded copy (cast to the PE dtype on the way)
+/// when the conv pads, else X itself. The copy goes in row bands so that each band can start as soon
+/// as the producer has written those rows.
+TileView denseInput(KernelBuilder &b, const Node &node, const ConvShape &s, const DeviceTensor &x, const Span &cin,
+                    DType dtype) {
+  if (!s.padded()) return x.partitions(cin.start, cin.count);
+  const int64_t Wp = s.W + s.padLeft + s.padRight, Hp = s.H + s.padTop + s.padBottom;
+  TileView padded = b.sbuf(node.name() + "/xpad", dtype, cin.count, {s.N * Hp * Wp});
+  zeroPadding(b, padded, s);
+  const TileView src = x.partitions(cin.start, cin.count);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (const Span &r : splitRange(s.H, std::max<int64_t>(1, kCopyPieceElements / s.W))) {
+      const auto rows = static_cast<uint32_t>(r.count), width = static_cast<uint32_t>(s.W);
+      b.copy(padded.pattern((n * Hp + s.padTop + r.start) * Wp + s.padLeft, {FreeDim{Wp, rows}, FreeDim{1, width}}),
+             src.pattern((n * s.H + r.start) * s.W, {FreeDim{s.W, rows}, FreeDim{1, width}}));
+    }
+  return padded;
+}
+
+/// W [M, C, KH, KW] as [C][Cout tile][tap][Cout in tile]: row ci holds every tap of every output channel.
+std::vector<float> packDenseWeights(const std::vector<float> &w, const ConvShape &s, const std::vector<Span> &coutTiles) {
+  const int64_t taps = s.taps();
+  std::vector<float> packed(static_cast<size_t>(s.C * taps * s.M));
+  for (const Span &co : coutTiles)
+    for (int64_t m = 0; m < co.count; ++m)
+      for (int64_t c = 0; c < s.C; ++c)
+        for (int64_t t = 0; t < taps; ++t)
+          packed[static_cast<size_t>(c * taps * s.M + co.start * taps + t * co.count + m)] =
+              w[static_cast<size_t>(((co.start + m) * s.C + c) * taps + t)];
+  return packed;
+}
+
+Status emitDenseConv(LoweringContext &ctx, const Node &node, const ConvShape &s, const ConvOutput &o) {
+  KernelBuilder &b = ctx.builder();
+  const int64_t P = ctx.profile().partitions, bank = ctx.profile().psum.bankFp32Elements;
+  const DType dtype = ctx.matmulDtype();
+  const std::vector<Span> cinTiles = splitRange(s.C, P), coutTiles = splitRange(s.M, P);
+
+  // X in the activation dtype when it is copied into a padded tile anyway (the copy casts), else
+  // already cast for the PE.
+  Expected<DeviceTensor> x = s.padded() ? ctx.standard(node.input(0), 1) : ctx.standardAs(node.input(0), 1, dtype);
+  if (!x.ok()) return x.diag();
+  std::vector<TileView> inputs;
+  for (const Span &ci : cinTiles) inputs.push_back(denseInput(b, node, s, *x, ci, dtype));
+  const int64_t Wi = s.padded() ? s.W + s.padLeft + s.padRight : s.W;
+  const int64_t imageSize = (s.padded() ? s.H + s.padTop + s.padBottom : s.H) * Wi;
+
+  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", dtype, {s.C, s.taps() * s.M},
+                                       packDenseWeights(ctx.constantFloats(node.input(1)), s, coutTiles));
+  std::vector<TileView> weights;
+  for (const Span &ci : cinTiles) {
+    TileView tile = b.sbuf(node.name() + "/w", dtype, ci.count, {s.taps() * s.M});
+    b.load(tile, wHbm.rows(ci.start, ci.count));
+    weights.push_back(tile);
+  }
+
+  TileRing accRing(MemSpace::PSUM, node.name() + "/acc", DType::F32, std::min(P, s.M), {bank}, kPsumSlots);
+  for (const OutputChunk &chunk : splitOutput(s.N, s.OH, s.OW, bank)) {
+    for (const Span &co : coutTiles) {
+      TileView acc = accRing.next(b).partitionSlice(0, co.count).cols(0, chunk.size());
+      bool first = true;
+      for (size_t i = 0; i < cinTiles.size(); ++i)
+        for (int64_t kh = 0; kh < s.KH; ++kh)
+          for (int64_t kw = 0; kw < s.KW; ++kw) {
+            const int64_t offset = chunk.n0 * imageSize + (chunk.oh0 * s.strideH + kh * s.dilationH) * Wi +
+                                   chunk.ow0 * s.strideW + kw * s.dilationW;
+            TileView moving = inputs[i].pattern(offset, windowDims(chunk.images, imageSize, chunk.rows, s.strideH * Wi,
+                                                                   chunk.cols, s.strideW));
+            const int64_t tap = kh * s.KW + kw;
+            TileView stationary = weights[i].cols(co.start * s.taps() + tap * co.count, co.count);
+            b.matmul(acc, stationary, moving, /*accumulate=*/!first);
+            first = false;
+          }
+      evictChunk(ctx, s, o, co.start, co.count, chunk, acc);
+    }
+  }
+  return Status::success();
+}
+
+// ---- Stems: (kh, c) folded into the contraction ---------------------------------------------------------
+
+/// The tap rows kh of output row oh that read inside X: [first, last]; first > last when none do.
+std::pair<int64_t, int64_t> validTapRows(const ConvShape &s, int64_t oh) {
+  const int64_t base = oh * s.strideH - s.padTop;  // Input row of kh = 0.
+  const int64_t first = base >= 0 ? 0 : ceilDiv(-base, s.dilationH);
+  const int64_t last = base > s.H - 1 ? -1 : std::min(s.KH - 1, (s.H - 1 - base) / s.dilationH);
+  return {first, last};
+}
+
+/// Whether the folded form applies: few enough (c, kh) pairs for the partitions, and every output
+/// row's valid tap rows a prefix or a suffix of kh (true unless the image is shorter than the kernel).
+bool foldable(const ConvShape &s, int64_t partitions) {
+  if (s.group != 1 || s.KH < 2 || s.C * s.KH > partitions) return false;
+  for (int64_t oh = 0; oh < s.OH; ++oh) {
+    auto [first, last] = validTapRows(s, oh);
+    if (first > last || (first > 0 && last < s.KH - 1)) return false;
+  }
+  return true;
+}
+
+/// W as [(kh, c)][Cout tile][kw][Cout in tile] with partition kh * C + c, or (KH - 1 - kh) * C + c
+/// when `reversed`.
+std::vector<float> packFoldedWeights(const std::vector<float> &w, const ConvShape &s, const std::vector<Span> &coutTiles,
+                                     bool reversed) {
+  const int64_t row = s.KW * s.M;
+  std::vector<float> packed(static_cast<size_t>(s.C * s.KH * row));
+  for (const Span &co : coutTiles)
+    for (int64_t m = 0; m < co.count; ++m)
+      for (int64_t c = 0; c < s.C; ++c)
+        for (int64_t kh = 0; kh < s.KH; ++kh)
+          for (int64_t kw = 0; kw < s.KW; ++kw) {
+            const int64_t p = (reversed ? s.KH - 1 - kh : kh) * s.C + c;
+            packed[static_cast<size_t>(p * row + co.start * s.KW + kw * co.count + m)] =
+                w[static_cast<size_t>((((co.start + m) * s.C + c) * s.KH + kh) * s.KW + kw)];
+          }
+  return packed;
+}
+
+class FoldedConv {
+ public:
+  FoldedConv(LoweringContext &ctx, const Node &node, const ConvShape &s, const ConvOutput &o, HbmView x)
+      : ctx_(ctx), b_(ctx.builder()), node_(node), s_(s), o_(o), x_(std::move(x)), K_(s.C * s.KH),
+        Wp_(s.W + s.padLeft + s.padRight), bank_(ctx.profile().psum.bankFp32Elements),
+        coutTiles_(splitRange(s.M, ctx.profile().partitions)),
+        accRing_(MemSpace::PSUM, node.name() + "/acc", DType::F32, std::min(ctx.profile().partitions, s.M), {bank_},
+                 kPsumSlots) {}
+
+  void emit() {
+    const std::vector<float> w = ctx_.constantFloats(node_.input(1));
+    int64_t top = 0, bottom = s_.OH;  // Rows [0, top) lack leading tap rows, [bottom, OH) trailing ones.
+    while (top < s_.OH && validTapRows(s_, top).first > 0) ++top;
+    while (bottom > top && validTapRows(s_, bottom - 1).second < s_.KH - 1) --bottom;
+    const TileView weights = loadWeights(w, /*reversed=*/false);
+    const std::optional<TileView> reversedWeights =
+        top > 0 ? std::optional<TileView>(loadWeights(w, /*reversed=*/true)) : std::nullopt;
+
+    // Bands of output rows whose DMA moves about kDmaChunkTargetBytes per partition, in whole chunks.
+    const int64_t chunkRows = std::max<int64_t>(1, std::min(s_.OH, bank_ / s_.OW));
+    const int64_t rowBytes = s_.W * dtypeSizeBytes(x_.dtype());
+    const int64_t bandRows = chunkRows * std::max<int64_t>(1, kernels::kDmaChunkTargetBytes / (chunkRows * rowBytes));
+    TileRing bandRing(MemSpace::SBUF, node_.name() + "/xfold", ctx_.matmulDtype(), K_, {bandRows * Wp_}, kBandSlots);
+
+    for (int64_t n = 0; n < s_.N; ++n) {
+      if (top > 0) {
+        TileView tile = b_.sbuf(node_.name() + "/xfold_top", ctx_.matmulDtype(), K_, {top * Wp_});
+        b_.memset(tile, 0.0f);
+        for (int64_t oh = 0; oh < top; ++oh) loadEdgeRow(tile, n, oh, 0, /*reversed=*/true);
+        multiply(tile, *reversedWeights, n, 0, top);
+      }
+      for (const Span &band : splitRange(s_.OH - top, bandRows)) {
+        const int64_t r0 = top + band.start, r1 = r0 + band.count;
+        TileView tile = bandRing.next(b_);
+        const int64_t inner = std::min(r1, bottom) - r0;
+        if (inner > 0) loadInnerRows(tile, n, r0, inner);
+        for (int64_t oh = std::max(r0, bottom); oh < r1; ++oh) {
+          b_.memset(tile.pattern((oh - r0) * Wp_, {FreeDim{1, static_cast<uint32_t>(Wp_)}}), 0.0f);
+          loadEdgeRow(tile, n, oh, r0, /*reversed=*/false);
+        }
+        multiply(tile, weights, n, r0, r1);
+      }
+    }
+  }
+
+ private:
+  TileView loadWeights(const std::vector<float> &w, bool reversed) {
+    const DType dtype = ctx_.matmulDtype();
+    const HbmView hbm = ctx_.constantHbm(node_.name() + (reversed ? "/w_reversed" : "/w"), dtype, {K_, s_.KW * s_.M},
+                                         packFoldedWeights(w, s_, coutTiles_, reversed));
+    TileView tile = b_.sbuf(node_.name() + "/w", dtype, K_, {s_.KW * s_.M});
+    b_.load(tile, hbm);
+    return tile;
+  }
+
+  /// Offset in X (HBM, row-major) of channel 0, row `row` of image n.
+  int64_t xOffset(int64_t n, int64_t row) const { return (n * s_.C * s_.H + row) * s_.W; }
+
+  /// Output rows [r0, r0 + count), all of whose tap rows are inside X, into band rows [0, count) with
+  /// one DMA: partition kh * C + c, row oh, column pad + w <- X[n, c, oh * s + kh * d - pad, w]. The
+  /// pad columns are zeroed first.
+  void loadInnerRows(const TileView &tile, int64_t n, int64_t r0, int64_t count) {
+    const auto rows = static_cast<uint32_t>(count), width = static_cast<uint32_t>(s_.W);
+    if (s_.padLeft > 0)
+      b_.memset(tile.pattern(0, {FreeDim{Wp_, rows}, FreeDim{1, static_cast<uint32_t>(s_.padLeft)}}), 0.0f);
+    if (s_.padRight > 0)
+      b_.memset(tile.pattern(s_.padLeft + s_.W, {FreeDim{Wp_, rows}, FreeDim{1, static_cast<uint32_t>(s_.padRight)}}),
+                0.0f);
+    HbmView src = x_.pattern(xOffset(n, r0 * s_.strideH - s_.padTop),
+                             {FreeDim{s_.dilationH * s_.W, static_cast<uint32_t>(s_.KH)},
+                              FreeDim{s_.H * s_.W, static_cast<uint32_t>(s_.C)}, FreeDim{s_.strideH * s_.W, rows},
+                              FreeDim{1, width}});
+    b_.load(tile.pattern(s_.padLeft, {FreeDim{Wp_, rows}, FreeDim{1, width}}), src);
+  }
+
+  /// One edge row into band row oh - r0 of a zeroed row: only its valid tap rows, which are the
+  /// leading partitions (kh ascending at the bottom edge, descending in the reversed top tile).
+  void loadEdgeRow(const TileView &tile, int64_t n, int64_t oh, int64_t r0, bool reversed) {
+    auto [first, last] = validTapRows(s_, oh);
+    const int64_t count = last - first + 1;
+    const int64_t kh0 = reversed ? last : first;  // Tap row of partition block 0.
+    const int64_t step = (reversed ? -1 : 1) * s_.dilationH * s_.W;
+    HbmView src = x_.pattern(xOffset(n, oh * s_.strideH + kh0 * s_.dilationH - s_.padTop),
+                             {FreeDim{step, static_cast<uint32_t>(count)}, FreeDim{s_.H * s_.W, static_cast<uint32_t>(s_.C)},
+                              FreeDim{1, static_cast<uint32_t>(s_.W)}});
+    b_.load(tile.partitionSlice(0, count * s_.C).pattern((oh - r0) * Wp_ + s_.padLeft,
+                                                         {FreeDim{1, static_cast<uint32_t>(s_.W)}}),
+            src);
+  }
+
+  /// KW matmuls of K = C * KH per chunk of output rows [r0, r1) held in `tile` from row r0.
+  void multiply(const TileView &tile, const TileView &weights, int64_t n, int64_t r0, int64_t r1) {
+    std::vector<OutputChunk> chunks;
+    splitRows(n, r0, r1, s_.OW, bank_, chunks);
+    for (const OutputChunk &chunk : chunks)
+      for (const Span &co : coutTiles_) {
+        TileView acc = accRing_.next(b_).partitionSlice(0, co.count).cols(0, chunk.size());
+        for (int64_t kw = 0; kw < s_.KW; ++kw) {
+          TileView moving = tile.pattern((chunk.oh0 - r0) * Wp_ + chunk.ow0 * s_.strideW + kw * s_.dilationW,
+                                         windowDims(1, 0, chunk.rows, Wp_, chunk.cols, s_.strideW));
+          TileView stationary = weights.cols(co.start * s_.KW + kw * co.count, co.count);
+          b_.matmul(acc, stationary, moving, /*accumulate=*/kw > 0);
+        }
+        evictChunk(ctx_, s_, o_, co.start, co.count, chunk, acc);
+      }
+  }
+
+  LoweringContext &ctx_;
+  KernelBuilder &b_;
+  const Node &node_;
+  const ConvShape &s_;
+  const ConvOutput &o_;
+  HbmView x_;
+  int64_t K_, Wp_, bank_;
+  std::vector<Span> coutTiles_;
+  TileRing accRing_;
+};
+
+// ---- Depthwise: per-channel stencil ----------------------------------------------------------------------
+
+/// The outputs of `chunk` whose window for tap (kh, kw) lies inside X: rows [row0, row0 + rows) and
+/// columns [col0, col0 + cols) (rows or cols 0 when none).
+struct TapRect {
+  int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+};
+
+/// Outputs o in [begin, begin + count) with 0 <= o * stride + offset < extent.
+Span insideRange(int64_t begin, int64_t count, int64_t stride, int64_t offset, int64_t extent) {
+  const int64_t lo = std::max(begin, offset >= 0 ? 0 : ceilDiv(-offset, stride));
+  const int64_t hi = std::min(begin + count, offset > extent - 1 ? 0 : (extent - 1 - offset) / stride + 1);
+  return {lo, std::max<int64_t>(0, hi - lo)};
+}
+
+TapRect tapRect(const ConvShape &s, const OutputChunk &chunk, int64_t kh, int64_t kw) {
+  const Span rows = insideRange(chunk.oh0, chunk.rows, s.strideH, kh * s.dilationH - s.padTop, s.H);
+  const Span cols = insideRange(chunk.ow0, chunk.cols, s.strideW, kw * s.dilationW - s.padLeft, s.W);
+  return {rows.start, rows.count, cols.start, cols.count};
+}
+
+Status emitDepthwiseConv(LoweringContext &ctx, const Node &node, const ConvShape &s, const ConvOutput &o) {
+  KernelBuilder &b = ctx.builder();
+  const int64_t P = ctx.profile().partitions;
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor x, ctx.standard(node.input(0), 1));
+  // W [C, 1, KH, KW] is already [C, taps]: one per-partition scale column per tap.
+  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {s.C, s.taps()}, ctx.constantFloats(node.input(1)));
+  TileRing accRing(MemSpace::SBUF, node.name() + "/acc", DType::F32, std::min(P, s.C), {kStencilChunk}, kStencilSlots);
+  TileRing productRing(MemSpace::SBUF, node.name() + "/product", DType::F32, std::min(P, s.C), {kStencilChunk},
+                       kStencilSlots);
+  const std::vector<OutputChunk> chunks = splitOutput(s.N, s.OH, s.OW, kStencilChunk);
+
+  for (const Span &ch : splitRange(s.C, P)) {
+    TileView weights = b.sbuf(node.name() + "/w", DType::F32, ch.count, {s.taps()});
+    b.load(weights, wHbm.rows(ch.start, ch.count));
+    const TileView input = x.partitions(ch.start, ch.count);
+    for (const OutputChunk &chunk : chunks) {
+      const TileView acc = accRing.next(b).partitionSlice(0, ch.count);
+      const int64_t imageSize = chunk.rows * chunk.cols;  // Of the chunk's layout in acc.
+      // One tap whose window is inside X for the whole chunk initialises acc; without one, zeros do.
+      std::optional<int64_t> fullTap;
+      for (int64_t t = 0; t < s.taps() && !fullTap; ++t) {
+        TapRect r = tapRect(s, chunk, t / s.KW, t % s.KW);
+        if (r.rows == chunk.rows && r.cols == chunk.cols) fullTap = t;
+      }
+      if (!fullTap) b.memset(acc.cols(0, chunk.size()), 0.0f);
+      std::vector<int64_t> order;  // The initialising tap first.
+      if (fullTap) order.push_back(*fullTap);
+      for (int64_t t = 0; t < s.taps(); ++t)
+        if (t != fullTap) order.push_back(t);
+      for (int64_t t : order) {
+        const int64_t kh = t / s.KW, kw = t % s.KW;
+        const TapRect r = tapRect(s, chunk, kh, kw);
+        if (r.rows == 0 || r.cols == 0) continue;
+        const TileView window = input.pattern(
+            (chunk.n0 * s.H + r.row0 * s.strideH + kh * s.dilationH - s.padTop) * s.W + r.col0 * s.strideW +
+                kw * s.dilationW - s.padLeft,
+            windowDims(chunk.images, s.H * s.W, r.rows, s.strideH * s.W, r.cols, s.strideW));
+        const int64_t accOffset = (r.row0 - chunk.oh0) * chunk.cols + (r.col0 - chunk.ow0);
+        const std::vector<FreeDim> accDims = windowDims(chunk.images, imageSize, r.rows, chunk.cols, r.cols, 1);
+        const TileView scale = weights.cols(t, 1);
+        if (fullTap == t) {
+          b.activation(acc.pattern(accOffset, accDims), window, ActFunc::Copy, kernels::activationArgs(scale));
+          continue;
+        }
+        const TileView product = productRing.next(b).partitionSlice(0, ch.count).pattern(accOffset, accDims);
+        b.activation(product, window, ActFunc::Copy, kernels::activationArgs(scale));
+        const TileView sum = acc.pattern(accOffset, accDims);
+        b.tensorTensor(sum, sum, product, AluOp::Add);
+      }
+      evictChunk(ctx, s, o, ch.start, ch.count, chunk, acc.cols(0, chunk.size()));
+    }
+  }
+  return Status::success();
+}
+
+// ---- Entry ------------------------------------------------------------------------------------------------
+
+Status emitConv(LoweringContext &ctx, const Node &node) {
+  ConvShape s;
+  if (std::string reason = readConvShape(node, s); !reason.empty()) return ctx.unsupported(node, reason);
+  const Value *y = node.output(0);
+  ConvOutput o;
+  o.out = ctx.allocate(y, 1);
+  if (isPresent(node.input(2))) o.bias = ctx.channelVector(node.name() + "/b", ctx.constantFloats(node.input(2)));
+  if (isPresent(node.input(3))) {
+    TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(node.input(3), 1));
+    o.residual = z;
+  }
+  o.epilogue = node.domain() == "tessel" ? epilogueOf(node) : Epilogue{};
+
+  if (s.depthwise()) {
+    TESSEL_RETURN_IF_ERROR(emitDepthwiseConv(ctx, node, s, o));
+  } else if (foldable(s, ctx.profile().partitions)) {
+    TESSEL_ASSIGN_OR_RETURN(HbmView x, ctx.hbmOf(node.input(0)));
+    FoldedConv(ctx, node, s, o, x).emit();
+  } else {
+    TESSEL_RETURN_IF_ERROR(emitDenseConv(ctx, node, s, o));
+  }
+  ctx.define(y, o.out);
+  return Status::success();
+}
+
+}  // namespace
+
+std::vector<OpLowering> convLowerings() {
+  return {OpLowering{"", "Conv", checkConv, emitConv}, OpLowering{"tessel", "FusedConv", checkConv, emitConv}};
+}
+
+}  // namespace tessel::nc::compiler

@@ -1,0 +1,102 @@
+// Layer normalization over the last axis (tessel LayerNormalization, ONNX LayerNormalization) with the
+// features on partitions, the layout the matmuls around it produce and consume.
+//
+// The statistics reduce over partitions, which DVE and ACT cannot do; the tensor engine can: an
+// all-ones stationary [C-tile, 128] times the moving x [C-tile, rows] gives, on every one of 128
+// output partitions, the column sums over the features. So the sums of x and of x^2 arrive in PSUM
+// already broadcast to all partitions, accumulated over the feature tiles in fp32:
+//   s1, s2   = ones^T @ x, ones^T @ x^2            PE (fp32 operands: the statistics need the bits)
+//   mean     = s1 / C, rstd = (s2 / C - mean^2 + eps)^-0.5            DVE, [128, rows]
+//   y        = ((x - mean) * rstd) * gamma + beta   DVE twice, then ACT with per-partition scale and bias
+#include <fmt/format.h>
+
+#include "targets/nc/compiler/lowering.h"
+#include "targets/nc/kernels/tiling.h"
+
+namespace tessel::nc::compiler {
+namespace {
+
+using kernels::Span;
+using kernels::splitRange;
+using tile::TileView;
+
+std::string checkLayerNorm(const Node &node, const LoweringOptions &) {
+  const int64_t rank = node.input(0)->type().shape().rank();
+  if (normalizeAxis(node.attrInt("axis", -1), rank) != rank - 1) return "normalization over other than the last axis";
+  if (!node.input(1)->hasInitializer()) return "the scale is not a constant";
+  if (node.input(2) && !node.input(2)->hasInitializer()) return "the bias is not a constant";
+  if (node.outputs().size() > 1 && (node.output(1) || node.output(2))) return "Mean/InvStdDev outputs are used";
+  return "";
+}
+
+Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
+  tile::KernelBuilder &b = ctx.builder();
+  const int64_t P = ctx.profile().partitions;
+  const int64_t bank = ctx.profile().psum.bankFp32Elements;
+  const float eps = node.attrFloat("epsilon", 1e-5f);
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor x, ctx.standard(node.input(0), -1));
+  const int64_t C = x.shape.back(), rows = x.freeSize;
+  DeviceTensor out = ctx.allocate(node.output(0), -1);
+  std::vector<float> gammaValues = ctx.constantFloats(node.input(1));
+  std::vector<float> betaValues =
+      node.input(2) ? ctx.constantFloats(node.input(2)) : std::vector<float>(static_cast<size_t>(C), 0.0f);
+  std::vector<TileView> gamma = ctx.channelVector(node.name() + "/gamma", gammaValues);
+  std::vector<TileView> beta = ctx.channelVector(node.name() + "/beta", betaValues);
+  const TileView ones = ctx.constantTile(1.0f, DType::F32);
+  const std::vector<Span> cTiles = splitRange(C, P);
+
+  for (const Span &r : splitRange(rows, bank)) {
+    // x (fp32 for the statistics) and x^2, per feature tile.
+    std::vector<TileView> xs, squares;
+    for (const Span &c : cTiles) {
+      TileView xc = x.partitions(c.start, c.count).cols(r.start, r.count);
+      if (x.dtype != DType::F32) {
+        TileView wide = b.sbuf(node.name() + "/x32", DType::F32, c.count, {r.count});
+        b.copy(wide, xc);
+        xc = wide;
+      }
+      TileView sq = b.sbuf(node.name() + "/x2", DType::F32, c.count, {r.count});
+      b.activation(sq, xc, ActFunc::Square);
+      xs.push_back(xc);
+      squares.push_back(sq);
+    }
+    TileView s1 = b.psum(node.name() + "/sum", DType::F32, P, {r.count});
+    TileView s2 = b.psum(node.name() + "/sumsq", DType::F32, P, {r.count});
+    for (size_t t = 0; t < cTiles.size(); ++t)
+      b.matmul(s1, ones.partitionSlice(0, cTiles[t].count), xs[t], t > 0);
+    for (size_t t = 0; t < cTiles.size(); ++t)
+      b.matmul(s2, ones.partitionSlice(0, cTiles[t].count), squares[t], t > 0);
+
+    const float invC = 1.0f / static_cast<float>(C);
+    TileView mean = b.sbuf(node.name() + "/mean", DType::F32, P, {r.count});
+    TileView rstd = b.sbuf(node.name() + "/rstd", DType::F32, P, {r.count});
+    TileView meanSq = b.sbuf(node.name() + "/mean2", DType::F32, P, {r.count});
+    b.tensorScalar(mean, s1, AluOp::Multiply, invC);
+    b.tensorScalar(rstd, s2, AluOp::Multiply, invC);
+    b.tensorTensor(meanSq, mean, mean, AluOp::Multiply);
+    b.tensorTensor(rstd, rstd, meanSq, AluOp::Subtract);
+    b.tensorScalar(rstd, rstd, AluOp::Add, eps, AluOp::Power, -0.5f, Engine::DVE);
+
+    for (size_t t = 0; t < cTiles.size(); ++t) {
+      const Span &c = cTiles[t];
+      TileView centered = b.sbuf(node.name() + "/xc", DType::F32, c.count, {r.count});
+      b.tensorTensor(centered, xs[t], mean.partitionSlice(0, c.count), AluOp::Subtract);
+      b.tensorTensor(centered, centered, rstd.partitionSlice(0, c.count), AluOp::Multiply);
+      tile::ActivationArgs args;
+      args.scale = gamma[static_cast<size_t>(c.start / P)];
+      args.bias = tile::ScalarOperand(beta[static_cast<size_t>(c.start / P)]);
+      b.activation(out.partitions(c.start, c.count).cols(r.start, r.count), centered, ActFunc::Copy, args);
+    }
+  }
+  ctx.define(node.output(0), out);
+  return Status::success();
+}
+
+}  // namespace
+
+std::vector<OpLowering> normLowerings() {
+  return {OpLowering{"tessel", "LayerNormalization", checkLayerNorm, emitLayerNorm},
+          OpLowering{"", "LayerNormalization", checkLayerNorm, emitLayerNorm}};
+}
+
+}  // namespace tessel::nc::compiler

@@ -1,0 +1,466 @@
+// Compiling a model for the accelerator and running it; see executable.h. The artifact format:
+//   [magic "TSLNC001"][u64 header bytes][header JSON][blobs]
+// where the header names the profile, the stages, and per program its HBM layout and the offsets of
+// its blobs (encoded instructions, constant image entries); the optimized graph (with its f32
+// weights, which `tessel run` checks against) is the first blob. Nothing time- or machine-dependent
+// goes in, so compiling twice gives the same bytes.
+#include "targets/nc/compiler/executable.h"
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "frontend/onnx/exporter.h"
+#include "frontend/onnx/importer.h"
+#include "passes/pipelines.h"
+#include "targets/nc/isa/encoding.h"
+#include "targets/nc/kernels/runner.h"
+#include "targets/nc/sim/simulator.h"
+
+namespace tessel::nc::compiler {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'S', 'L', 'N', 'C', '0', '0', '1'};
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::vector<int64_t> staticShape(const Value *value) {
+  std::vector<int64_t> shape;
+  for (const Dim &d : value->type().shape().dims()) shape.push_back(d.size);
+  return shape;
+}
+
+std::string bytesText(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1ull << 20));
+  return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+}
+
+/// Bytes the constants of the device nodes will take in HBM, before lowering (weights in the cast type).
+uint64_t estimateConstantBytes(const Graph &graph, const LoweringOptions &options) {
+  const uint64_t castBytes =
+      options.autoCast == AutoCast::None ? 4 : static_cast<uint64_t>(dtypeSizeBytes(options.castType));
+  uint64_t total = 0;
+  for (const Value *init : graph.initializers())
+    if (init->type().dtype() == tessel::DType::Float32 && init->initializer().rank() >= 2)
+      total += static_cast<uint64_t>(init->initializer().numel()) * castBytes;
+  return total;
+}
+
+/// Lowers and compiles one device stage. An emitter's UnsupportedOp error comes back as is (the
+/// caller moves that node to the host).
+Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const MachineProfile &profile,
+                                   const LoweringOptions &options, std::map<std::string, int32_t> &nodeIds,
+                                   std::vector<std::string> &nodeNames) {
+  tile::KernelBuilder builder(fmt::format("stage{}", stageIndex), profile);
+  LoweringContext ctx(builder, options);
+  DeviceProgram program;
+  for (const Value *in : stage.inputs) {
+    ctx.bindInput(in, DType::F32);
+    program.inputs.push_back(in->name());
+  }
+  std::vector<int32_t> opNode;
+  for (const Node *node : stage.nodes) {
+    const OpLowering *lowering = findOpLowering(*node);
+    Status emitted = lowering ? lowering->emit(ctx, *node) : ctx.unsupported(*node, "no lowering");
+    if (!emitted.ok()) {
+      Diagnostic diag = emitted.diag();
+      if (diag.loc.node.empty()) {
+        diag.loc.node = node->name();
+        diag.loc.opType = node->opType();
+      }
+      return diag;
+    }
+    const std::string label = node->name().empty() ? fmt::format("#{} {}", nodeNames.size(), node->opType())
+                                                   : fmt::format("{} ({})", node->name(), node->opType());
+    auto [it, added] = nodeIds.try_emplace(label, static_cast<int32_t>(nodeNames.size()));
+    if (added) nodeNames.push_back(label);
+    opNode.resize(builder.kernel().ops.size(), it->second);
+  }
+  for (const Value *out : stage.outputs) {
+    tile::HbmView hbm = builder.output(out->name(), DType::F32, staticShape(out));
+    TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx.activation(out));
+    TESSEL_RETURN_IF_ERROR(storeToHbm(ctx, t, hbm));
+    program.outputs.push_back(out->name());
+  }
+  opNode.resize(builder.kernel().ops.size(), -1);
+  TESSEL_ASSIGN_OR_RETURN(tile::Kernel kernel, builder.finish());
+  TESSEL_ASSIGN_OR_RETURN(tile::CompiledKernel compiled, tile::compileKernel(kernel, profile));
+  program.program = std::move(compiled.program);
+  program.hbmTensors = std::move(compiled.hbmTensors);
+  program.hbmBytes = compiled.hbmBytes;
+  program.peakSbufBytesPerPartition = compiled.peakSbufBytesPerPartition;
+  program.peakPsumBytesPerPartition = compiled.peakPsumBytesPerPartition;
+  program.estimatedNs = compiled.estimatedNs;
+  for (const tile::InstructionTiming &t : compiled.timing)
+    program.instructionNode.push_back(t.op >= 0 && t.op < static_cast<int32_t>(opNode.size()) ? opNode[t.op] : -1);
+  for (const LoweringContext::ConstantData &c : ctx.constants()) {
+    std::vector<uint8_t> bytes = kernels::encodeValues(c.dtype, c.values);
+    program.constantBytes += bytes.size();
+    program.constantImage.emplace_back(program.hbmTensors[static_cast<size_t>(c.tensor)].offsetBytes, std::move(bytes));
+  }
+  for (const tile::TileOp &op : kernel.ops) {
+    if (op.kind != tile::TileOpKind::Matmul || !op.operands[1] || !op.operands[2]) continue;
+    const tile::OperandView &stationary = *op.operands[1], &moving = *op.operands[2];
+    int64_t m = 1, n = 1;
+    for (const FreeDim &d : stationary.dims) m *= d.count;
+    for (const FreeDim &d : moving.dims) n *= d.count;
+    program.matmulFlops += 2.0 * static_cast<double>(stationary.partitionCount * m * n);
+  }
+  return program;
+}
+
+}  // namespace
+
+std::pair<double, double> toleranceFor(const LoweringOptions &options) {
+  if (options.autoCast == AutoCast::None) return {1e-3, 1e-3};
+  switch (options.castType) {
+    case DType::F8E4M3: return {1.5e-1, 1.5e-1};
+    case DType::F16: return {1e-2, 1e-2};
+    default: return {5e-2, 5e-2};  // bf16: 8 bits of mantissa over chains of K-long dot products.
+  }
+}
+
+Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOptions &options) {
+  const Clock::time_point start = Clock::now();
+  auto exe = std::make_unique<NcExecutable>();
+  exe->options_ = options;
+  TESSEL_ASSIGN_OR_RETURN(exe->profile_, loadProfile(options.target));
+
+  // The pass pipeline minus assign-layout, a cpu layout choice (the accelerator picks layouts per
+  // tensor while lowering).
+  for (const PipelineStep &step : pipelineForLevel(options.optLevel)) {
+    if (step.pass == "assign-layout") continue;
+    const Clock::time_point t0 = Clock::now();
+    PassManager manager;
+    TESSEL_RETURN_IF_ERROR(manager.addPass(step.pass));
+    TESSEL_RETURN_IF_ERROR(manager.run(model).status());
+    exe->passTimes_.push_back(PassTime{std::string(step.pass), msSince(t0)});
+  }
+  Clock::time_point t0 = Clock::now();
+  inlineConstantNodes(*model.graph);
+  TESSEL_RETURN_IF_ERROR(model.graph->sortTopologically());
+
+  const uint64_t constantBytes = estimateConstantBytes(*model.graph, options.lowering);
+  const uint64_t hbmBytes = static_cast<uint64_t>(exe->profile_.hbm.bytesPerCore);
+  if (constantBytes > hbmBytes) {
+    return makeError(ErrorCode::InvalidModel,
+                     "the model's weights need {} of HBM ({} bytes), but one {} core has {} ({} bytes): it does not fit "
+                     "by {} bytes; use a narrower --auto-cast-type or more --cores",
+                     bytesText(constantBytes), constantBytes, exe->profile_.name, bytesText(hbmBytes), hbmBytes,
+                     constantBytes - hbmBytes);
+  }
+
+  std::map<const Node *, int64_t> nodeIndex;
+  for (const auto &node : model.graph->nodes()) nodeIndex.emplace(node.get(), static_cast<int64_t>(nodeIndex.size()));
+  std::vector<std::string> forceHost;
+  Partition partition;
+  for (;;) {
+    partition = partitionGraph(*model.graph, options.lowering, forceHost);
+    exe->programs_.clear();
+    exe->stages_.clear();
+    exe->nodeNames_.clear();
+    std::map<std::string, int32_t> nodeIds;
+    std::optional<Diagnostic> retry;
+    for (size_t s = 0; s < partition.stages.size() && !retry; ++s) {
+      const Stage &stage = partition.stages[s];
+      NcExecutable::StageRef ref;
+      ref.onDevice = stage.onDevice;
+      if (!stage.onDevice) {
+        for (const Node *n : stage.nodes) ref.nodes.push_back(nodeIndex.at(n));
+      } else {
+        auto program = lowerStage(stage, s, exe->profile_, options.lowering, nodeIds, exe->nodeNames_);
+        if (!program.ok()) {
+          if (program.diag().code != ErrorCode::UnsupportedOp || program.diag().loc.node.empty()) return program.diag();
+          retry = program.diag();
+          break;
+        }
+        ref.program = static_cast<int>(exe->programs_.size());
+        exe->programs_.push_back(std::move(*program));
+      }
+      exe->stages_.push_back(std::move(ref));
+    }
+    if (!retry) break;
+    forceHost.push_back(retry->loc.node);
+    exe->fallbacks_.push_back(Fallback{retry->loc.node, retry->loc.opType, retry->message});
+  }
+  for (const Fallback &f : partition.fallbacks)
+    if (std::find(forceHost.begin(), forceHost.end(), f.node) == forceHost.end()) exe->fallbacks_.push_back(f);
+  exe->passTimes_.push_back(PassTime{"nc: partition, lower, allocate, schedule", msSince(t0)});
+  for (size_t s = 0; s < partition.stages.size(); ++s) {
+    const Stage &stage = partition.stages[s];
+    std::vector<std::string> in, out;
+    for (const Value *v : stage.inputs) in.push_back(v->name());
+    for (const Value *v : stage.outputs) out.push_back(v->name());
+    exe->stageText_.push_back(fmt::format("{} stage: {} nodes; in: {}; out: {}", stage.onDevice ? "device" : "host",
+                                          stage.nodes.size(), fmt::join(in, ", "), fmt::join(out, ", ")));
+  }
+  exe->model_ = std::move(model);
+  exe->compileSeconds_ = msSince(start) / 1000.0;
+  return exe;
+}
+
+std::string NcExecutable::report() const {
+  std::string text = fmt::format("target {}; auto-cast {} ({}); {} stages\n", profile_.name,
+                                 options_.lowering.autoCast == AutoCast::None   ? "none"
+                                 : options_.lowering.autoCast == AutoCast::All ? "all"
+                                                                                : "matmul",
+                                 dtypeName(options_.lowering.castType), stages_.size());
+  for (const std::string &line : stageText_) text += "  " + line + "\n";
+  for (size_t p = 0; p < programs_.size(); ++p) {
+    const DeviceProgram &prog = programs_[p];
+    text += fmt::format(
+        "device program {}: {} instructions; SBUF peak {} per partition of {} ({:.0f}%); PSUM peak {} of {}; HBM {} "
+        "({} constants) of {}; scheduler estimate {:.3f} us\n",
+        p, prog.program.size(), bytesText(prog.peakSbufBytesPerPartition), bytesText(profile_.sbuf.bytesPerPartition),
+        100.0 * static_cast<double>(prog.peakSbufBytesPerPartition) / static_cast<double>(profile_.sbuf.bytesPerPartition),
+        bytesText(prog.peakPsumBytesPerPartition), bytesText(profile_.psum.bytesPerPartition), bytesText(prog.hbmBytes),
+        bytesText(prog.constantBytes), bytesText(profile_.hbm.bytesPerCore), prog.estimatedNs / 1000.0);
+  }
+  text += fmt::format("host fallbacks: {}\n", fallbacks_.size());
+  for (const Fallback &f : fallbacks_) text += fmt::format("  {} ({}): {}\n", f.node, f.opType, f.reason);
+  return text;
+}
+
+Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnly) const {
+  const Graph &graph = *model_.graph;
+  std::map<std::string, RuntimeValue> env;
+  for (const auto &[name, value] : feeds) env[name] = value;
+  std::vector<const Node *> nodes;
+  for (const auto &node : graph.nodes()) nodes.push_back(node.get());
+  ReferenceInterpreter interpreter(model_);
+  NcRunResult result;
+
+  auto valueOf = [&](const Value *v) -> Expected<RuntimeValue> {
+    if (auto it = env.find(v->name()); it != env.end()) return it->second;
+    if (v->hasInitializer()) return RuntimeValue(v->initializer());
+    return makeError(ErrorCode::InvalidArgument, "value '{}' was not fed or computed", v->name());
+  };
+
+  for (const StageRef &stage : stages_) {
+    if (!stage.onDevice) {
+      if (timingOnly) continue;  // Only device time is simulated.
+      for (int64_t index : stage.nodes) {
+        if (index < 0 || index >= static_cast<int64_t>(nodes.size()))
+          return makeError(ErrorCode::InvalidModel, "host stage names node #{}; the graph has {}", index, nodes.size());
+        const Node *node = nodes[static_cast<size_t>(index)];
+        std::vector<std::pair<const Value *, RuntimeValue>> values;
+        for (const Value *in : node->inputs()) {
+          if (!in) continue;
+          TESSEL_ASSIGN_OR_RETURN(RuntimeValue v, valueOf(in));
+          values.emplace_back(in, std::move(v));
+        }
+        TESSEL_ASSIGN_OR_RETURN(std::vector<RuntimeValue> outs, interpreter.runSingleNode(*node, std::move(values)));
+        for (size_t i = 0; i < outs.size() && i < node->outputs().size(); ++i)
+          if (node->output(i)) env[node->output(i)->name()] = std::move(outs[i]);
+      }
+      continue;
+    }
+    const DeviceProgram &prog = programs_[static_cast<size_t>(stage.program)];
+    std::map<std::string, const tile::HbmPlacement *> placements;
+    for (const tile::HbmPlacement &p : prog.hbmTensors) placements[p.name] = &p;
+    std::unique_ptr<MachineState> state;
+    if (!timingOnly) {
+      state = std::make_unique<MachineState>(profile_, prog.hbmBytes);
+      for (const auto &[offset, bytes] : prog.constantImage) TESSEL_RETURN_IF_ERROR(state->writeHbm(offset, bytes));
+      for (const std::string &name : prog.inputs) {
+        const Value *v = graph.findValue(name);
+        TESSEL_ASSIGN_OR_RETURN(RuntimeValue value, valueOf(v));
+        const Tensor &t = value.tensor();
+        std::vector<float> floats(t.span<float>().begin(), t.span<float>().end());
+        TESSEL_RETURN_IF_ERROR(state->writeHbm(placements.at(name)->offsetBytes, kernels::encodeValues(DType::F32, floats)));
+      }
+    }
+    SimulateOptions simOptions;
+    simOptions.timingOnly = timingOnly;
+    simOptions.detectRaces = false;
+    TESSEL_ASSIGN_OR_RETURN(SimulationResult sim, simulate(prog.program, profile_, state.get(), simOptions));
+    for (TimelineEvent &event : sim.timeline.events) {
+      const int32_t node = event.instruction < prog.instructionNode.size() ? prog.instructionNode[event.instruction] : -1;
+      event.origin = node >= 0 ? nodeNames_[static_cast<size_t>(node)] : "(host <-> device transfer)";
+    }
+    result.deviceNs += sim.timeline.totalNs;
+    result.timelines.push_back(std::move(sim.timeline));
+    if (timingOnly) continue;
+    for (const std::string &name : prog.outputs) {
+      const tile::HbmPlacement &p = *placements.at(name);
+      int64_t numel = 1;
+      for (int64_t d : p.shape) numel *= d;
+      std::vector<uint8_t> bytes(static_cast<size_t>(numel) * 4);
+      TESSEL_RETURN_IF_ERROR(state->readHbm(p.offsetBytes, bytes));
+      std::vector<float> floats = kernels::decodeValues(DType::F32, bytes);
+      env[name] = RuntimeValue(Tensor::fromVector<float>(p.shape, floats));
+    }
+  }
+  if (timingOnly) return result;
+  for (const Value *out : graph.outputs()) {
+    TESSEL_ASSIGN_OR_RETURN(RuntimeValue v, valueOf(out));
+    result.outputs.emplace_back(out->name(), std::move(v));
+  }
+  return result;
+}
+
+// ---- Artifact -------------------------------------------------------------------------------------
+
+bool isNcArtifact(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  return in.read(magic, sizeof magic) && std::equal(magic, magic + 8, kMagic);
+}
+
+namespace {
+
+const char *autoCastName(AutoCast a) { return a == AutoCast::None ? "none" : a == AutoCast::All ? "all" : "matmul"; }
+
+}  // namespace
+
+Status NcExecutable::save(const std::string &path) const {
+  std::string blobs;
+  auto place = [&](const void *data, size_t bytes) {
+    const size_t offset = blobs.size();
+    blobs.append(static_cast<const char *>(data), bytes);
+    return nlohmann::json{{"offset", offset}, {"bytes", bytes}};
+  };
+  TESSEL_ASSIGN_OR_RETURN(std::string graphBytes, exportOnnxBytes(model_));
+  nlohmann::json header;
+  header["graph"] = place(graphBytes.data(), graphBytes.size());
+  header["target"] = options_.target;
+  header["optLevel"] = options_.optLevel;
+  header["autoCast"] = autoCastName(options_.lowering.autoCast);
+  header["castType"] = std::string(dtypeName(options_.lowering.castType));
+  header["nodeNames"] = nodeNames_;
+  header["stageText"] = stageText_;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageRef &s : stages_) stages.push_back({{"device", s.onDevice}, {"program", s.program}, {"nodes", s.nodes}});
+  header["stages"] = stages;
+  nlohmann::json fallbacks = nlohmann::json::array();
+  for (const Fallback &f : fallbacks_) fallbacks.push_back({f.node, f.opType, f.reason});
+  header["fallbacks"] = fallbacks;
+  nlohmann::json programs = nlohmann::json::array();
+  for (const DeviceProgram &prog : programs_) {
+    nlohmann::json p;
+    std::vector<uint8_t> code = encodeProgram(prog.program);
+    p["code"] = place(code.data(), code.size());
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const tile::HbmPlacement &t : prog.hbmTensors)
+      tensors.push_back({{"name", t.name}, {"dtype", std::string(dtypeName(t.dtype))}, {"shape", t.shape},
+                         {"offset", t.offsetBytes}, {"output", t.isOutput}});
+    p["hbmTensors"] = tensors;
+    p["hbmBytes"] = prog.hbmBytes;
+    nlohmann::json image = nlohmann::json::array();
+    for (const auto &[offset, bytes] : prog.constantImage) {
+      nlohmann::json entry = place(bytes.data(), bytes.size());
+      entry["hbmOffset"] = offset;
+      image.push_back(entry);
+    }
+    p["constants"] = image;
+    p["inputs"] = prog.inputs;
+    p["outputs"] = prog.outputs;
+    p["instructionNode"] = prog.instructionNode;
+    p["peakSbuf"] = prog.peakSbufBytesPerPartition;
+    p["peakPsum"] = prog.peakPsumBytesPerPartition;
+    p["constantBytes"] = prog.constantBytes;
+    p["estimatedNs"] = prog.estimatedNs;
+    p["matmulFlops"] = prog.matmulFlops;
+    programs.push_back(p);
+  }
+  header["programs"] = programs;
+  const std::string headerText = header.dump();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return makeFileError(ErrorCode::IoError, path, "cannot open for writing");
+  const uint64_t headerBytes = headerText.size();
+  out.write(kMagic, sizeof kMagic);
+  out.write(reinterpret_cast<const char *>(&headerBytes), sizeof headerBytes);
+  out.write(headerText.data(), static_cast<std::streamsize>(headerText.size()));
+  out.write(blobs.data(), static_cast<std::streamsize>(blobs.size()));
+  if (!out) return makeFileError(ErrorCode::IoError, path, "write failed (disk full?)");
+  return Status::success();
+}
+
+Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeFileError(ErrorCode::FileNotFound, path, "cannot open");
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() < 16 || std::memcmp(data.data(), kMagic, 8) != 0)
+    return makeFileError(ErrorCode::ParseError, path, "not an nc artifact (bad magic)");
+  uint64_t headerBytes = 0;
+  std::memcpy(&headerBytes, data.data() + 8, 8);
+  if (headerBytes > data.size() - 16) return makeFileError(ErrorCode::ParseError, path, "truncated header");
+  nlohmann::json header = nlohmann::json::parse(data.data() + 16, data.data() + 16 + headerBytes, nullptr, false);
+  if (header.is_discarded()) return makeFileError(ErrorCode::ParseError, path, "the header is not JSON");
+  const size_t blobBase = 16 + headerBytes;
+  auto blob = [&](const nlohmann::json &ref) -> Expected<std::string_view> {
+    const size_t offset = ref.at("offset").get<size_t>(), bytes = ref.at("bytes").get<size_t>();
+    if (blobBase + offset + bytes > data.size()) return makeFileError(ErrorCode::ParseError, path, "truncated blob");
+    return std::string_view(data.data() + blobBase + offset, bytes);
+  };
+  try {
+    auto exe = std::make_unique<NcExecutable>();
+    NcCompileOptions &options = exe->options_;
+    options.target = header.at("target").get<std::string>();
+    options.optLevel = header.at("optLevel").get<int>();
+    const std::string autoCast = header.at("autoCast").get<std::string>();
+    options.lowering.autoCast = autoCast == "none" ? AutoCast::None : autoCast == "all" ? AutoCast::All : AutoCast::Matmul;
+    const std::string castType = header.at("castType").get<std::string>();
+    for (DType t : {DType::BF16, DType::F16, DType::F8E4M3})
+      if (dtypeName(t) == castType) options.lowering.castType = t;
+    TESSEL_ASSIGN_OR_RETURN(exe->profile_, loadProfile(options.target));
+    TESSEL_ASSIGN_OR_RETURN(std::string_view graphBytes, blob(header.at("graph")));
+    ImportOptions importOptions;
+    importOptions.inferShapes = false;
+    TESSEL_ASSIGN_OR_RETURN(exe->model_, importOnnxBytes(std::string(graphBytes), path, importOptions));
+    exe->nodeNames_ = header.at("nodeNames").get<std::vector<std::string>>();
+    exe->stageText_ = header.at("stageText").get<std::vector<std::string>>();
+    for (const nlohmann::json &s : header.at("stages")) {
+      NcExecutable::StageRef ref;
+      ref.onDevice = s.at("device").get<bool>();
+      ref.program = s.at("program").get<int>();
+      ref.nodes = s.at("nodes").get<std::vector<int64_t>>();
+      exe->stages_.push_back(std::move(ref));
+    }
+    for (const nlohmann::json &f : header.at("fallbacks"))
+      exe->fallbacks_.push_back(Fallback{f.at(0).get<std::string>(), f.at(1).get<std::string>(), f.at(2).get<std::string>()});
+    for (const nlohmann::json &p : header.at("programs")) {
+      DeviceProgram prog;
+      TESSEL_ASSIGN_OR_RETURN(std::string_view code, blob(p.at("code")));
+      TESSEL_ASSIGN_OR_RETURN(prog.program, decodeProgram(std::vector<uint8_t>(code.begin(), code.end())));
+      for (const nlohmann::json &t : p.at("hbmTensors")) {
+        tile::HbmPlacement placement;
+        placement.name = t.at("name").get<std::string>();
+        const std::string dtype = t.at("dtype").get<std::string>();
+        for (int d = 0; d < kNumDTypes; ++d)
+          if (dtypeName(static_cast<DType>(d)) == dtype) placement.dtype = static_cast<DType>(d);
+        placement.shape = t.at("shape").get<std::vector<int64_t>>();
+        placement.offsetBytes = t.at("offset").get<uint64_t>();
+        placement.isOutput = t.at("output").get<bool>();
+        prog.hbmTensors.push_back(std::move(placement));
+      }
+      prog.hbmBytes = p.at("hbmBytes").get<uint64_t>();
+      for (const nlohmann::json &c : p.at("constants")) {
+        TESSEL_ASSIGN_OR_RETURN(std::string_view bytes, blob(c));
+        prog.constantImage.emplace_back(c.at("hbmOffset").get<uint64_t>(), std::vector<uint8_t>(bytes.begin(), bytes.end()));
+      }
+      prog.inputs = p.at("inputs").get<std::vector<std::string>>();
+      prog.outputs = p.at("outputs").get<std::vector<std::string>>();
+      prog.instructionNode = p.at("instructionNode").get<std::vector<int32_t>>();
+      prog.peakSbufBytesPerPartition = p.at("peakSbuf").get<uint64_t>();
+      prog.peakPsumBytesPerPartition = p.at("peakPsum").get<uint64_t>();
+      prog.constantBytes = p.at("constantBytes").get<uint64_t>();
+      prog.estimatedNs = p.at("estimatedNs").get<double>();
+      prog.matmulFlops = p.at("matmulFlops").get<double>();
+      exe->programs_.push_back(std::move(prog));
+    }
+    return exe;
+  } catch (const nlohmann::json::exception &e) {
+    return makeFileError(ErrorCode::ParseError, path, "malformed header: {}", e.what());
+  }
+}
+
+}  // namespace tessel::nc::compiler

@@ -1,0 +1,114 @@
+// A model compiled for the accelerator: the optimized graph, its partition into host and device
+// stages, and per device stage one program (instructions, HBM layout, the constant image). run()
+// executes the host stages on the reference interpreter and simulates the device stages, passing the
+// values that cross between them through HBM; it returns the outputs with the simulated timelines.
+// save() writes it as a .tsl artifact that `tessel run` and `tessel profile` load; the same input
+// gives a byte-identical file.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/diagnostic.h"
+#include "targets/nc/compiler/lowering.h"
+#include "targets/nc/compiler/partition.h"
+#include "targets/nc/machine/profile.h"
+#include "targets/nc/sim/timeline.h"
+#include "targets/nc/tile/compile.h"
+#include "targets/ref/interpreter.h"
+
+namespace tessel::nc::compiler {
+
+struct NcCompileOptions {
+  std::string target = "nc-v2";  // A bundled profile name or a profile file.
+  LoweringOptions lowering;
+  int optLevel = 3;
+  bool timePasses = false;        // Record the time of every pass and compiler stage.
+};
+
+/// One device stage's program.
+struct DeviceProgram {
+  std::vector<Instruction> program;
+  std::vector<tile::HbmPlacement> hbmTensors;  // Every HBM tensor: inputs, constants, outputs, scratch.
+  uint64_t hbmBytes = 0;
+  std::vector<std::pair<uint64_t, std::vector<uint8_t>>> constantImage;  // (offset, bytes) of constants.
+  std::vector<std::string> inputs, outputs;    // Value names bound to hbmTensors of the same name.
+  std::vector<int32_t> instructionNode;        // Per instruction: index into NcExecutable::nodeNames(), -1 = transfer.
+  uint64_t peakSbufBytesPerPartition = 0, peakPsumBytesPerPartition = 0;
+  uint64_t constantBytes = 0;                  // Weights and other constants in HBM.
+  double estimatedNs = 0;                      // The list scheduler's estimate.
+  double matmulFlops = 0;                      // Useful PE FLOPs (for MFU).
+};
+
+struct PassTime {
+  std::string name;
+  double ms = 0;
+};
+
+struct NcRunResult {
+  NamedValues outputs;
+  std::vector<Timeline> timelines;  // One per device stage.
+  double deviceNs = 0;              // Sum of the device stages' simulated time.
+};
+
+class NcExecutable {
+ public:
+  /// Runs the model: host stages on the reference interpreter, device stages in the simulator
+  /// (timingOnly skips the numerics and returns no outputs).
+  Expected<NcRunResult> run(const NamedValues &feeds, bool timingOnly = false) const;
+
+  const Model &model() const { return model_; }
+  const MachineProfile &profile() const { return profile_; }
+  const NcCompileOptions &options() const { return options_; }
+  const std::vector<DeviceProgram> &programs() const { return programs_; }
+  const std::vector<std::string> &nodeNames() const { return nodeNames_; }
+  /// "host: a, b" / "device #0" per stage, in order.
+  const std::vector<std::string> &stageText() const { return stageText_; }
+  const std::vector<Fallback> &fallbacks() const { return fallbacks_; }
+  const std::vector<PassTime> &passTimes() const { return passTimes_; }
+  double compileSeconds() const { return compileSeconds_; }
+
+  /// The compile report: stages and transfers, fallbacks, memory use per device stage.
+  std::string report() const;
+
+  Status save(const std::string &path) const;
+
+  friend Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOptions &options);
+  friend Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path);
+
+ public:
+  struct StageRef {
+    bool onDevice = false;
+    int program = -1;                    // Device: index into programs_.
+    std::vector<int64_t> nodes;          // Host: node indices (graph order) in execution order.
+  };
+
+ private:
+  Model model_;
+  MachineProfile profile_;
+  NcCompileOptions options_;
+  std::vector<StageRef> stages_;
+  std::vector<DeviceProgram> programs_;
+  std::vector<std::string> nodeNames_;
+  std::vector<std::string> stageText_;
+  std::vector<Fallback> fallbacks_;
+  std::vector<PassTime> passTimes_;
+  double compileSeconds_ = 0;
+};
+
+/// Optimizes `model` (static input shapes) at options.optLevel, partitions it, lowers and compiles
+/// every device stage. Errors: a model whose constants exceed the core's HBM (saying by how much), a
+/// device stage that does not fit SBUF/PSUM, a profile that does not load.
+Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOptions &options);
+
+/// Loads an artifact written by NcExecutable::save.
+Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path);
+/// True when `path` starts with the nc artifact magic.
+bool isNcArtifact(const std::string &path);
+
+/// Allowed error of a model run with `options`' casts: |got - want| <= atol + rtol * |want|.
+std::pair<double, double> toleranceFor(const LoweringOptions &options);
+
+}  // namespace tessel::nc::compiler

@@ -1,0 +1,405 @@
+// LoweringContext and the op-lowering registry; see lowering.h. Moving activations between layouts and
+// between SBUF and HBM lives here: loads of segment inputs, stores of outputs and scratch copies, and
+// relayouts. A tensor whose last axis goes on partitions is loaded row-major (rows on partitions, one
+// contiguous DMA chunk per row) and turned by PE transposes, since a DMA that scatters single
+// elements runs at a small fraction of its bandwidth (section 9.4).
+#include "targets/nc/compiler/lowering.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "targets/nc/kernels/tiling.h"
+
+namespace tessel::nc::compiler {
+namespace {
+
+using tile::HbmView;
+using tile::KernelBuilder;
+using tile::TileView;
+
+/// Per-partition vectors (bias, scale) per pool tile: 1 KiB per partition, one DMA.
+constexpr int64_t kVectorPoolColumns = 256;
+
+std::vector<int64_t> staticShape(const Value *value) {
+  std::vector<int64_t> shape;
+  for (const Dim &d : value->type().shape().dims()) shape.push_back(d.size);
+  return shape;
+}
+
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+/// (stride, count) pairs with size-1 dims dropped and chained dims merged, outermost first.
+std::vector<FreeDim> mergeDims(std::vector<std::pair<int64_t, int64_t>> dims) {
+  std::vector<FreeDim> merged;
+  for (auto [stride, count] : dims) {
+    if (count == 1) continue;
+    if (!merged.empty() && merged.back().strideElements == stride * count) {
+      merged.back().strideElements = stride;
+      merged.back().count = static_cast<uint32_t>(merged.back().count * count);
+      continue;
+    }
+    merged.push_back(FreeDim{stride, static_cast<uint32_t>(count)});
+  }
+  if (merged.empty()) merged.push_back(FreeDim{1, 1});
+  return merged;
+}
+
+/// The default partition axis of a segment input: channels of an NCHW tensor, else the last axis.
+int64_t defaultAxis(const std::vector<int64_t> &shape) { return shape.size() == 4 ? 1 : std::max<int64_t>(0, shape.size() - 1); }
+
+/// Partitions of `t` as (global partition -> logical offsets of the partition axes); the axes on
+/// partitions sorted by decreasing stride.
+struct PartitionAxes {
+  std::vector<int64_t> axes;
+};
+
+PartitionAxes partitionAxesOf(const DeviceTensor &t) {
+  PartitionAxes p;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (t.axes[i].partitionStride != 0 && t.shape[i] > 1) p.axes.push_back(i);
+  std::sort(p.axes.begin(), p.axes.end(),
+            [&](int64_t a, int64_t b) { return t.axes[a].partitionStride > t.axes[b].partitionStride; });
+  return p;
+}
+
+}  // namespace
+
+LoweringContext::LoweringContext(KernelBuilder &builder, const LoweringOptions &options)
+    : builder_(builder), options_(options) {}
+
+DType LoweringContext::matmulDtype() const {
+  return options_.autoCast == AutoCast::None ? DType::F32 : options_.castType;
+}
+
+DType LoweringContext::activationDtype() const {
+  if (options_.autoCast != AutoCast::All) return DType::F32;
+  // fp8 has too little range for activations; they stay in bf16 when matmuls use fp8.
+  return options_.castType == DType::F8E4M3 ? DType::BF16 : options_.castType;
+}
+
+// ---- Moving data between HBM and SBUF -------------------------------------------------------------
+
+namespace {
+
+/// Loads row-major `src` (shape `shape`) into standard-form `dst` (axis `axis` on partitions).
+void loadIntoStandard(LoweringContext &ctx, const DeviceTensor &dst, const HbmView &src, int64_t axis) {
+  KernelBuilder &b = ctx.builder();
+  const std::vector<int64_t> &shape = dst.shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const std::vector<int64_t> strides = rowMajorStrides(shape);
+  const int64_t P = ctx.profile().partitions;
+  const int64_t rows = dst.freeSize;
+  if (axis == rank - 1 && rows > 1 && shape[axis] > 1) {
+    // Rows on partitions (contiguous DMA), then PE transposes of [rows, 128-column] blocks.
+    const int64_t cols = shape[axis];
+    const DType stage = dst.dtype;
+    for (const kernels::Span &r : kernels::splitRange(rows, P)) {
+      TileView rowTile = b.sbuf("in_rows", stage, r.count, {cols});
+      b.load(rowTile, src.pattern(r.start * cols, {FreeDim{cols, static_cast<uint32_t>(r.count)},
+                                                  FreeDim{1, static_cast<uint32_t>(cols)}}));
+      for (const kernels::Span &c : kernels::splitRange(cols, P)) {
+        TileView psum = b.psum("in_t", stage, c.count, {r.count});
+        b.transpose(psum, rowTile.cols(c.start, c.count));
+        b.copy(dst.partitions(c.start, c.count).cols(r.start, r.count), psum);
+      }
+    }
+    return;
+  }
+  for (size_t k = 0; k < dst.blocks.size(); ++k) {
+    const int64_t first = static_cast<int64_t>(k) * P;
+    const TileView &block = dst.blocks[k];
+    std::vector<std::pair<int64_t, int64_t>> dims;
+    for (int64_t i = 0; i < rank; ++i)
+      if (i != axis) dims.push_back({strides[i], shape[i]});
+    std::vector<FreeDim> free = mergeDims(dims);
+    std::vector<FreeDim> hbmDims{FreeDim{rank ? strides[axis] : 1, static_cast<uint32_t>(block.partitions())}};
+    hbmDims.insert(hbmDims.end(), free.begin(), free.end());
+    std::vector<FreeDim> tileDims;
+    int64_t stride = 1;
+    std::vector<FreeDim> reversed(free.rbegin(), free.rend());
+    for (const FreeDim &d : reversed) {
+      tileDims.insert(tileDims.begin(), FreeDim{stride, d.count});
+      stride *= d.count;
+    }
+    b.load(block.pattern(0, tileDims), src.pattern(rank ? first * strides[axis] : 0, hbmDims));
+  }
+}
+
+}  // namespace
+
+/// Stores any DeviceTensor to row-major `dst`: one DMA per run of partitions along the innermost
+/// partition axis.
+static void storeAny(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst) {
+  KernelBuilder &b = ctx.builder();
+  const std::vector<int64_t> strides = rowMajorStrides(t.shape);
+  const int64_t P = ctx.profile().partitions;
+  const PartitionAxes pa = partitionAxesOf(t);
+  // Free axes sorted by decreasing free stride: the tile pattern and the HBM pattern.
+  std::vector<int64_t> freeAxes;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (t.axes[i].partitionStride == 0 && t.shape[i] > 1) freeAxes.push_back(i);
+  std::sort(freeAxes.begin(), freeAxes.end(),
+            [&](int64_t a, int64_t c) { return t.axes[a].freeStride > t.axes[c].freeStride; });
+  std::vector<FreeDim> tileDims, hbmFree;
+  for (int64_t a : freeAxes) {
+    tileDims.push_back(FreeDim{t.axes[a].freeStride, static_cast<uint32_t>(t.shape[a])});
+    hbmFree.push_back(FreeDim{strides[a], static_cast<uint32_t>(t.shape[a])});
+  }
+  if (tileDims.empty()) {
+    tileDims.push_back(FreeDim{1, 1});
+    hbmFree.push_back(FreeDim{1, 1});
+  }
+  // Iterate the partition axes except the innermost; the innermost forms runs.
+  const int64_t inner = pa.axes.empty() ? -1 : pa.axes.back();
+  const int64_t innerCount = inner < 0 ? 1 : t.shape[inner];
+  const int64_t innerPStride = inner < 0 ? 1 : t.axes[inner].partitionStride;
+  int64_t outerCount = 1;
+  for (size_t k = 0; k + 1 < pa.axes.size(); ++k) outerCount *= t.shape[pa.axes[k]];
+  for (int64_t o = 0; o < outerCount; ++o) {
+    int64_t rem = o, partition = t.partitionBase, hbmOffset = 0;
+    for (int64_t k = static_cast<int64_t>(pa.axes.size()) - 2; k >= 0; --k) {
+      const int64_t a = pa.axes[static_cast<size_t>(k)];
+      const int64_t idx = rem % t.shape[a];
+      rem /= t.shape[a];
+      partition += idx * t.axes[a].partitionStride;
+      hbmOffset += idx * strides[a];
+    }
+    // Split the run of the innermost axis at block boundaries (and per partition when its stride is not 1).
+    for (int64_t i = 0; i < innerCount;) {
+      const int64_t g = partition + i * innerPStride;
+      int64_t run = 1;
+      if (innerPStride == 1) run = std::min(innerCount - i, P - g % P);
+      TileView src = t.partitions(g, run).pattern(t.freeBase, tileDims);
+      std::vector<FreeDim> hbmDims{FreeDim{inner < 0 ? 1 : strides[inner], static_cast<uint32_t>(run)}};
+      hbmDims.insert(hbmDims.end(), hbmFree.begin(), hbmFree.end());
+      b.store(dst.pattern(hbmOffset + (inner < 0 ? 0 : i * strides[inner]), hbmDims), src);
+      i += run;
+    }
+  }
+}
+
+Expected<DeviceTensor> LoweringContext::relayout(const DeviceTensor &tensor, int64_t axis, const std::string &name) {
+  HbmView scratch = builder_.output(fmt::format("scratch/{}#{}", name, scratchCount_++), tensor.dtype, tensor.shape);
+  storeAny(*this, tensor, scratch);
+  DeviceTensor out = allocateStandard(builder_, name, tensor.shape, tensor.dtype, axis);
+  loadIntoStandard(*this, out, scratch, axis);
+  return out;
+}
+
+// ---- Activations ----------------------------------------------------------------------------------
+
+void LoweringContext::bindInput(const Value *value, DType dtype) {
+  inputs_[value] = builder_.input(value->name(), dtype, staticShape(value));
+}
+
+Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
+  if (auto it = activations_.find(value); it != activations_.end()) return it->second;
+  auto input = inputs_.find(value);
+  if (input == inputs_.end()) {
+    return makeError(ErrorCode::Internal, "value '{}' has no device form (its producer was not lowered)", value->name());
+  }
+  const std::vector<int64_t> shape = staticShape(value);
+  const int64_t axis = defaultAxis(shape);
+  DeviceTensor t = allocateStandard(builder_, value->name(), shape, activationDtype(), axis);
+  loadIntoStandard(*this, t, input->second, axis);
+  activations_[value] = t;
+  return t;
+}
+
+Expected<DeviceTensor> LoweringContext::standard(const Value *value, int64_t axis) {
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, activation(value));
+  axis = normalizeAxis(axis, t.rank());
+  if (t.rank() == 0 || t.isStandard(axis)) return t;
+  auto key = std::make_pair(value, axis);
+  if (auto it = standardCache_.find(key); it != standardCache_.end()) return it->second;
+  DeviceTensor out;
+  if (auto input = inputs_.find(value); input != inputs_.end()) {
+    out = allocateStandard(builder_, value->name(), t.shape, t.dtype, axis);
+    loadIntoStandard(*this, out, input->second, axis);
+  } else {
+    TESSEL_ASSIGN_OR_RETURN(out, relayout(t, axis, value->name()));
+  }
+  standardCache_[key] = out;
+  return out;
+}
+
+Expected<DeviceTensor> LoweringContext::standardAs(const Value *value, int64_t axis, DType dtype) {
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, standard(value, axis));
+  if (t.dtype == dtype) return t;
+  axis = normalizeAxis(axis, t.rank());
+  auto key = std::make_tuple(value, axis, dtype);
+  if (auto it = castCache_.find(key); it != castCache_.end()) return it->second;
+  DeviceTensor out = allocateStandard(builder_, value->name() + "/cast", t.shape, dtype, axis);
+  for (size_t k = 0; k < t.blocks.size(); ++k) builder_.copy(out.blocks[k], t.blocks[k]);
+  castCache_[key] = out;
+  return out;
+}
+
+void LoweringContext::define(const Value *value, DeviceTensor tensor) { activations_[value] = std::move(tensor); }
+
+DeviceTensor LoweringContext::allocate(const Value *value, int64_t partitionAxis, std::optional<DType> dtype) {
+  const std::vector<int64_t> shape = staticShape(value);
+  return allocateStandard(builder_, value->name(), shape, dtype.value_or(activationDtype()),
+                          normalizeAxis(partitionAxis, static_cast<int64_t>(shape.size())));
+}
+
+Expected<HbmView> LoweringContext::hbmOf(const Value *value) {
+  if (auto it = inputs_.find(value); it != inputs_.end()) return it->second;
+  if (auto it = hbmCache_.find(value); it != hbmCache_.end()) return it->second;
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, activation(value));
+  HbmView scratch = builder_.output(fmt::format("scratch/{}#{}", value->name(), scratchCount_++), t.dtype, t.shape);
+  storeAny(*this, t, scratch);
+  hbmCache_[value] = scratch;
+  return scratch;
+}
+
+DeviceTensor LoweringContext::loadStandard(const std::string &name, const HbmView &src,
+                                          const std::vector<int64_t> &shape, int64_t axis, DType dtype) {
+  axis = normalizeAxis(axis, static_cast<int64_t>(shape.size()));
+  DeviceTensor t = allocateStandard(builder_, name, shape, dtype, axis);
+  loadIntoStandard(*this, t, src, axis);
+  return t;
+}
+
+Status storeToHbm(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst) {
+  KernelBuilder &b = ctx.builder();
+  const int64_t axis = t.partitionAxis();
+  const int64_t P = ctx.profile().partitions;
+  if (axis == t.rank() - 1 && t.isStandard(axis) && t.freeSize > 1) {
+    // Features on partitions: PE transposes back to rows on partitions, then contiguous stores.
+    const int64_t cols = t.shape[axis], rows = t.freeSize;
+    for (const kernels::Span &r : kernels::splitRange(rows, P)) {
+      TileView rowTile = b.sbuf("out_rows", t.dtype, r.count, {cols});
+      for (const kernels::Span &c : kernels::splitRange(cols, P)) {
+        TileView psum = b.psum("out_t", t.dtype, r.count, {c.count});
+        b.transpose(psum, t.partitions(c.start, c.count).cols(r.start, r.count));
+        b.copy(rowTile.cols(c.start, c.count), psum);
+      }
+      b.store(dst.pattern(r.start * cols, {FreeDim{cols, static_cast<uint32_t>(r.count)},
+                                          FreeDim{1, static_cast<uint32_t>(cols)}}),
+              rowTile);
+    }
+    return Status::success();
+  }
+  storeAny(ctx, t, dst);
+  return Status::success();
+}
+
+// ---- Constants ------------------------------------------------------------------------------------
+
+const Tensor *LoweringContext::constant(const Value *value) const {
+  return value && value->hasInitializer() ? &value->initializer() : nullptr;
+}
+
+std::vector<float> LoweringContext::constantFloats(const Value *value) const {
+  const Tensor &t = value->initializer();
+  std::vector<float> values(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) values[static_cast<size_t>(i)] = static_cast<float>(t.scalarAsDouble(i));
+  return values;
+}
+
+HbmView LoweringContext::constantHbm(const std::string &name, DType dtype, const std::vector<int64_t> &shape,
+                                     std::vector<float> values) {
+  HbmView view = builder_.input(name, dtype, shape);
+  constants_.push_back(ConstantData{view.tensor(), dtype, std::move(values)});
+  return view;
+}
+
+std::vector<TileView> LoweringContext::channelVector(const std::string &name, const std::vector<float> &values) {
+  const int64_t P = profile().partitions;
+  const int64_t n = static_cast<int64_t>(values.size());
+  std::vector<TileView> tiles;
+  for (const kernels::Span &s : kernels::splitRange(n, P)) {
+    if (!vectorPool_ || vectorPool_->used == kVectorPoolColumns) {
+      // The pool's values are filled in as vectors join it; the image is written after lowering.
+      HbmView hbm = constantHbm(fmt::format("vectors#{}", scratchCount_++), DType::F32, {P, kVectorPoolColumns},
+                                std::vector<float>(static_cast<size_t>(P * kVectorPoolColumns), 0.0f));
+      TileView pool = builder_.sbuf("vectors", DType::F32, P, {kVectorPoolColumns});
+      builder_.load(pool, hbm);
+      vectorPool_ = VectorPool{pool, constants_.size() - 1, 0};
+    }
+    const int64_t column = vectorPool_->used++;
+    std::vector<float> &data = constants_[vectorPool_->constant].values;
+    for (int64_t p = 0; p < s.count; ++p)
+      data[static_cast<size_t>(p * kVectorPoolColumns + column)] = values[static_cast<size_t>(s.start + p)];
+    tiles.push_back(vectorPool_->tile.partitionSlice(0, s.count).cols(column, 1));
+  }
+  (void)name;
+  return tiles;
+}
+
+TileView LoweringContext::constantTile(float value, DType dtype) {
+  auto key = std::make_pair(value, dtype);
+  if (auto it = constantTiles_.find(key); it != constantTiles_.end()) return it->second;
+  const int64_t P = profile().partitions;
+  TileView t = builder_.sbuf(fmt::format("const{}", value), dtype, P, {P});
+  builder_.memset(t, value);
+  constantTiles_[key] = t;
+  return t;
+}
+
+Status LoweringContext::unsupported(const Node &node, const std::string &reason) const {
+  Diagnostic diag = makeError(ErrorCode::UnsupportedOp, "the accelerator cannot run it: {}", reason);
+  diag.loc.node = node.name();
+  diag.loc.opType = node.opType();
+  return diag;
+}
+
+// ---- Registry -------------------------------------------------------------------------------------
+
+namespace {
+
+const std::vector<OpLowering> &registry() {
+  static const std::vector<OpLowering> all = [] {
+    std::vector<OpLowering> v;
+#define TESSEL_NC_EMITTER_FAMILY(family)                  \
+  {                                                        \
+    std::vector<OpLowering> part = family##Lowerings();    \
+    v.insert(v.end(), part.begin(), part.end());           \
+  }
+#include "emitter_families.inc"
+#undef TESSEL_NC_EMITTER_FAMILY
+    return v;
+  }();
+  return all;
+}
+
+}  // namespace
+
+const OpLowering *findOpLowering(const Node &node) {
+  const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  for (const OpLowering &l : registry())
+    if (l.domain == domain && l.opType == node.opType()) return &l;
+  return nullptr;
+}
+
+std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options) {
+  const OpLowering *lowering = findOpLowering(node);
+  if (!lowering) return fmt::format("no accelerator lowering for {}", node.opType());
+  auto checkValue = [](const Value *v, const char *what) -> std::string {
+    if (!v) return "";
+    const Type &type = v->type();
+    if (!type.isTensor() || type.dtype() != tessel::DType::Float32)
+      return fmt::format("{} '{}' is {}, not a float32 tensor", what, v->name(), type.str());
+    if (!type.shape().rankKnown()) return fmt::format("{} '{}' has an unknown rank", what, v->name());
+    for (const Dim &d : type.shape().dims())
+      if (!d.isStatic()) return fmt::format("{} '{}' has a dynamic shape {}", what, v->name(), type.str());
+    return "";
+  };
+  for (const Value *in : node.inputs()) {
+    // Integer shape operands (Reshape's shape, ...) are constants the emitter reads at compile time.
+    if (in && in->hasInitializer() && in->type().dtype() != tessel::DType::Float32) continue;
+    if (std::string why = checkValue(in, "input"); !why.empty()) return why;
+  }
+  for (const Value *out : node.outputs())
+    if (std::string why = checkValue(out, "output"); !why.empty()) return why;
+  return lowering->check ? lowering->check(node, options) : "";
+}
+
+}  // namespace tessel::nc::compiler

@@ -1,0 +1,145 @@
+// Lowering of a device segment (the nodes partitioning gave the accelerator) to one tile-DSL program.
+// The whole segment is recorded on a single KernelBuilder, so the kernel compiler allocates SBUF and
+// PSUM over the whole program (an activation stays in SBUF from its producer to its last consumer),
+// and its list scheduler orders every engine and DMA queue across op boundaries: the weights of a
+// layer load while the layers before it compute.
+//
+// Each op family has an emitter file (emit_*.cpp) that registers OpLowerings: a check that says why
+// the accelerator cannot run a node (partitioning falls back to the host with that reason), and an
+// emit function that records the node's tile ops through a LoweringContext.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/diagnostic.h"
+#include "targets/nc/compiler/device_tensor.h"
+#include "targets/nc/machine/profile.h"
+#include "targets/nc/tile/dsl.h"
+
+namespace tessel::nc::compiler {
+
+/// --auto-cast: which ops compute in the narrow type. Matmul keeps activations in fp32 in SBUF and
+/// casts the operands of matmuls and convolutions (fp32 accumulation in PSUM); All stores the
+/// activations in the narrow type too; None computes everything in fp32.
+enum class AutoCast { None, Matmul, All };
+
+struct LoweringOptions {
+  AutoCast autoCast = AutoCast::Matmul;
+  DType castType = DType::BF16;  // --auto-cast-type: BF16, F16 or F8E4M3.
+};
+
+/// What an emitter sees: the builder of the segment's program, the activations recorded so far, and
+/// the constants it may place in HBM.
+class LoweringContext {
+ public:
+  LoweringContext(tile::KernelBuilder &builder, const LoweringOptions &options);
+
+  tile::KernelBuilder &builder() { return builder_; }
+  const MachineProfile &profile() const { return builder_.profile(); }
+  const LoweringOptions &options() const { return options_; }
+  /// The operand dtype of PE work (matmuls, convolutions): F32 without auto-cast.
+  DType matmulDtype() const;
+  /// The storage dtype of activations in SBUF: the cast type with AutoCast::All, else F32.
+  DType activationDtype() const;
+
+  // --- Activations -----------------------------------------------------------------------------
+  /// The activation `value` as recorded (possibly a view). Segment inputs load on first use, in
+  /// standard form with their last axis on partitions (the axis rank-4 NCHW tensors use is 1).
+  Expected<DeviceTensor> activation(const Value *value);
+  /// `value` in standard form with `axis` on partitions, relaid out (and cached) when it is not.
+  Expected<DeviceTensor> standard(const Value *value, int64_t axis);
+  /// `value` in standard form with `axis` on partitions, in `dtype` (a cast copy, cached).
+  Expected<DeviceTensor> standardAs(const Value *value, int64_t axis, DType dtype);
+  /// Records the device form of a node output.
+  void define(const Value *value, DeviceTensor tensor);
+  /// A new standard-form tensor for `value`'s shape (activationDtype() unless given); not defined.
+  DeviceTensor allocate(const Value *value, int64_t partitionAxis, std::optional<DType> dtype = std::nullopt);
+  /// The row-major HBM form of an activation (segment inputs as fed; others stored once to scratch).
+  Expected<tile::HbmView> hbmOf(const Value *value);
+  /// Loads row-major `src` (of `shape`) into a new standard-form tensor with `axis` on partitions.
+  DeviceTensor loadStandard(const std::string &name, const tile::HbmView &src, const std::vector<int64_t> &shape,
+                            int64_t axis, DType dtype);
+
+  // --- Constants -------------------------------------------------------------------------------
+  /// The initializer of `value`, or null when it is not a constant.
+  const Tensor *constant(const Value *value) const;
+  /// A constant's elements as floats (any numeric dtype).
+  std::vector<float> constantFloats(const Value *value) const;
+  /// Places `values` (row-major, laid out as the emitter wants them) in HBM as `dtype`; the data goes
+  /// into the program's HBM image. `name` must be unique in the segment (prefix it with the node's).
+  tile::HbmView constantHbm(const std::string &name, DType dtype, const std::vector<int64_t> &shape,
+                            std::vector<float> values);
+  /// Per-partition scalars: values[i] at global partition i, as [P, 1] f32 SBUF views (one per block
+  /// of 128). They are columns of shared pool tiles, so one DMA brings many vectors (a [P, 1] load
+  /// alone would spend a DMA's fixed costs on 4 bytes per partition).
+  std::vector<tile::TileView> channelVector(const std::string &name, const std::vector<float> &values);
+  /// A [partitions, partitions] tile of `value` in `dtype` (e.g. all ones for PE reductions), cached.
+  tile::TileView constantTile(float value, DType dtype);
+
+  /// The error an emitter returns for a node it cannot lower after all (names the node and op).
+  Status unsupported(const Node &node, const std::string &reason) const;
+
+  // --- Used by the driver ----------------------------------------------------------------------
+  /// A segment input, fed in HBM row-major as `dtype`.
+  void bindInput(const Value *value, DType dtype);
+  struct ConstantData {
+    int32_t tensor = -1;          // HBM tensor id in the kernel.
+    DType dtype = DType::F32;
+    std::vector<float> values;
+  };
+  const std::vector<ConstantData> &constants() const { return constants_; }
+  const std::map<const Value *, tile::HbmView> &inputs() const { return inputs_; }
+
+ private:
+  Expected<DeviceTensor> relayout(const DeviceTensor &tensor, int64_t axis, const std::string &name);
+
+  tile::KernelBuilder &builder_;
+  LoweringOptions options_;
+  std::map<const Value *, DeviceTensor> activations_;
+  std::map<std::pair<const Value *, int64_t>, DeviceTensor> standardCache_;
+  std::map<std::tuple<const Value *, int64_t, DType>, DeviceTensor> castCache_;
+  std::map<const Value *, tile::HbmView> inputs_;
+  std::map<const Value *, tile::HbmView> hbmCache_;
+  std::map<std::pair<float, DType>, tile::TileView> constantTiles_;
+  std::vector<ConstantData> constants_;
+  int scratchCount_ = 0;
+  struct VectorPool {
+    tile::TileView tile;
+    size_t constant = 0;   // Index into constants_ of its HBM data.
+    int64_t used = 0;      // Columns handed out.
+  };
+  std::optional<VectorPool> vectorPool_;
+};
+
+/// Stores `tensor` (any placement) to row-major `dst` in HBM.
+Status storeToHbm(LoweringContext &ctx, const DeviceTensor &tensor, const tile::HbmView &dst);
+
+/// How the accelerator runs one op.
+struct OpLowering {
+  std::string domain;  // "" for ai.onnx, "tessel" for fused ops.
+  std::string opType;
+  /// Why the accelerator cannot run `node`; empty when it can. The driver has already checked that
+  /// every input and output is a float32 tensor of static shape.
+  std::function<std::string(const Node &node, const LoweringOptions &options)> check;
+  std::function<Status(LoweringContext &ctx, const Node &node)> emit;
+};
+
+/// The lowering of `node`'s op, or null.
+const OpLowering *findOpLowering(const Node &node);
+
+/// Why `node` must run on the host ("" when the accelerator can run it).
+std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options);
+
+// Registration: emit_<family>.cpp defines <family>Lowerings() (e.g. emit_matmul.cpp: matmulLowerings()
+// for MatMul, Gemm and FusedMatMul); the build lists the families from the files.
+#define TESSEL_NC_EMITTER_FAMILY(family) std::vector<OpLowering> family##Lowerings();
+#include "emitter_families.inc"
+#undef TESSEL_NC_EMITTER_FAMILY
+
+}  // namespace tessel::nc::compiler

@@ -1,0 +1,127 @@
+// Partitioning between host and accelerator; see partition.h.
+#include "targets/nc/compiler/partition.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace tessel::nc::compiler {
+
+void inlineConstantNodes(Graph &graph) {
+  std::vector<Node *> constants;
+  for (const auto &node : graph.nodes())
+    if (node->opType() == "Constant" && node->domain().empty() && node->attrTensor("value")) constants.push_back(node.get());
+  for (Node *node : constants) {
+    Value *out = node->output(0);
+    Value *init = graph.addInitializer(graph.uniqueName(out->name()), *node->attrTensor("value"));
+    init->setType(out->type());
+    const bool isGraphOutput = std::find(graph.outputs().begin(), graph.outputs().end(), out) != graph.outputs().end();
+    if (isGraphOutput) continue;  // Keep the node: a graph output stays a node output.
+    graph.replaceAllUsesWith(out, init);
+    graph.eraseNode(node);
+  }
+}
+
+Partition partitionGraph(const Graph &graph, const LoweringOptions &options, const std::vector<std::string> &forceHost) {
+  Partition result;
+  std::vector<const Node *> nodes;
+  std::map<const Node *, size_t> index;
+  std::vector<bool> device;
+  for (const auto &node : graph.nodes()) {
+    std::string reason = deviceUnsupportedReason(*node, options);
+    if (reason.empty() && std::find(forceHost.begin(), forceHost.end(), node->name()) != forceHost.end())
+      reason = "its lowering failed (see the compile log)";
+    index[node.get()] = nodes.size();
+    nodes.push_back(node.get());
+    device.push_back(reason.empty());
+    if (reason.empty()) {
+      ++result.deviceNodes;
+    } else {
+      ++result.hostNodes;
+      result.fallbacks.push_back(Fallback{node->name(), node->opType(), reason});
+    }
+  }
+
+  // List scheduling that stays on one target while it has ready nodes.
+  std::vector<int> pending(nodes.size(), 0);
+  std::vector<std::vector<size_t>> users(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::set<size_t> producers;
+    for (const Value *in : nodes[i]->inputs())
+      if (in && in->producer() && index.count(in->producer())) producers.insert(index[in->producer()]);
+    pending[i] = static_cast<int>(producers.size());
+    for (size_t p : producers) users[p].push_back(i);
+  }
+  std::set<size_t> ready[2];
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (pending[i] == 0) ready[device[i]].insert(i);
+  bool current = !ready[1].empty();
+  if (!ready[0].empty() && !ready[1].empty()) current = *ready[1].begin() < *ready[0].begin();
+  size_t done = 0;
+  while (done < nodes.size()) {
+    if (ready[current].empty()) current = !current;
+    if (result.stages.empty() || result.stages.back().onDevice != current) result.stages.push_back(Stage{current, {}, {}, {}});
+    const size_t i = *ready[current].begin();
+    ready[current].erase(ready[current].begin());
+    result.stages.back().nodes.push_back(nodes[i]);
+    ++done;
+    for (size_t u : users[i])
+      if (--pending[u] == 0) ready[device[u]].insert(u);
+  }
+
+  // Transfers: values crossing stage boundaries.
+  std::map<const Value *, size_t> producedIn;
+  std::map<const Node *, size_t> stageOf;
+  for (size_t s = 0; s < result.stages.size(); ++s)
+    for (const Node *n : result.stages[s].nodes) {
+      stageOf[n] = s;
+      for (const Value *out : n->outputs())
+        if (out) producedIn[out] = s;
+    }
+  std::set<const Value *> graphOutputs(graph.outputs().begin(), graph.outputs().end());
+  for (size_t s = 0; s < result.stages.size(); ++s) {
+    Stage &stage = result.stages[s];
+    std::set<const Value *> seen;
+    for (const Node *n : stage.nodes) {
+      for (const Value *in : n->inputs()) {
+        if (!in || in->hasInitializer() || seen.count(in)) continue;
+        auto it = producedIn.find(in);
+        if (it != producedIn.end() && it->second == s) continue;
+        seen.insert(in);
+        stage.inputs.push_back(in);
+      }
+    }
+    for (const Node *n : stage.nodes) {
+      for (const Value *out : n->outputs()) {
+        if (!out) continue;
+        bool crosses = graphOutputs.count(out) > 0;
+        for (const Use &use : out->uses())
+          if (use.user && stageOf.count(use.user) && stageOf[use.user] != s) crosses = true;
+        if (crosses) stage.outputs.push_back(out);
+      }
+    }
+  }
+  return result;
+}
+
+std::string printPartition(const Partition &partition) {
+  std::string text;
+  for (size_t s = 0; s < partition.stages.size(); ++s) {
+    const Stage &stage = partition.stages[s];
+    std::vector<std::string> in, out;
+    for (const Value *v : stage.inputs) in.push_back(v->name());
+    for (const Value *v : stage.outputs) out.push_back(v->name());
+    text += fmt::format("stage {} on {}: {} nodes\n", s, stage.onDevice ? "device" : "host", stage.nodes.size());
+    if (!in.empty()) text += fmt::format("  {} {}\n", stage.onDevice ? "host -> device:" : "in:", fmt::join(in, ", "));
+    if (!out.empty()) text += fmt::format("  {} {}\n", stage.onDevice ? "device -> host:" : "out:", fmt::join(out, ", "));
+  }
+  if (!partition.fallbacks.empty()) {
+    text += fmt::format("host fallbacks: {}\n", partition.fallbacks.size());
+    for (const Fallback &f : partition.fallbacks) text += fmt::format("  {} ({}): {}\n", f.node, f.opType, f.reason);
+  }
+  return text;
+}
+
+}  // namespace tessel::nc::compiler

@@ -1,0 +1,119 @@
+// tessel Attention and ONNX Softmax lowered onto the accelerator (emit_attention.cpp), checked end to
+// end against the reference: small heads on graph inputs, broadcast masks, causal, 4 heads of 32 and
+// 64 at 128 tokens, the ragged ViT length 197, heads that do not pack into the output's partition
+// blocks, the BERT-like Reshape/Transpose chain around the node, and Softmax over the last axis.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "targets/nc/compiler/nc_model_check.h"
+
+namespace tessel::nc::compiler {
+namespace {
+
+/// A model of one Attention node on graph inputs; `mask` is the Mask's shape ("" for none).
+std::string attentionModel(int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, int64_t dv,
+                           const std::string &mask, const std::string &attrs) {
+  const std::string maskInput = mask.empty() ? "" : fmt::format(", %m: f32[{}]", mask);
+  return fmt::format(R"(
+model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%q: f32[{0},{1},{2},{4}], %k: f32[{0},{1},{3},{4}], %v: f32[{0},{1},{3},{5}]{6}) -> (%y: f32[{0},{1},{2},{5}]) {{
+  %y = tessel.Attention(%q, %k, %v{7}){8}
+  return %y
+}}
+}}
+)",
+                     b, h, sq, sk, d, dv, maskInput, mask.empty() ? "" : ", %m",
+                     attrs.empty() ? "" : " {" + attrs + "}");
+}
+
+/// Checks `ir` on nc-v2 (and nc-v3 when asked): every node on the device, within the tolerance.
+void expectOnDevice(const std::string &ir, const std::string &target = "nc-v2") {
+  NcCompileOptions options;
+  options.target = target;
+  Expected<ModelCheck> check = checkModelOnNc(ir, options);
+  ASSERT_TRUE(check.ok()) << check.diag().message;
+  EXPECT_EQ(check->hostNodes, 0);
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+  std::printf("  %s: %.2f us simulated, max error ratio %.3f\n", target.c_str(), check->simulatedUs,
+              check->maxErrorRatio);
+}
+
+TEST(AttentionLowering, SmallHeadsOnGraphInputs) {
+  expectOnDevice(attentionModel(1, 2, 16, 16, 8, 8, "", ""));
+  expectOnDevice(attentionModel(2, 3, 9, 21, 16, 24, "", "scale = 0.3"));
+}
+
+TEST(AttentionLowering, BroadcastMasks) {
+  expectOnDevice(attentionModel(1, 2, 16, 16, 8, 8, "1,1,1,16", ""));
+  expectOnDevice(attentionModel(2, 2, 16, 20, 8, 8, "2,2,16,20", ""));
+  expectOnDevice(attentionModel(2, 2, 16, 20, 8, 8, "20", "causal = 1"));
+}
+
+TEST(AttentionLowering, Causal) {
+  expectOnDevice(attentionModel(1, 2, 16, 16, 8, 8, "", "causal = 1"));
+  expectOnDevice(attentionModel(1, 2, 7, 150, 32, 32, "", "causal = 1"));
+  expectOnDevice(attentionModel(1, 4, 128, 128, 64, 64, "", "causal = 1"));
+}
+
+TEST(AttentionLowering, FourHeadsOf128Tokens) {
+  for (const char *target : {"nc-v2", "nc-v3"}) {
+    expectOnDevice(attentionModel(1, 4, 128, 128, 32, 32, "", ""), target);
+    expectOnDevice(attentionModel(1, 4, 128, 128, 64, 64, "1,1,1,128", ""), target);
+  }
+}
+
+TEST(AttentionLowering, RaggedSequence) {
+  expectOnDevice(attentionModel(1, 2, 197, 197, 64, 64, "", ""));
+  expectOnDevice(attentionModel(1, 1, 130, 600, 16, 16, "", ""));  // Two PSUM banks of keys.
+}
+
+TEST(AttentionLowering, HeadsThatDoNotPackIntoBlocks) {
+  expectOnDevice(attentionModel(1, 3, 20, 20, 48, 40, "", ""));
+}
+
+/// The head split of a BERT layer: X [1, 128, 64 * heads] -> heads of 64 -> Attention -> merged back.
+std::string bertHeadSplitModel(int64_t heads) {
+  return fmt::format(R"(
+model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,128,{0}], %m: f32[1,1,1,128]) -> (%y: f32[1,128,{0}]) {{
+  const %split = dense<i64[4]: 1, 128, {1}, 64>
+  const %merge = dense<i64[3]: 1, 128, {0}>
+  %xs = Reshape(%x, %split)
+  %q = Transpose(%xs) {{perm = [0, 2, 1, 3]}}
+  %a = tessel.Attention(%q, %q, %q, %m) : f32[1,{1},128,64]
+  %at = Transpose(%a) {{perm = [0, 2, 1, 3]}}
+  %y = Reshape(%at, %merge)
+  return %y
+}}
+}}
+)",
+                     64 * heads, heads);
+}
+
+TEST(AttentionLowering, BertHeadSplitChain) {
+  expectOnDevice(bertHeadSplitModel(4));
+  expectOnDevice(bertHeadSplitModel(12));
+}
+
+std::string softmaxModel(const std::string &shape) {
+  return fmt::format(R"(
+model opset(ai.onnx=17) ir_version=8 {{
+func @main(%x: f32[{0}]) -> (%y: f32[{0}]) {{
+  %y = Softmax(%x) {{axis = -1}}
+  return %y
+}}
+}}
+)",
+                     shape);
+}
+
+TEST(SoftmaxLowering, LastAxis) {
+  expectOnDevice(softmaxModel("4,100"));
+  expectOnDevice(softmaxModel("2,3,50"));
+}
+
+}  // namespace
+}  // namespace tessel::nc::compiler

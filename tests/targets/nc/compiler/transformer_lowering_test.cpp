@@ -1,0 +1,108 @@
+// Whole small models on the accelerator, checked against the reference: the transformer-block ops
+// (matmuls with bias, residual and activation, layer normalization, elementwise chains, the views
+// around attention) and the host fallback of what the accelerator cannot run.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "targets/nc/compiler/nc_model_check.h"
+
+namespace tessel::nc::compiler {
+namespace {
+
+void expectMatches(const std::string &ir, const NcCompileOptions &options = {}, int expectedHostNodes = 0) {
+  auto check = checkModelOnNc(ir, options);
+  ASSERT_TRUE(check.ok()) << check.diag().str();
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+  EXPECT_EQ(check->hostNodes, expectedHostNodes);
+  EXPECT_GT(check->simulatedUs, 0.0);
+}
+
+TEST(TransformerLowering, FusedMatMulWithBiasGeluAndResidual) {
+  // Rows and features above one tile (200 rows, K = 320, N = 192) and a ragged last tile each.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,200,320]) -> (%y: f32[1,200,320]) {{
+  const %w1 = {}
+  const %b1 = {}
+  const %w2 = {}
+  const %b2 = {}
+  %h = tessel.FusedMatMul(%x, %w1, %b1) {{activation = "Gelu"}}
+  %y = tessel.FusedMatMul(%h, %w2, %b2, %x)
+  return %y
+}}
+}})",
+                                     denseText({320, 192}, 1, 0.1f), denseText({192}, 2), denseText({192, 320}, 3, 0.1f),
+                                     denseText({320}, 4));
+  expectMatches(ir);
+}
+
+TEST(TransformerLowering, LayerNormAndElementwise) {
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[2,64,160], %z: f32[2,64,160]) -> (%y: f32[2,64,160]) {{
+  const %g = {}
+  const %b = {}
+  const %half = dense<f32[]: 0.5>
+  %s = Add(%x, %z)
+  %n = tessel.LayerNormalization(%s, %g, %b) {{axis = -1, epsilon = 1e-5}}
+  %m = Mul(%n, %half)
+  %y = Sigmoid(%m)
+  return %y
+}}
+}})",
+                                     denseText({160}, 5), denseText({160}, 6));
+  expectMatches(ir);
+}
+
+TEST(TransformerLowering, HeadSplitViewsRoundTrip) {
+  // Reshape and Transpose into heads and back are views; the matmul after them reads the same storage.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,32,256]) -> (%y: f32[1,32,64]) {{
+  const %shape4 = dense<i64[4]: 1, 32, 4, 64>
+  const %shape3 = dense<i64[3]: 1, 32, 256>
+  const %w = {}
+  %r = Reshape(%x, %shape4)
+  %t = Transpose(%r) {{perm = [0, 2, 1, 3]}}
+  %u = Transpose(%t) {{perm = [0, 2, 1, 3]}}
+  %v = Reshape(%u, %shape3)
+  %y = MatMul(%v, %w)
+  return %y
+}}
+}})",
+                                     denseText({256, 64}, 7, 0.1f));
+  expectMatches(ir);
+}
+
+TEST(TransformerLowering, UnsupportedNodeRunsOnHost) {
+  // Floor has no accelerator form: it runs on the host between two device stages.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[4,96]) -> (%y: f32[4,32]) {{
+  const %w1 = {}
+  const %w2 = {}
+  %a = MatMul(%x, %w1)
+  %f = Floor(%a)
+  %y = MatMul(%f, %w2)
+  return %y
+}}
+}})",
+                                     denseText({96, 48}, 8), denseText({48, 32}, 9, 0.1f));
+  expectMatches(ir, {}, 1);
+}
+
+TEST(TransformerLowering, AutoCastNoneIsFp32) {
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[8,200]) -> (%y: f32[8,130]) {{
+  const %w = {}
+  %y = MatMul(%x, %w)
+  return %y
+}}
+}})",
+                                     denseText({200, 130}, 10));
+  NcCompileOptions options;
+  options.lowering.autoCast = AutoCast::None;
+  auto check = checkModelOnNc(ir, options, 1e-4, 1e-4);
+  ASSERT_TRUE(check.ok()) << check.diag().str();
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+}
+
+}  // namespace
+}  // namespace tessel::nc::compiler

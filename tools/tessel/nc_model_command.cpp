@@ -1,0 +1,217 @@
+// Whole models on the accelerator from the command line:
+//   tessel compile MODEL --target nc-v2|nc-v3|PROFILE.json [--auto-cast none|matmul|all]
+//       [--auto-cast-type bf16|fp16|fp8_e4m3] [-O N] [--report] [--time-passes] -o model.tsl
+//   tessel run model.tsl [--input NAME=FILE.npy] [--seed S] [--output-dir DIR]   (nc artifacts)
+//   tessel profile model.tsl -o DIR
+// `run` simulates the program, runs the artifact's graph on the reference target with the same
+// inputs and checks every output within the tolerance of the cast type; it prints the simulated
+// latency, throughput, MFU and the engine that bounds the run.
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "commands.h"
+#include "frontend/onnx/importer.h"
+#include "ir/npy.h"
+#include "targets/cpu/executable.h"
+#include "targets/nc/compiler/executable.h"
+#include "targets/nc/profile/report.h"
+#include "targets/nc/profile/summary.h"
+
+namespace tessel::cli {
+
+namespace {
+
+using nc::compiler::NcExecutable;
+
+Expected<nc::compiler::LoweringOptions> parseCast(const std::string &autoCast, const std::string &castType) {
+  nc::compiler::LoweringOptions options;
+  if (autoCast == "none") {
+    options.autoCast = nc::compiler::AutoCast::None;
+  } else if (autoCast == "matmul") {
+    options.autoCast = nc::compiler::AutoCast::Matmul;
+  } else if (autoCast == "all") {
+    options.autoCast = nc::compiler::AutoCast::All;
+  } else {
+    return makeError(ErrorCode::InvalidArgument, "--auto-cast={}: expected none, matmul or all", autoCast);
+  }
+  if (castType == "bf16") {
+    options.castType = nc::DType::BF16;
+  } else if (castType == "fp16") {
+    options.castType = nc::DType::F16;
+  } else if (castType == "fp8_e4m3") {
+    options.castType = nc::DType::F8E4M3;
+  } else {
+    return makeError(ErrorCode::InvalidArgument, "--auto-cast-type={}: expected bf16, fp16 or fp8_e4m3", castType);
+  }
+  return options;
+}
+
+/// Feeds for every graph input not given: seeded random values (as `tessel run` makes them).
+Expected<NamedValues> makeFeeds(const Graph &graph, const std::vector<std::string> &inputs, uint64_t seed) {
+  NamedValues feeds;
+  for (const std::string &spec : inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos) return makeError(ErrorCode::InvalidArgument, "--input '{}' is not NAME=FILE.npy", spec);
+    TESSEL_ASSIGN_OR_RETURN(Tensor tensor, readNpy(spec.substr(eq + 1)));
+    feeds.emplace_back(spec.substr(0, eq), std::move(tensor));
+  }
+  std::mt19937_64 rng(seed);
+  for (Value *input : graph.inputs()) {
+    bool given = false;
+    for (const auto &[name, value] : feeds) given = given || name == input->name();
+    if (given || input->hasInitializer()) continue;
+    TESSEL_ASSIGN_OR_RETURN(Tensor tensor, randomInput(*input, {}, rng));
+    feeds.emplace_back(input->name(), std::move(tensor));
+  }
+  return feeds;
+}
+
+/// Totals over the device stages of one run.
+struct RunFigures {
+  double latencyUs = 0, matmulFlops = 0, mfuPercent = 0;
+  std::string boundingEngine;
+};
+
+RunFigures figuresOf(const NcExecutable &exe, const std::vector<nc::Timeline> &timelines) {
+  RunFigures f;
+  double longest = -1;
+  for (size_t i = 0; i < timelines.size(); ++i) {
+    nc::ProfileSummary s = nc::summarize(timelines[i], exe.programs()[i].program);
+    f.latencyUs += s.totalUs;
+    f.matmulFlops += s.matmulFlops;
+    if (s.totalNs > longest) {
+      longest = s.totalNs;
+      f.boundingEngine = fmt::format("{} ({:.0f}% active)", s.boundingEngine, s.boundingActivePercent);
+    }
+  }
+  if (f.latencyUs > 0 && !timelines.empty())
+    f.mfuPercent = 100.0 * f.matmulFlops / (timelines[0].pePeakFlopsPerSec * f.latencyUs * 1e-6);
+  return f;
+}
+
+/// The leading (batch) dim of the first graph input, for throughput.
+int64_t batchOf(const Graph &graph) {
+  for (const Value *in : graph.inputs())
+    if (!in->hasInitializer() && in->type().shape().rank() > 0 && in->type().shape().dims()[0].isStatic())
+      return std::max<int64_t>(1, in->type().shape().dims()[0].size);
+  return 1;
+}
+
+void profileArtifact(const std::string &path, const std::string &dir) {
+  auto exe = nc::compiler::loadNcArtifact(path);
+  if (!exe.ok()) return reportError(exe.diag().str());
+  auto feeds = makeFeeds(*(*exe)->model().graph, {}, 0);
+  if (!feeds.ok()) return reportError(feeds.diag().str());
+  auto result = (*exe)->run(*feeds, /*timingOnly=*/true);
+  if (!result.ok()) return reportError(result.diag().str());
+  for (size_t i = 0; i < result->timelines.size(); ++i) {
+    std::string sub = result->timelines.size() == 1 ? dir : (std::filesystem::path(dir) / fmt::format("stage{}", i)).string();
+    Status written = nc::writeProfile(sub, result->timelines[i], (*exe)->programs()[i].program);
+    if (!written.ok()) return reportError(written.str());
+    std::printf("%s", nc::formatSummary(nc::summarize(result->timelines[i], (*exe)->programs()[i].program)).c_str());
+    std::printf("wrote %s/{trace.json, summary.txt, summary.json, report.html}\n", sub.c_str());
+  }
+}
+
+}  // namespace
+
+void compileForNc(const NcCompileRequest &request) {
+  auto cast = parseCast(request.autoCast, request.autoCastType);
+  if (!cast.ok()) return reportError(cast.diag().str());
+  if (request.cores != 1) {
+    return reportError(fmt::format("--cores {}: sharding a model across cores is not available yet; compile for one core",
+                                   request.cores));
+  }
+  std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
+  for (const std::string &spec : request.shapes) {
+    auto parsed = parseShapeSpec(spec);
+    if (!parsed.ok()) return reportError(parsed.diag().str());
+    sizes.push_back(*parsed);
+  }
+  auto model = importOnnxFile(request.model);
+  if (!model.ok()) return reportError(model.diag().str());
+  Status specialized = cpu::specializeInputs(*model, sizes, request.batch);
+  if (!specialized.ok()) return reportError(specialized.str());
+  nc::compiler::NcCompileOptions options;
+  options.target = request.target;
+  options.lowering = *cast;
+  options.optLevel = request.optLevel;
+  auto exe = nc::compiler::compileNc(std::move(*model), options);
+  if (!exe.ok()) return reportError(withLocation(exe.status(), SourceLoc::inFile(request.model)).str());
+  if (request.report) std::printf("%s", (*exe)->report().c_str());
+  if (request.timePasses) {
+    std::printf("time per pass:\n");
+    for (const nc::compiler::PassTime &t : (*exe)->passTimes()) std::printf("  %10.1f ms  %s\n", t.ms, t.name.c_str());
+    std::printf("  %10.1f ms  total\n", (*exe)->compileSeconds() * 1000.0);
+  }
+  if (request.output.empty()) return;
+  Status saved = (*exe)->save(request.output);
+  if (!saved.ok()) return reportError(saved.str());
+  std::printf("wrote %s\n", request.output.c_str());
+}
+
+void runNcArtifact(const std::string &path, const std::vector<std::string> &inputs, uint64_t seed,
+                   const std::string &outputDir) {
+  auto exe = nc::compiler::loadNcArtifact(path);
+  if (!exe.ok()) return reportError(exe.diag().str());
+  const Model &model = (*exe)->model();
+  auto feeds = makeFeeds(*model.graph, inputs, seed);
+  if (!feeds.ok()) return reportError(withLocation(feeds.status(), SourceLoc::inFile(path)).str());
+  auto result = (*exe)->run(*feeds);
+  if (!result.ok()) return reportError(result.diag().str());
+  auto want = ReferenceInterpreter(model).run(*feeds);
+  if (!want.ok()) return reportError(want.diag().str());
+  const auto [atol, rtol] = nc::compiler::toleranceFor((*exe)->options().lowering);
+  bool passed = true;
+  std::printf("outputs (target %s, checked against the reference within %g + %g * |want|):\n",
+              (*exe)->profile().name.c_str(), atol, rtol);
+  for (size_t o = 0; o < want->size(); ++o) {
+    const Tensor &w = (*want)[o].second.tensor();
+    const Tensor &g = result->outputs[o].second.tensor();
+    double worst = 0, maxAbs = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const double err = std::abs(g.scalarAsDouble(i) - w.scalarAsDouble(i));
+      const double ratio = err / (atol + rtol * std::abs(w.scalarAsDouble(i)));
+      if (!(ratio <= worst)) worst = std::isnan(ratio) ? INFINITY : ratio;
+      maxAbs = std::max(maxAbs, err);
+    }
+    passed = passed && worst <= 1.0;
+    std::printf("  %s: %s max abs error %.3g, max error / tolerance %.3f: %s\n", (*want)[o].first.c_str(),
+                result->outputs[o].second.describe().c_str(), maxAbs, worst, worst <= 1.0 ? "PASS" : "FAIL");
+  }
+  const RunFigures f = figuresOf(**exe, result->timelines);
+  const int64_t batch = batchOf(*model.graph);
+  std::printf("simulated latency: %.3f us on one %s core (%zu device stages, %zu host fallbacks)\n", f.latencyUs,
+              (*exe)->profile().name.c_str(), result->timelines.size(), (*exe)->fallbacks().size());
+  std::printf("throughput: %.1f inferences/s (batch %lld)\n", f.latencyUs > 0 ? batch * 1e6 / f.latencyUs : 0.0,
+              static_cast<long long>(batch));
+  std::printf("MFU: %.1f%% (%.3g matmul FLOP)\n", f.mfuPercent, f.matmulFlops);
+  std::printf("bounding engine: %s\n", f.boundingEngine.c_str());
+  if (!outputDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(outputDir, ec);
+    for (const auto &[name, value] : result->outputs) {
+      std::string safe = name;
+      for (char &c : safe)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+      Status written = writeNpy((std::filesystem::path(outputDir) / (safe + ".npy")).string(), value.tensor());
+      if (!written.ok()) return reportError(written.str());
+    }
+  }
+  if (!passed) {
+    std::fprintf(stderr, "tessel: error: %s: outputs differ from the reference beyond the tolerance\n", path.c_str());
+    exitCode() = 1;
+  }
+}
+
+void addProfileCommand(CLI::App &app) {
+  auto path = std::make_shared<std::string>();
+  auto dir = std::make_shared<std::string>();
+  CLI::App *cmd = app.add_subcommand("profile", "Simulate an accelerator artifact and write its trace, summary and report");
+  cmd->add_option("artifact", *path, "Artifact from tessel compile --target nc-*")->required();
+  cmd->add_option("-o,--output-dir", *dir, "Folder for trace.json, summary.txt/json, report.html")->required();
+  cmd->callback([path, dir] { profileArtifact(*path, *dir); });
+}
+
+}  // namespace tessel::cli
