@@ -1,9 +1,13 @@
 // Attention recognition, anchored at each Softmax: walks back from its input through the optional
 // mask Add, causal Where and scaling to the score MatMul, and forward to the MatMul with V.
+// Rank-3 attention over [B*H, S, D] (as PyTorch exports nn.MultiheadAttention, in ViT) is
+// recognized too: Reshapes give its operands and result the rank 4 that Attention takes.
 #include "passes/recognize_attention.h"
 
 #include <cmath>
+#include <numeric>
 #include <unordered_set>
+#include <utility>
 
 #include "ops/reference/helpers.h"
 #include "passes/constant_values.h"
@@ -48,9 +52,10 @@ Value *stripScale(const Model &model, Value *value, Match &match) {
   }
 }
 
-const std::vector<Dim> *rank4Dims(const Value *value) {
+/// The dims of `value` when it is a tensor of rank `rank`, else nullptr.
+const std::vector<Dim> *dimsOfRank(const Value *value, size_t rank) {
   if (!value || !value->type().isTensor() || !value->type().shape().rankKnown() ||
-      value->type().shape().rank() != 4) {
+      value->type().shape().rank() != rank) {
     return nullptr;
   }
   return &value->type().shape().dims();
@@ -79,19 +84,32 @@ bool isCausalMask(const Model &model, const Value *cond, int64_t sq, int64_t sk)
 /// How K is obtained from the second operand of the score MatMul.
 enum class KeySource { Direct, RewrittenTranspose, TransposedConstant };
 
-/// K in [B,H,Sk,D] from the second operand of the score MatMul (for TransposedConstant, the
-/// constant Kt itself; for RewrittenTranspose, the [B,Sk,H,D] source), or nullptr.
-Value *keyFromTransposed(const Model &model, Value *kt, Match &match, KeySource &how) {
+/// The Transpose that turns the source of PyTorch's fused K transpose into K: [B,Sk,H,D] to
+/// [B,H,Sk,D] at rank 4, [Sk,B*H,D] to [B*H,Sk,D] at rank 3.
+std::vector<int64_t> keyRewritePerm(size_t rank) {
+  return rank == 4 ? std::vector<int64_t>{0, 2, 1, 3} : std::vector<int64_t>{1, 0, 2};
+}
+
+/// K in [B,H,Sk,D] (rank 4) or [B*H,Sk,D] (rank 3) from the second operand of the score MatMul
+/// (for TransposedConstant, the constant Kt itself; for RewrittenTranspose, the source that
+/// keyRewritePerm turns into K), or nullptr.
+Value *keyFromTransposed(const Model &model, Value *kt, size_t rank, Match &match, KeySource &how) {
   how = KeySource::Direct;
   if (Node *transpose = producerIs(kt, "Transpose")) {
     const std::vector<int64_t> perm = transpose->attrInts("perm");
     Value *source = stripScale(model, transpose->input(0), match);
-    if (perm == std::vector<int64_t>{0, 1, 3, 2}) {
+    std::vector<int64_t> swapLast(rank);
+    std::iota(swapLast.begin(), swapLast.end(), int64_t{0});
+    std::swap(swapLast[rank - 2], swapLast[rank - 1]);
+    if (perm == swapLast) {
       match.nodes.push_back(transpose);
       return source;
     }
-    if (perm == std::vector<int64_t>{0, 2, 3, 1}) {
-      // [B,Sk,H,D] -> [B,H,D,Sk]; [0,2,1,3] of the same source gives K as [B,H,Sk,D].
+    // The fused transpose is the rewrite followed by the swap of the last two axes:
+    // [0,2,3,1] at rank 4, [1,2,0] at rank 3.
+    std::vector<int64_t> fused = keyRewritePerm(rank);
+    std::swap(fused[rank - 2], fused[rank - 1]);
+    if (perm == fused) {
       how = KeySource::RewrittenTranspose;
       match.nodes.push_back(transpose);
       return source;
@@ -99,35 +117,87 @@ Value *keyFromTransposed(const Model &model, Value *kt, Match &match, KeySource 
     return nullptr;
   }
   std::optional<Tensor> constant = passes::constantValueOf(model, *kt);
-  if (!constant || constant->rank() != 4 || !isFloatingPoint(constant->dtype())) return nullptr;
+  if (!constant || constant->rank() != rank || !isFloatingPoint(constant->dtype())) return nullptr;
   how = KeySource::TransposedConstant;
   return kt;
 }
 
-/// A new constant holding the constant `kt` [B,H,D,Sk] transposed to [B,H,Sk,D].
+/// A new constant holding the constant `kt` [..., D, Sk] transposed to [..., Sk, D].
 Value *transposeKeyConstant(Model &model, const Value *kt) {
   Tensor constant = *passes::constantValueOf(model, *kt);
   Graph &graph = *model.graph;
-  const std::vector<int64_t> s = constant.sizes();  // [B,H,D,Sk]
+  std::vector<int64_t> sizes = constant.sizes();
+  const size_t rank = sizes.size();
+  const int64_t depth = sizes[rank - 2], keys = sizes[rank - 1];
+  const int64_t batch = numElements(std::vector<int64_t>(sizes.begin(), sizes.end() - 2));
   std::vector<double> in = ref::toDoubles(constant), out(in.size());
-  for (int64_t bh = 0; bh < s[0] * s[1]; ++bh) {
-    for (int64_t d = 0; d < s[2]; ++d) {
-      for (int64_t k = 0; k < s[3]; ++k) {
-        out[static_cast<size_t>((bh * s[3] + k) * s[2] + d)] = in[static_cast<size_t>((bh * s[2] + d) * s[3] + k)];
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t d = 0; d < depth; ++d) {
+      for (int64_t k = 0; k < keys; ++k) {
+        out[static_cast<size_t>((b * keys + k) * depth + d)] = in[static_cast<size_t>((b * depth + d) * keys + k)];
       }
     }
   }
-  return passes::addConstant(graph, kt->name() + "_t",
-                             ref::fromDoubles(constant.dtype(), {s[0], s[1], s[3], s[2]}, out));
+  std::swap(sizes[rank - 2], sizes[rank - 1]);
+  return passes::addConstant(graph, kt->name() + "_t", ref::fromDoubles(constant.dtype(), sizes, out));
+}
+
+/// The shape input of a Reshape to `dims`: their sizes, -1 for the one that is not static;
+/// nullopt when more than one is not, or one is 0 (which Reshape would read as "copy").
+std::optional<std::vector<int64_t>> reshapeTarget(const std::vector<Dim> &dims) {
+  std::vector<int64_t> target;
+  bool inferred = false;
+  for (const Dim &dim : dims) {
+    if (dim.isStatic() && dim.size == 0) return std::nullopt;
+    if (!dim.isStatic()) {
+      if (inferred) return std::nullopt;
+      inferred = true;
+    }
+    target.push_back(dim.isStatic() ? dim.size : -1);
+  }
+  return target;
+}
+
+/// `dims` with a leading 1: the rank-4 form [1, B*H, S, D] of a rank-3 operand.
+std::vector<Dim> withLeadingOne(const std::vector<Dim> &dims) {
+  std::vector<Dim> out = {Dim(1)};
+  out.insert(out.end(), dims.begin(), dims.end());
+  return out;
+}
+
+std::string derivedName(const std::string &nodeName, const std::string &suffix) {
+  return nodeName.empty() ? "" : nodeName + "/" + suffix;
+}
+
+/// A new constant holding the shape input of a Reshape to `dims` (checked by reshapeTarget).
+Value *shapeConstant(Graph &graph, const std::string &hint, const std::vector<Dim> &dims) {
+  const std::vector<int64_t> target = *reshapeTarget(dims);
+  return passes::addConstant(graph, hint + "_shape",
+                             Tensor::fromVector<int64_t>({static_cast<int64_t>(target.size())}, target));
+}
+
+/// The rank-3 operand `value` reshaped to [1, dims...] by a new Reshape named after the Attention
+/// node `attentionName` and the operand's `role`.
+Value *toRank4(Graph &graph, Value *value, const std::vector<Dim> &dims, const std::string &attentionName,
+               const std::string &role) {
+  const std::vector<Dim> rank4 = withLeadingOne(dims);
+  Node *reshape = graph.addNode("Reshape", {value, shapeConstant(graph, value->name(), rank4)},
+                                {graph.uniqueName(value->name() + "_rank4")},
+                                derivedName(attentionName, role + "_to_rank4"));
+  reshape->output(0)->setType(Type::tensor(value->type().dtype(), Shape(rank4)));
+  return reshape->output(0);
 }
 
 bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Value *> &returned) {
   Graph &graph = *model.graph;
   Value *probs = softmax->output(0);
-  const std::vector<Dim> *scoreDims = rank4Dims(probs);
+  // Rank 4 is [B,H,S,S]; rank 3 is [B*H,S,S].
+  const std::vector<Dim> *scoreDims = dimsOfRank(probs, 4);
+  if (!scoreDims) scoreDims = dimsOfRank(probs, 3);
   if (!scoreDims || !isFloatingPoint(probs->type().dtype())) return false;
+  const size_t rank = scoreDims->size();
   const int64_t axis = softmax->attrInt("axis", model.opsetFor("") >= 13 ? -1 : 1);
-  if (axis != -1 && axis != 3) return false;
+  if (axis != -1 && axis != static_cast<int64_t>(rank) - 1) return false;
   Node *pv = passes::singleUser(graph, probs);
   if (!isOnnxOp(pv, "MatMul") || pv->input(0) != probs) return false;
   Match match;
@@ -141,7 +211,9 @@ bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Val
       if (!isOnnxOp(p, "Where") && !isOnnxOp(p, "MatMul") && !isOnnxOp(p, "Mul") && !isOnnxOp(p, "Div")) continue;
       if (!passes::sameShape(inner, scores) || !passes::sameShape(add->output(0), scores)) continue;
       const Value *mask = add->input(1 - side);
-      if (!mask || !mask->type().isTensor() || !mask->type().shape().rankKnown() || mask->type().shape().rank() > 4) {
+      // At rank 3 the mask broadcasts to [1,B*H,Sq,Sk] as it did to [B*H,Sq,Sk].
+      if (!mask || !mask->type().isTensor() || !mask->type().shape().rankKnown() ||
+          mask->type().shape().rank() > rank) {
         continue;
       }
       match.mask = add->input(1 - side);
@@ -155,7 +227,7 @@ bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Val
     auto sizes = passes::staticSizes(where->output(0));
     std::optional<double> fill = passes::scalarConstant(model, where->input(2));
     if (!sizes || !fill || *fill > -1e4) return false;
-    if (!isCausalMask(model, where->input(0), (*sizes)[2], (*sizes)[3])) return false;
+    if (!isCausalMask(model, where->input(0), (*sizes)[rank - 2], (*sizes)[rank - 1])) return false;
     match.causal = true;
     match.nodes.push_back(where);
     scores = where->input(1);
@@ -167,20 +239,30 @@ bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Val
   Value *q = stripScale(model, qk->input(0), match);
   KeySource how = KeySource::Direct;
   Value *kt = stripScale(model, qk->input(1), match);
-  Value *k = keyFromTransposed(model, kt, match, how);
+  Value *k = keyFromTransposed(model, kt, rank, match, how);
   Value *v = pv->input(1);
   if (!k) return false;
-  // Shapes: Q [B,H,Sq,D], V [B,H,Sk,Dv]; K [B,H,Sk,D], or [B,Sk,H,D] before a rewritten transpose.
-  const std::vector<Dim> *qd = rank4Dims(q), *kd = rank4Dims(k), *vd = rank4Dims(v);
-  if (!qd || !kd || !vd) return false;
+  // Shapes: Q [...,Sq,D], V [...,Sk,Dv]; K [...,Sk,D], or its source before a rewritten transpose.
+  const std::vector<Dim> *qd = dimsOfRank(q, rank), *kd = dimsOfRank(k, rank), *vd = dimsOfRank(v, rank);
+  const std::vector<Dim> *yd = dimsOfRank(pv->output(0), rank);
+  if (!qd || !kd || !vd || !yd) return false;
   std::vector<Dim> kLayout = *kd;
-  if (how == KeySource::RewrittenTranspose) kLayout = {(*kd)[0], (*kd)[2], (*kd)[1], (*kd)[3]};
-  if (how == KeySource::TransposedConstant) kLayout = {(*kd)[0], (*kd)[1], (*kd)[3], (*kd)[2]};
+  const std::vector<int64_t> rewrite = keyRewritePerm(rank);
+  if (how == KeySource::RewrittenTranspose) {
+    for (size_t d = 0; d < rank; ++d) kLayout[d] = (*kd)[static_cast<size_t>(rewrite[d])];
+  }
+  if (how == KeySource::TransposedConstant) std::swap(kLayout[rank - 2], kLayout[rank - 1]);
   if (match.scale == 0.0 || !std::isfinite(match.scale)) return false;  // 0 would mean 1/sqrt(D).
-  for (int d : {0, 1}) {
+  for (size_t d = 0; d + 2 < rank; ++d) {
     if (!knownEqual((*qd)[d], kLayout[d]) || !knownEqual((*qd)[d], (*vd)[d])) return false;
   }
-  if (!knownEqual((*qd)[3], kLayout[3]) || !knownEqual(kLayout[2], (*vd)[2])) return false;
+  if (!knownEqual((*qd)[rank - 1], kLayout[rank - 1]) || !knownEqual(kLayout[rank - 2], (*vd)[rank - 2])) return false;
+  // At rank 3 the operands and the result are reshaped by constant shapes.
+  if (rank == 3) {
+    for (const std::vector<Dim> *dims : {qd, &std::as_const(kLayout), vd, yd}) {
+      if (!reshapeTarget(*dims)) return false;
+    }
+  }
   // Every intermediate is read only inside the pattern.
   const std::unordered_set<const Node *> members(match.nodes.begin(), match.nodes.end());
   for (const Node *node : match.nodes) {
@@ -191,16 +273,29 @@ bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Val
   if (how == KeySource::RewrittenTranspose) {
     Node *keys = graph.addNode("Transpose", {k}, {graph.uniqueName(k->name() + "_bhsd")},
                                graph.uniqueName("Transpose_bhsd"));
-    keys->setAttr("perm", Attribute(std::vector<int64_t>{0, 2, 1, 3}));
+    keys->setAttr("perm", Attribute(rewrite));
     keys->output(0)->setType(Type::tensor(k->type().dtype(), Shape(kLayout)));
     k = keys->output(0);
   }
-  std::vector<Value *> inputs = {q, k, v};
+  std::vector<std::pair<std::string, Attribute>> attributes = {
+      {"scale", Attribute(static_cast<float>(match.scale))}, {"causal", Attribute(int64_t{match.causal ? 1 : 0})}};
+  if (rank == 4) {
+    std::vector<Value *> inputs = {q, k, v};
+    if (match.mask) inputs.push_back(match.mask);
+    passes::replacePattern(graph, pv->output(0), "Attention", "tessel", inputs, std::move(attributes), match.nodes);
+    return true;
+  }
+  // Rank 3: Attention over [1,B*H,S,D] views (Reshapes alias their input), its result reshaped back.
+  Value *y = pv->output(0);
+  std::vector<Value *> inputs = {toRank4(graph, q, *qd, pv->name(), "q"), toRank4(graph, k, kLayout, pv->name(), "k"),
+                                 toRank4(graph, v, *vd, pv->name(), "v")};
   if (match.mask) inputs.push_back(match.mask);
-  passes::replacePattern(graph, pv->output(0), "Attention", "tessel", inputs,
-                         {{"scale", Attribute(static_cast<float>(match.scale))},
-                          {"causal", Attribute(int64_t{match.causal ? 1 : 0})}},
-                         match.nodes);
+  Node *attention = graph.addNode("Attention", inputs, {graph.uniqueName(y->name() + "_rank4")}, pv->name(), "tessel");
+  for (auto &[name, value] : attributes) attention->setAttr(name, std::move(value));
+  attention->output(0)->setType(Type::tensor(y->type().dtype(), Shape(withLeadingOne(*yd))));
+  Value *shape = shapeConstant(graph, y->name(), *yd);
+  Node *back = passes::replacePattern(graph, y, "Reshape", "", {attention->output(0), shape}, {}, match.nodes);
+  back->setName(derivedName(attention->name(), "to_rank3"));
   return true;
 }
 

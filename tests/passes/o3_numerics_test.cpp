@@ -256,6 +256,28 @@ TEST(O3Numerics, BertAndCausalAttentionRecognized) {
   expectFusionKeepsNumerics(causal, "Attention");
 }
 
+TEST(O3Numerics, RankThreeAttentionRecognized) {
+  // ViT (PyTorch's MultiheadAttention): [S,B*H,D] projections, Transpose(1,0,2) for Q and V, the
+  // fused (1,2,0) for K, Q divided before the score MatMul.
+  std::string vit = "model opset(ai.onnx=13) ir_version=8 {\nfunc @main(%qr: f32[5,6,4], %kr: f32[5,6,4], %vr: "
+                    "f32[5,6,3]) -> (%y: ?) {\n"
+                    "  %q = Transpose(%qr) {perm = [1, 0, 2]}\n  %kt = Transpose(%kr) {perm = [1, 2, 0]}\n"
+                    "  %v = Transpose(%vr) {perm = [1, 0, 2]}\n  const %sqrtd = dense<f32[]: 2>\n"
+                    "  %qs = Div(%q, %sqrtd)\n  %s = MatMul(%qs, %kt)\n"
+                    "  %p = Softmax(%s) {axis = -1}\n  %y = MatMul(%p, %v)\n  return %y\n}\n}\n";
+  expectFusionKeepsNumerics(vit, "Attention");
+  // [B*H,S,D] heads: scores multiplied, causal Where over Sq = 3 and Sk = 4, a rank-3 additive mask.
+  std::string masked = "model opset(ai.onnx=13) ir_version=8 {\nfunc @main(%q: f32[2,3,4], %k: f32[2,4,4], %v: "
+                       "f32[2,4,3], %mask: f32[2,3,4]) -> (%y: ?) {\n"
+                       "  %kt = Transpose(%k) {perm = [0, 2, 1]}\n  %s = MatMul(%q, %kt)\n"
+                       "  const %d = dense<f32[]: 0.5>\n  %sd = Mul(%s, %d)\n"
+                       "  const %tri = dense<bool[3,4]: true, true, false, false, true, true, true, false, true, "
+                       "true, true, true>\n"
+                       "  const %neg = dense<f32[]: -10000>\n  %sw = Where(%tri, %sd, %neg)\n  %sm = Add(%sw, %mask)\n"
+                       "  %p = Softmax(%sm) {axis = -1}\n  %y = MatMul(%p, %v)\n  return %y\n}\n}\n";
+  expectFusionKeepsNumerics(masked, "Attention");
+}
+
 /// The decomposed layer norm of `x` over its last axis as PyTorch exports it, ending in `out`.
 std::string layerNorm(const std::string &x, const std::string &out, const std::string &g, const std::string &b) {
   return fmt::format(
