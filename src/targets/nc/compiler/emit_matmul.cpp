@@ -12,8 +12,8 @@
 //         psum = sum over k-tiles of W[k-tile, n-tile]^T @ A^T[k-tile, rows]     (PE, fp32)
 //         Y^T[n-tile, rows] = act(psum + bias + Z)                                (ACT/DVE)
 //
-// The weights are laid out in HBM at compile time as [n-block][k in tile][k-tile][column], so each
-// n-block is one DMA with a long contiguous run per partition (section 9.4: short chunks waste DMA
+// The weights are laid out in HBM at compile time as [n-block][k-chunk][k in tile][k-tile][column],
+// so each chunk of an n-block is one DMA with a long contiguous run per partition (section 9.4: short chunks waste DMA
 // time), and the whole segment's list scheduler starts these loads early, under earlier layers' work.
 #include <fmt/format.h>
 
@@ -28,8 +28,11 @@ using kernels::Span;
 using kernels::splitRange;
 using tile::TileView;
 
-/// Columns of W per weight DMA (and per SBUF weight tile).
+/// Columns of W per n-block, and k-tiles per weight DMA: a weight tile is at most 6 x 512 elements
+/// per partition (6 KiB in bf16), a long contiguous DMA run that still leaves SBUF room to prefetch
+/// several layers ahead without fragmenting it.
 constexpr int64_t kWeightBlockColumns = 512;
+constexpr int64_t kWeightChunkTiles = 6;
 
 struct MatmulNode {
   const Value *a = nullptr;
@@ -110,23 +113,32 @@ Status emitMatmul(LoweringContext &ctx, const Node &node) {
   }
 
   for (const Span &nb : nBlocks) {
-    // This n-block of W in HBM as [k in tile][k-tile][column], zero rows past K.
-    std::vector<float> block(static_cast<size_t>(P * kt * nb.count), 0.0f);
-    for (int64_t t = 0; t < kt; ++t)
-      for (int64_t p = 0; p < kTiles[t].count; ++p)
-        for (int64_t c = 0; c < nb.count; ++c)
-          block[static_cast<size_t>((p * kt + t) * nb.count + c)] = wAt(kTiles[t].start + p, nb.start + c);
-    tile::HbmView wHbm = ctx.constantHbm(fmt::format("{}/w{}", node.name(), nb.start / kWeightBlockColumns), dtype,
-                                         {P, kt * nb.count}, std::move(block));
-    TileView wTile = b.sbuf(node.name() + "/w", dtype, P, {kt * nb.count});
-    b.load(wTile, wHbm);
+    // This n-block of W as chunks of k-tiles, each in HBM as [k in tile][k-tile][column] (zero rows
+    // past K): one DMA per chunk, and equal-sized SBUF tiles that reuse each other's space.
+    std::vector<TileView> wTiles(static_cast<size_t>(kt));
+    for (const Span &chunk : splitRange(kt, kWeightChunkTiles)) {
+      std::vector<float> block(static_cast<size_t>(P * chunk.count * nb.count), 0.0f);
+      for (int64_t t = 0; t < chunk.count; ++t) {
+        const Span &k = kTiles[static_cast<size_t>(chunk.start + t)];
+        for (int64_t p = 0; p < k.count; ++p)
+          for (int64_t c = 0; c < nb.count; ++c)
+            block[static_cast<size_t>((p * chunk.count + t) * nb.count + c)] = wAt(k.start + p, nb.start + c);
+      }
+      tile::HbmView wHbm =
+          ctx.constantHbm(fmt::format("{}/w{}.{}", node.name(), nb.start / kWeightBlockColumns, chunk.start), dtype,
+                          {P, chunk.count * nb.count}, std::move(block));
+      TileView wTile = b.sbuf(node.name() + "/w", dtype, P, {chunk.count * nb.count});
+      b.load(wTile, wHbm);
+      for (int64_t t = 0; t < chunk.count; ++t)
+        wTiles[static_cast<size_t>(chunk.start + t)] = wTile.cols(t * nb.count, nb.count);
+    }
 
     for (const Span &nt : splitRange(nb.count, P)) {
       const int64_t n0 = nb.start + nt.start;  // Global output feature = global output partition.
       for (const Span &r : splitRange(rows, bank)) {
         TileView acc = b.psum(node.name() + "/acc", DType::F32, nt.count, {r.count});
         for (int64_t t = 0; t < kt; ++t) {
-          TileView stationary = wTile.partitionSlice(0, kTiles[t].count).cols(t * nb.count + nt.start, nt.count);
+          TileView stationary = wTiles[static_cast<size_t>(t)].partitionSlice(0, kTiles[t].count).cols(nt.start, nt.count);
           TileView moving = a.partitions(kTiles[t].start, kTiles[t].count).cols(r.start, r.count);
           b.matmul(acc, stationary, moving, /*accumulate=*/t > 0);
         }

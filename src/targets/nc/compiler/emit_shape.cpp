@@ -1,7 +1,8 @@
 // Ops that only change how the elements are indexed (Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
-// Identity): views of the same SBUF storage (device_tensor.h), so the head split and merge around
+// Identity, Slice, Split, Gather of one constant index) and Concat: views of the same SBUF storage (device_tensor.h), so the head split and merge around
 // attention cost no instruction. A reshape that no stride pattern can express goes through HBM, where
 // the row-major order makes every reshape free.
+#include <algorithm>
 #include <numeric>
 
 #include "targets/nc/compiler/lowering.h"
@@ -54,6 +55,131 @@ Status emitIdentity(LoweringContext &ctx, const Node &node) {
   return Status::success();
 }
 
+/// The view of `t` restricted to [start, start + count) along `axis`.
+DeviceTensor sliceView(const DeviceTensor &t, int64_t axis, int64_t start, int64_t count) {
+  DeviceTensor view = t;
+  view.shape[axis] = count;
+  view.partitionBase += start * t.axes[axis].partitionStride;
+  view.freeBase += start * t.axes[axis].freeStride;
+  return view;
+}
+
+std::vector<int64_t> constantInts(const Value *value) {
+  std::vector<int64_t> v;
+  const Tensor &t = value->initializer();
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<int64_t>(t.scalarAsDouble(i)));
+  return v;
+}
+
+bool present(const Value *v) { return v != nullptr; }
+
+std::string checkSlice(const Node &node, const LoweringOptions &) {
+  for (size_t i = 1; i < node.inputs().size(); ++i)
+    if (present(node.input(i)) && !node.input(i)->hasInitializer()) return "slice bounds are not constants";
+  if (node.inputs().size() > 4 && present(node.input(4)))
+    for (int64_t step : constantInts(node.input(4)))
+      if (step != 1) return "a step other than 1";
+  return "";
+}
+
+Status emitSlice(LoweringContext &ctx, const Node &node) {
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx.activation(node.input(0)));
+  std::vector<int64_t> starts = node.inputs().size() > 1 ? constantInts(node.input(1)) : node.attrInts("starts");
+  std::vector<int64_t> ends = node.inputs().size() > 2 ? constantInts(node.input(2)) : node.attrInts("ends");
+  std::vector<int64_t> axes;
+  if (node.inputs().size() > 3 && present(node.input(3))) {
+    axes = constantInts(node.input(3));
+  } else if (node.hasAttr("axes")) {
+    axes = node.attrInts("axes");
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = normalizeAxis(axes[i], t.rank());
+    const int64_t size = t.shape[axis];
+    auto clampIndex = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
+    const int64_t start = clampIndex(starts[i]), end = clampIndex(ends[i]);
+    t = sliceView(t, axis, start, std::max<int64_t>(0, end - start));
+  }
+  ctx.define(node.output(0), t);
+  return Status::success();
+}
+
+std::string checkSplit(const Node &node, const LoweringOptions &) {
+  if (node.inputs().size() > 1 && present(node.input(1)) && !node.input(1)->hasInitializer()) return "split sizes are not constants";
+  return "";
+}
+
+Status emitSplit(LoweringContext &ctx, const Node &node) {
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx.activation(node.input(0)));
+  const int64_t axis = normalizeAxis(node.attrInt("axis", 0), t.rank());
+  std::vector<int64_t> sizes;
+  if (node.inputs().size() > 1 && present(node.input(1))) {
+    sizes = constantInts(node.input(1));
+  } else if (node.hasAttr("split")) {
+    sizes = node.attrInts("split");
+  } else {
+    for (const Value *out : node.outputs()) sizes.push_back(out->type().shape().dims()[axis].size);
+  }
+  int64_t start = 0;
+  for (size_t i = 0; i < node.outputs().size() && i < sizes.size(); ++i) {
+    if (node.output(i)) ctx.define(node.output(i), sliceView(t, axis, start, sizes[i]));
+    start += sizes[i];
+  }
+  return Status::success();
+}
+
+std::string checkGather(const Node &node, const LoweringOptions &) {
+  if (!node.input(1)->hasInitializer() || node.input(1)->initializer().numel() != 1)
+    return "indices other than one constant";
+  return "";
+}
+
+Status emitGather(LoweringContext &ctx, const Node &node) {
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx.activation(node.input(0)));
+  const int64_t axis = normalizeAxis(node.attrInt("axis", 0), t.rank());
+  int64_t index = constantInts(node.input(1))[0];
+  if (index < 0) index += t.shape[axis];
+  DeviceTensor view = sliceView(t, axis, index, 1);
+  if (node.input(1)->initializer().rank() == 0) {  // A scalar index drops the axis.
+    view.shape.erase(view.shape.begin() + axis);
+    view.axes.erase(view.axes.begin() + axis);
+  }
+  ctx.define(node.output(0), view);
+  return Status::success();
+}
+
+std::string checkConcat(const Node &node, const LoweringOptions &) {
+  return node.output(0)->type().shape().rank() < 2 ? "a 1-D concatenation" : "";
+}
+
+Status emitConcat(LoweringContext &ctx, const Node &node) {
+  const std::vector<int64_t> shape = outputShape(node);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t axis = normalizeAxis(node.attrInt("axis", 0), rank);
+  // The output keeps a partition axis other than the concatenation axis: the last, or the channels.
+  int64_t partitionAxis = rank == 4 ? 1 : rank - 1;
+  if (partitionAxis == axis) partitionAxis = axis == rank - 1 ? rank - 2 : rank - 1;
+  DeviceTensor out = ctx.allocate(node.output(0), partitionAxis);
+  int64_t offset = 0;
+  for (const Value *in : node.inputs()) {
+    TESSEL_ASSIGN_OR_RETURN(DeviceTensor s, ctx.standard(in, partitionAxis));
+    // The input's region of the output: its shape at the output's free strides, from `offset`.
+    std::vector<FreeDim> dstDims, srcDims;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i == partitionAxis) continue;
+      dstDims.push_back(FreeDim{out.axes[i].freeStride, static_cast<uint32_t>(s.shape[i])});
+      srcDims.push_back(FreeDim{s.axes[i].freeStride, static_cast<uint32_t>(s.shape[i])});
+    }
+    for (size_t k = 0; k < out.blocks.size(); ++k)
+      ctx.builder().copy(out.blocks[k].pattern(offset * out.axes[axis].freeStride, dstDims),
+                         s.blocks[k].pattern(0, srcDims));
+    offset += s.shape[axis];
+  }
+  ctx.define(node.output(0), out);
+  return Status::success();
+}
+
 }  // namespace
 
 std::vector<OpLowering> shapeLowerings() {
@@ -61,6 +187,10 @@ std::vector<OpLowering> shapeLowerings() {
   for (const char *op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) v.push_back({"", op, checkView, emitReshape});
   v.push_back({"", "Transpose", checkView, emitTranspose});
   v.push_back({"", "Identity", checkView, emitIdentity});
+  v.push_back({"", "Slice", checkSlice, emitSlice});
+  v.push_back({"", "Split", checkSplit, emitSplit});
+  v.push_back({"", "Gather", checkGather, emitGather});
+  v.push_back({"", "Concat", checkConcat, emitConcat});
   return v;
 }
 

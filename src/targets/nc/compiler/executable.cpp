@@ -322,10 +322,14 @@ const char *autoCastName(AutoCast a) { return a == AutoCast::None ? "none" : a =
 }  // namespace
 
 Status NcExecutable::save(const std::string &path) const {
-  std::string blobs;
+  // Blobs are written after the header, in the order they are placed; only their places are kept
+  // here, so that nothing large is copied.
+  std::vector<std::pair<const void *, size_t>> blobs;
+  size_t blobBytes = 0;
   auto place = [&](const void *data, size_t bytes) {
-    const size_t offset = blobs.size();
-    blobs.append(static_cast<const char *>(data), bytes);
+    const size_t offset = blobBytes;
+    blobs.emplace_back(data, bytes);
+    blobBytes += bytes;
     return nlohmann::json{{"offset", offset}, {"bytes", bytes}};
   };
   TESSEL_ASSIGN_OR_RETURN(std::string graphBytes, exportOnnxBytes(model_));
@@ -344,10 +348,12 @@ Status NcExecutable::save(const std::string &path) const {
   for (const Fallback &f : fallbacks_) fallbacks.push_back({f.node, f.opType, f.reason});
   header["fallbacks"] = fallbacks;
   nlohmann::json programs = nlohmann::json::array();
+  std::vector<std::vector<uint8_t>> codes;
+  codes.reserve(programs_.size());
   for (const DeviceProgram &prog : programs_) {
     nlohmann::json p;
-    std::vector<uint8_t> code = encodeProgram(prog.program);
-    p["code"] = place(code.data(), code.size());
+    codes.push_back(encodeProgram(prog.program));
+    p["code"] = place(codes.back().data(), codes.back().size());
     nlohmann::json tensors = nlohmann::json::array();
     for (const tile::HbmPlacement &t : prog.hbmTensors)
       tensors.push_back({{"name", t.name}, {"dtype", std::string(dtypeName(t.dtype))}, {"shape", t.shape},
@@ -379,7 +385,7 @@ Status NcExecutable::save(const std::string &path) const {
   out.write(kMagic, sizeof kMagic);
   out.write(reinterpret_cast<const char *>(&headerBytes), sizeof headerBytes);
   out.write(headerText.data(), static_cast<std::streamsize>(headerText.size()));
-  out.write(blobs.data(), static_cast<std::streamsize>(blobs.size()));
+  for (const auto &[data, bytes] : blobs) out.write(static_cast<const char *>(data), static_cast<std::streamsize>(bytes));
   if (!out) return makeFileError(ErrorCode::IoError, path, "write failed (disk full?)");
   return Status::success();
 }
@@ -387,7 +393,10 @@ Status NcExecutable::save(const std::string &path) const {
 Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return makeFileError(ErrorCode::FileNotFound, path, "cannot open");
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.seekg(0, std::ios::end);
+  std::string data(static_cast<size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  if (!in.read(data.data(), static_cast<std::streamsize>(data.size()))) return makeFileError(ErrorCode::IoError, path, "read failed");
   if (data.size() < 16 || std::memcmp(data.data(), kMagic, 8) != 0)
     return makeFileError(ErrorCode::ParseError, path, "not an nc artifact (bad magic)");
   uint64_t headerBytes = 0;

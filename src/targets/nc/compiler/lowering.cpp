@@ -68,6 +68,12 @@ PartitionAxes partitionAxesOf(const DeviceTensor &t) {
   return p;
 }
 
+std::vector<int64_t> countsOf(const std::vector<FreeDim> &dims) {
+  std::vector<int64_t> counts;
+  for (const FreeDim &d : dims) counts.push_back(d.count);
+  return counts;
+}
+
 }  // namespace
 
 LoweringContext::LoweringContext(KernelBuilder &builder, const LoweringOptions &options)
@@ -200,6 +206,14 @@ void LoweringContext::bindInput(const Value *value, DType dtype) {
 
 Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
   if (auto it = activations_.find(value); it != activations_.end()) return it->second;
+  if (value->hasInitializer()) {
+    // A constant read as an activation (a Concat's class token, a full-shape addend): loaded once.
+    const std::vector<int64_t> shape = staticShape(value);
+    HbmView hbm = constantHbm(value->name(), DType::F32, shape, constantFloats(value));
+    DeviceTensor t = loadStandard(value->name(), hbm, shape, defaultAxis(shape), activationDtype());
+    activations_[value] = t;
+    return t;
+  }
   auto input = inputs_.find(value);
   if (input == inputs_.end()) {
     return makeError(ErrorCode::Internal, "value '{}' has no device form (its producer was not lowered)", value->name());
@@ -212,6 +226,46 @@ Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
   return t;
 }
 
+std::optional<DeviceTensor> LoweringContext::standardByCopy(const DeviceTensor &t, int64_t axis) {
+  // Possible when `axis` alone is on partitions (stride 1) starting at a block boundary: the blocks
+  // keep their partitions, and only the free-dim pattern changes (a slice, a permutation of the free
+  // axes), which an engine copy applies; or nothing changes but which blocks are used.
+  const int64_t P = profile().partitions;
+  if (t.axes[axis].partitionStride != 1 || t.partitionBase % P != 0) return std::nullopt;
+  std::vector<FreeDim> dims;
+  for (int64_t i = 0; i < t.rank(); ++i) {
+    if (i == axis || t.shape[i] == 1) continue;
+    if (t.axes[i].partitionStride != 0) return std::nullopt;
+    dims.push_back(FreeDim{t.axes[i].freeStride, static_cast<uint32_t>(t.shape[i])});
+  }
+  // Merge chained dims (outer stride == inner stride * inner count).
+  std::vector<FreeDim> merged;
+  for (const FreeDim &d : dims) {
+    if (!merged.empty() && merged.back().strideElements == d.strideElements * d.count) {
+      merged.back() = FreeDim{d.strideElements, merged.back().count * d.count};
+    } else {
+      merged.push_back(d);
+    }
+  }
+  if (merged.empty()) merged.push_back(FreeDim{1, 1});
+  if (merged.size() > static_cast<size_t>(kMaxFreeDims)) return std::nullopt;
+  DeviceTensor sliced = t;
+  sliced.blocks.clear();
+  const int64_t first = t.partitionBase / P;
+  for (int64_t start = 0; start < t.shape[axis]; start += P)
+    sliced.blocks.push_back(t.blocks[static_cast<size_t>(first + start / P)].partitionSlice(0, std::min(P, t.shape[axis] - start)));
+  sliced.partitionBase = 0;
+  if (t.freeBase == 0 && merged.size() == 1 && merged[0].strideElements == 1 && merged[0].count == t.freeSize) {
+    for (tile::TileView &block : sliced.blocks) block = block.cols(0, t.freeSize);
+    return sliced;  // Already standard: only the blocks moved.
+  }
+  DeviceTensor out = allocateStandard(builder_, "relayout", t.shape, t.dtype, axis);
+  for (size_t k = 0; k < out.blocks.size(); ++k)
+    builder_.copy(out.blocks[k].reshapeFree(merged.size() == 1 ? std::vector<int64_t>{merged[0].count} : countsOf(merged)),
+                  sliced.blocks[k].pattern(t.freeBase, merged));
+  return out;
+}
+
 Expected<DeviceTensor> LoweringContext::standard(const Value *value, int64_t axis) {
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, activation(value));
   axis = normalizeAxis(axis, t.rank());
@@ -219,7 +273,9 @@ Expected<DeviceTensor> LoweringContext::standard(const Value *value, int64_t axi
   auto key = std::make_pair(value, axis);
   if (auto it = standardCache_.find(key); it != standardCache_.end()) return it->second;
   DeviceTensor out;
-  if (auto input = inputs_.find(value); input != inputs_.end()) {
+  if (auto moved = standardByCopy(t, axis)) {
+    out = *moved;
+  } else if (auto input = inputs_.find(value); input != inputs_.end()) {
     out = allocateStandard(builder_, value->name(), t.shape, t.dtype, axis);
     loadIntoStandard(*this, out, input->second, axis);
   } else {

@@ -97,6 +97,7 @@ class LoweringContext {
   const std::map<const Value *, tile::HbmView> &inputs() const { return inputs_; }
 
  private:
+  std::optional<DeviceTensor> standardByCopy(const DeviceTensor &tensor, int64_t axis);
   Expected<DeviceTensor> relayout(const DeviceTensor &tensor, int64_t axis, const std::string &name);
 
   tile::KernelBuilder &builder_;

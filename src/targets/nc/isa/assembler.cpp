@@ -194,6 +194,9 @@ void LineParser::field(Instruction &insn, std::string_view key, size_t keyAt) {
     if (!expect("q")) return;
     auto queue = integer(UINT8_MAX, "queue");
     if (queue) insn.queue = static_cast<uint8_t>(*queue);
+  } else if (key == "cores") {
+    auto cores = integer(UINT8_MAX, "core count");
+    if (cores) insn.cores = static_cast<uint8_t>(*cores);
   } else if (key == "inc") {
     if (!expect("s")) return;
     auto id = integer(UINT16_MAX, "semaphore id");

@@ -15,6 +15,8 @@
 //   acc=1             nc_matmul accumulates into PSUM
 //   queue=q<n>        the DMA queue, 0..255 (the verifier allows 0..queuesPerEngine-1); printed on
 //                     every dma_copy; other instructions must leave it out (or write q0)
+//   cores=<n>         all_gather/all_reduce: the cores taking part (the verifier allows
+//                     1..coresPerChip); printed on every collective; others leave it out
 //   wait=s<id>>=<v>,s<id>>=<v>,...   up to 8 waits: start only when every semaphore <id> (0..65535)
 //                     has reached <v> (0..4294967295)
 //   inc=s<id>         increment semaphore <id> by 1 on completion

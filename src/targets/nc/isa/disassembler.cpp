@@ -42,6 +42,8 @@ std::string formatInstruction(const Instruction &insn) {
   // dma_copy always shows its queue; elsewhere a queue is an error the verifier reports, printed so
   // that the text still says what the binary holds.
   if (insn.opcode == Opcode::DmaCopy || insn.queue != 0) text += fmt::format(" queue=q{}", insn.queue);
+  // Likewise for the core count of a collective.
+  if (isCollective(insn.opcode) || insn.cores != 0) text += fmt::format(" cores={}", insn.cores);
   for (size_t i = 0; i < insn.waits.size(); ++i)
     text += fmt::format("{}s{}>={}", i ? "," : " wait=", insn.waits[i].id, insn.waits[i].value);
   if (insn.increment) text += fmt::format(" inc=s{}", *insn.increment);

@@ -11,8 +11,8 @@ namespace {
 
 constexpr char kMagic[4] = {'T', 'N', 'C', 'I'};
 constexpr size_t kHeaderFixedBytes = 10;  // magic, version, body size.
-constexpr uint8_t kFlagIncrement = 1, kFlagAccumulate = 2;
-constexpr int kNumFlagValues = 4;         // Flags bytes 0..3; anything else is corrupt.
+constexpr uint8_t kFlagIncrement = 1, kFlagAccumulate = 2, kFlagCores = 4;
+constexpr int kNumFlagValues = 8;         // Flags bytes 0..7; anything else is corrupt.
 constexpr uint64_t kMinInstructionBytes = 10;  // The fixed u8 fields of an instruction.
 
 class Writer {
@@ -55,7 +55,8 @@ void writeInstruction(Writer &out, const Instruction &insn) {
   out.u8(static_cast<uint8_t>(insn.engine));
   TESSEL_CHECK(insn.scalars.size() <= kMaxScalars && insn.waits.size() <= kMaxWaits,
                "{} immediates, {} waits: out of the encodable range", insn.scalars.size(), insn.waits.size());
-  out.u8((insn.increment ? kFlagIncrement : 0) | (insn.accumulate ? kFlagAccumulate : 0));
+  out.u8((insn.increment ? kFlagIncrement : 0) | (insn.accumulate ? kFlagAccumulate : 0) |
+         (insn.cores != 0 ? kFlagCores : 0));
   uint8_t mask = 0;
   for (int i = 0; i < kMaxOperands; ++i)
     if (insn.operands[i]) mask |= 1 << i;
@@ -72,6 +73,7 @@ void writeInstruction(Writer &out, const Instruction &insn) {
   }
   if (insn.increment) out.varint(*insn.increment);
   out.u8(insn.queue);
+  if (insn.cores != 0) out.u8(insn.cores);
   for (const auto &operand : insn.operands)
     if (operand) writeOperand(out, *operand);
 }
@@ -190,6 +192,12 @@ Expected<Instruction> readInstruction(Reader &in) {
     insn.increment = static_cast<uint16_t>(id);
   }
   TESSEL_ASSIGN_OR_RETURN(insn.queue, in.u8("queue"));
+  if (flags & kFlagCores) {
+    size_t coresAt = in.offset();
+    TESSEL_ASSIGN_OR_RETURN(insn.cores, in.u8("core count"));
+    // A zero count is written by clearing the flag; a present zero would have two encodings.
+    if (insn.cores == 0) return in.error(coresAt, "core count 0 with the core-count flag set");
+  }
   insn.accumulate = flags & kFlagAccumulate;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (!(mask & (1 << i))) continue;

@@ -104,6 +104,7 @@ struct Instruction {
   std::vector<float> scalars;     // Immediates: scale, scalar operands, fill value, iota terms.
   bool accumulate = false;        // nc_matmul: add into PSUM instead of overwriting.
   uint8_t queue = 0;              // dma_copy only: the DMA queue (FIFO per queue); 0 elsewhere.
+  uint8_t cores = 0;              // all_gather/all_reduce only: the cores taking part; 0 elsewhere.
   std::vector<SemaphoreWait> waits;   // At most kMaxWaits, in the order written.
   std::optional<uint16_t> increment;  // Semaphore incremented by 1 on completion.
   bool operator==(const Instruction &) const = default;
@@ -135,6 +136,9 @@ std::optional<MemSpace> parseMemSpace(std::string_view text);
 std::optional<DType> parseDType(std::string_view text);
 std::optional<AluOp> parseAluOp(std::string_view text);
 std::optional<ActFunc> parseActFunc(std::string_view text);
+
+/// Whether `opcode` is a collective across cores (all_gather, all_reduce).
+constexpr bool isCollective(Opcode opcode) { return opcode == Opcode::AllGather || opcode == Opcode::AllReduce; }
 
 /// Size of one element in bytes.
 int dtypeSizeBytes(DType dtype);

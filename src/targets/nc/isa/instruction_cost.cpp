@@ -219,6 +219,13 @@ Expected<InstructionCost> costInstructionOn(const Instruction &insn, Engine engi
       stream(work, 1, maxStrideBytes({src}), 1.0);
       return cost;
     }
+    case Opcode::AllGather:
+    case Opcode::AllReduce: {  // The ring model of the profile's collective section; SP only triggers it.
+      if (engine != Engine::SP || insn.cores == 0) return noRule(insn, engine, index);
+      int64_t bytes = dst->partitionCount * freeElements(*dst) * dtypeSizeBytes(dst->dtype);
+      cost.busyNs = costCollectiveNs(profile, bytes, insn.cores);
+      return cost;
+    }
     case Opcode::DmaCopy: break;
   }
   return noRule(insn, engine, index);

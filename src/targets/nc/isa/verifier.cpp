@@ -35,6 +35,7 @@ class Checker {
   void checkOpcodeRules();
   void checkPerPartitionScalars(std::initializer_list<const char *> names);
   void checkSync();
+  void checkCollective();
 
   const Instruction &insn_;
   const IsaLimits &limits_;
@@ -123,7 +124,7 @@ void Checker::checkOperand(std::string_view name, const AccessPattern &ap, bool 
     case Engine::ACT:
       if (hbm) report("{}: {} cannot access HBM", name, engineName(insn_.engine));
       break;
-    case Engine::SP: break;  // No opcode runs on SP; run() has reported the engine already.
+    case Engine::SP: break;  // Only collectives run on SP; checkCollective() holds them to SBUF.
   }
   // T7: DVE/ACT free size.
   if (insn_.engine == Engine::DVE || insn_.engine == Engine::ACT) {
@@ -195,7 +196,7 @@ void Checker::checkPerPartitionScalars(std::initializer_list<const char *> names
   }
 }
 
-// Semaphore waits and the DMA queue (section 2, 5.5).
+// Semaphore waits, the DMA queue (section 2, 5.5) and the core count of a collective.
 void Checker::checkSync() {
   if (insn_.waits.size() > static_cast<size_t>(kMaxWaits))
     report("{} semaphore waits; at most {}", insn_.waits.size(), kMaxWaits);
@@ -205,12 +206,38 @@ void Checker::checkSync() {
   } else if (insn_.queue != 0) {
     report("queue q{} on a non-DMA instruction; only dma_copy has a queue (must be 0)", insn_.queue);
   }
+  if (isCollective(insn_.opcode)) {
+    if (insn_.cores < 1 || insn_.cores > limits_.coresPerChip)
+      report("cores={} outside the chip's cores 1..{}", insn_.cores, limits_.coresPerChip);
+  } else if (insn_.cores != 0) {
+    report("cores={} on a non-collective instruction; only all_gather and all_reduce have a core count (must be 0)",
+           insn_.cores);
+  }
+}
+
+// all_gather splits dst's partitions evenly over the cores; all_reduce adds floats in place.
+void Checker::checkCollective() {
+  const AccessPattern *dst = slot("dst");
+  if (!dst) return;
+  if (dst->space != MemSpace::SBUF) report("dst: collectives work on SBUF, got {}", memSpaceName(dst->space));
+  if (insn_.opcode == Opcode::AllGather) {
+    if (insn_.op0 != AluOp::None) report("op0 {} given; all_gather has no ALU op", aluOpName(insn_.op0));
+    if (insn_.cores > 0 && dst->partitionCount % insn_.cores != 0)
+      report("dst: {} partitions do not split into {} equal parts, one per core", dst->partitionCount, insn_.cores);
+    return;
+  }
+  if (insn_.op0 != AluOp::Add)
+    report("op0 {} is not add; all_reduce supports add only", aluOpName(insn_.op0));
+  if (dst->dtype != DType::F32 && dst->dtype != DType::BF16)
+    report("dst dtype {} is not f32 or bf16", dtypeName(dst->dtype));
 }
 
 void Checker::checkOpcodeRules() {
   switch (insn_.opcode) {
     case Opcode::NcMatmul: return checkMatmul();
     case Opcode::NcTranspose: return checkTranspose();
+    case Opcode::AllGather:
+    case Opcode::AllReduce: return checkCollective();
     case Opcode::Activation:
       if (insn_.func == ActFunc::None) report("func is required");
       checkPerPartitionScalars({"bias", "accum", "scale"});
@@ -289,6 +316,7 @@ IsaLimits isaLimitsFor(const MachineProfile &profile) {
                                         [](const std::string &op) { return op == "add"; });
   limits.actBiasImmediate = profile.act.biasImmediate;
   limits.dmaQueues = static_cast<int>(profile.dma.queuesPerEngine);
+  limits.coresPerChip = static_cast<int>(profile.chip.coresPerChip);
   return limits;
 }
 

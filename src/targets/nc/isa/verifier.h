@@ -32,6 +32,7 @@ struct IsaLimits {
   bool actReduceAddOnly = true;             // T15, nc-v2.
   bool actBiasImmediate = false;            // T15: nc-v2 takes the ACT bias from a [P,1] vector only.
   int dmaQueues = 16;                       // dma_copy queue ids 0..dmaQueues-1.
+  int coresPerChip = 2;                     // Collectives span 1..coresPerChip cores.
   bool operator==(const IsaLimits &) const = default;
 };
 

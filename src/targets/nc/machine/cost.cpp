@@ -152,4 +152,9 @@ double dmaBytesPerNsPerCore(const MachineProfile &profile) {
   return static_cast<double>(profile.dma.enginesPerCore) * profile.dma.bytesPerNsPerEngine;
 }
 
+double costCollectiveNs(const MachineProfile &profile, int64_t bytesPerCore, int64_t cores) {
+  double moved = static_cast<double>(bytesPerCore) * static_cast<double>(cores - 1) / static_cast<double>(cores);
+  return profile.collective.latencyNs + moved / profile.collective.bytesPerNs;
+}
+
 }  // namespace tessel::nc

@@ -108,4 +108,8 @@ double costDmaCopyNs(const MachineProfile &profile, const DmaCopyShape &shape);
 /// Sustained DMA bandwidth of one core with all its engines busy, bytes/ns (= GB/s).
 double dmaBytesPerNsPerCore(const MachineProfile &profile);
 
+/// One collective (all_gather, all_reduce) over `cores` cores of `bytesPerCore` bytes each, in ns:
+/// the ring model latencyNs + bytes * (cores - 1) / cores / bytesPerNs of the profile's `collective`.
+double costCollectiveNs(const MachineProfile &profile, int64_t bytesPerCore, int64_t cores);
+
 }  // namespace tessel::nc

@@ -292,6 +292,9 @@ MachineProfile readProfile(FieldReader &r, const json &root) {
   p.portConflicts = r.conflictList(r.object(root, "", "ports"), "ports", "conflicts");
   readDma(r, root, p);
   p.semLatencyCycles = r.positiveInt(r.object(root, "", "sync"), "sync", "semLatencyCycles");
+  const json &collective = r.object(root, "", "collective");
+  p.collective.bytesPerNs = r.positiveNumber(collective, "collective", "bytesPerNs");
+  p.collective.latencyNs = r.positiveNumber(collective, "collective", "latencyNs");
   if (const json *throttle = r.optionalObject(root, "", "throttle")) {
     p.throttle = ThrottleParams{r.fraction(*throttle, "throttle", "startUtilization"),
                                 r.positiveNumber(*throttle, "throttle", "rampUs"),

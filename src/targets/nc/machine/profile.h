@@ -14,7 +14,7 @@
 
 namespace tessel::nc {
 
-/// Chip-level figures; the simulator models one core and uses these for chip-wide limits.
+/// Chip-level figures; the simulator models each core on its own and uses these for chip-wide limits.
 struct ChipParams {
   int64_t coresPerChip = 0;
   int64_t hbmBytesPerChip = 0;
@@ -141,6 +141,14 @@ struct ThrottleParams {
   double startUtilization = 0, rampUs = 0, windowUs = 0, reengageBelowUtilization = 0;
 };
 
+/// Collectives between the cores of one chip (all_gather, all_reduce) as one ring: a collective over
+/// N cores of B bytes per core takes latencyNs + B * (N - 1) / N / bytesPerNs. The collective engines
+/// are not modeled in detail; both numbers are assumptions [A] to calibrate.
+struct CollectiveParams {
+  double bytesPerNs = 0;  // GB/s between two cores of the chip.
+  double latencyNs = 0;   // Fixed cost per collective.
+};
+
 /// Logical NeuronCore configuration (nc-v3), section 1.
 struct LncParams {
   int64_t defaultCoresPerLogical = 0, coresPerLogical = 0;
@@ -163,6 +171,7 @@ struct MachineProfile {
   std::vector<PortConflict> portConflicts;
   DmaParams dma;
   int64_t semLatencyCycles = 0;  // In consumer-engine cycles [A].
+  CollectiveParams collective;
   std::optional<ThrottleParams> throttle;
   std::optional<LncParams> lnc;
 };

@@ -1,8 +1,10 @@
-// The simulator of one core: runs a program's instructions through the timing model (section 9:
-// in-order engine queues, semaphores, ports, DMA queues and engines, throttling) and, unless
-// timing-only, executes each one on a MachineState in simulated start order (functional/). The race
-// detector checks every SBUF/PSUM access against the happens-before order the semaphores and queue
-// order establish. The result is the Timeline the profiler reads.
+// The simulator of one core, or of several cores of a chip running together: runs a program's
+// instructions through the timing model (section 9: in-order engine queues, semaphores, ports, DMA
+// queues and engines, throttling) and, unless timing-only, executes each one on a MachineState in
+// simulated start order (functional/). The race detector checks every SBUF/PSUM access against the happens-before order the semaphores and queue
+// order establish. The result is the Timeline the profiler reads. With several cores, each runs as
+// above and the k-th collective of every core is one exchange between their states (timing in
+// timing/timing_simulator.h).
 #pragma once
 
 #include <span>
@@ -42,5 +44,17 @@ struct SimulationResult {
 /// undefined PSUM accumulation, or an instruction the verifier rejects.
 Expected<SimulationResult> simulate(std::span<const Instruction> program, const MachineProfile &profile,
                                     MachineState *state, const SimulateOptions &options = {});
+
+/// Simulates `programs[c]` on core c of one chip, all together on one clock; states[c] is core c's
+/// memory (null only with timingOnly). One result per core; instruction indices in each are into
+/// that core's program. The k-th collective (all_gather, all_reduce) of every core starts when all
+/// cores have reached it, exchanges the dst data of the states then, and takes the profile's ring
+/// time. Errors as simulate(), prefixed with the core where one is at fault, and: collectives that
+/// differ between cores at the same position (kind, size, dtype, op), a core with more of them than
+/// another, or a `cores` field other than programs.size(). One program gives what simulate() gives.
+Expected<std::vector<SimulationResult>> simulateCores(std::span<const std::vector<Instruction>> programs,
+                                                      const MachineProfile &profile,
+                                                      std::span<MachineState *const> states,
+                                                      const SimulateOptions &options = {});
 
 }  // namespace tessel::nc

@@ -1,8 +1,9 @@
 // The timeline of one simulated run: what the timing simulator records and the profiler reads.
 // One event per instruction on the track of the engine that ran it (PE splits into its
 // LoadStationary and MultiplyMoving rows), one per DMA transfer on its queue's track, with the
-// stall that delayed it. Times are in ns from the start of the run; everything the profiler's
-// summary reports (active %, MFU, HBM bytes, stall cycles by reason) is derived from these records.
+// stall that delayed it, one per collective on track "CC". Times are in ns from the start of the
+// run; everything the profiler's summary reports (active %, MFU, HBM bytes, stall cycles by
+// reason) is derived from these records.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,7 @@ inline constexpr int kNumStallReasons = 5;
 /// One busy interval on one track.
 struct TimelineEvent {
   size_t instruction = 0;      // Index into the simulated program.
-  std::string track;           // "PE.LoadStationary", "PE.Matmul", "DVE", "ACT", "POOL", "SP", "DMA.q<N>".
+  std::string track;           // "PE.LoadStationary", "PE.Matmul", "DVE", "ACT", "POOL", "DMA.q<N>", "CC".
   std::string name;            // The mnemonic, or "LoadStationary" / "Matmul" for the PE halves.
   double readyNs = 0;          // When the engine could have started it (queue head, engine free).
   double startNs = 0;          // When it started (>= readyNs; the gap is the stall).
@@ -41,6 +42,7 @@ struct TimelineEvent {
   uint64_t hbmWriteBytes = 0;  // DMA bytes written to HBM.
   uint64_t dmaBytes = 0;       // All bytes a DMA moved (any memories).
   uint64_t dmaChunks = 0;      // Contiguous chunks (descriptors) of a DMA.
+  uint64_t collectiveBytes = 0;  // all_gather/all_reduce: dst bytes on each core.
   std::string origin;          // The model node it was compiled from (whole-model programs), or empty.
 };
 

@@ -185,7 +185,8 @@ DependenceGraph computeDependences(const Kernel &kernel, const std::vector<Instr
       access.fp = footprintOf(*insns[i].operands[s]);
       bool isDst = s == 0 || (op.opcode == Opcode::Activation && s < slots.size() && slots[s].name == "accum");
       access.write = isDst;
-      access.read = !isDst || (op.opcode == Opcode::NcMatmul && op.accumulate);
+      // Accumulating matmuls and collectives (in place across cores) also read their dst.
+      access.read = !isDst || (op.opcode == Opcode::NcMatmul && op.accumulate) || isCollective(op.opcode);
       accesses.push_back(std::move(access));
     }
     // Dependences against the state before this op.

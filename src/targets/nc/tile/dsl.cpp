@@ -683,6 +683,49 @@ void KernelBuilder::memset(const TileView &dst, float value, std::optional<Engin
   record(std::move(op));
 }
 
+bool KernelBuilder::checkCollective(TileOpKind kind, const TileView &dst, int cores) {
+  if (!checkTile(kind, "dst", dst)) return false;
+  if (dst.space() != MemSpace::SBUF) {
+    fail(fmt::format("{}: dst must be in SBUF, got {}", opPrefix(kind), memSpaceName(dst.space())));
+    return false;
+  }
+  if (cores < 1 || cores > UINT8_MAX) {
+    fail(fmt::format("{}: cores must be 1..{}; got {}", opPrefix(kind), UINT8_MAX, cores));
+    return false;
+  }
+  return true;
+}
+
+void KernelBuilder::allGather(const TileView &dst, int cores) {
+  const TileOpKind kind = TileOpKind::AllGather;
+  if (!checkCollective(kind, dst, cores)) return;
+  if (dst.partitions() % cores != 0) {
+    fail(fmt::format("{}: dst {} has {} partitions, which do not split into {} equal parts, one per core",
+                     opPrefix(kind), shapeText(dst), dst.partitions(), cores));
+    return;
+  }
+  TileOp op = makeOp(kind, Opcode::AllGather, Engine::SP, {toOperand(dst)});
+  op.cores = cores;
+  record(std::move(op));
+}
+
+void KernelBuilder::allReduce(const TileView &dst, AluOp op, int cores) {
+  const TileOpKind kind = TileOpKind::AllReduce;
+  if (!checkCollective(kind, dst, cores)) return;
+  if (op != AluOp::Add) {
+    fail(fmt::format("{}: op {} is not add; allReduce supports add only", opPrefix(kind), aluOpName(op)));
+    return;
+  }
+  if (dst.dtype() != DType::F32 && dst.dtype() != DType::BF16) {
+    fail(fmt::format("{}: dst dtype {} is not f32 or bf16", opPrefix(kind), dtypeName(dst.dtype())));
+    return;
+  }
+  TileOp reduce = makeOp(kind, Opcode::AllReduce, Engine::SP, {toOperand(dst)});
+  reduce.op0 = op;
+  reduce.cores = cores;
+  record(std::move(reduce));
+}
+
 void KernelBuilder::iota(const TileView &dst, float offset, float partitionMultiplier, float step) {
   const TileOpKind kind = TileOpKind::Iota;
   if (!checkTile(kind, "dst", dst) || !checkEngine(kind, Opcode::Iota, Engine::POOL, {&dst})) return;

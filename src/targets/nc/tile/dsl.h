@@ -162,6 +162,12 @@ class KernelBuilder {
   /// dst = src with a dtype cast; the compiler picks DVE, ACT or POOL unless `engine` is given.
   void copy(const TileView &dst, const TileView &src, std::optional<Engine> engine = std::nullopt);
   void memset(const TileView &dst, float value, std::optional<Engine> engine = std::nullopt);
+  /// Collective across `cores` cores running this kernel together (SP triggers it; in place on dst,
+  /// SBUF): dst's partitions split into `cores` equal parts, part c from core c, on every core.
+  void allGather(const TileView &dst, int cores);
+  /// Collective: every core's dst (SBUF, f32 or bf16) becomes the op-reduction of all cores' dst;
+  /// op is add.
+  void allReduce(const TileView &dst, AluOp op, int cores);
   /// POOL: dst[p][k] = offset + p * partitionMultiplier + k * step (k = flat free index).
   void iota(const TileView &dst, float offset, float partitionMultiplier, float step);
   /// POOL: dst = (partitionMultiplier * p + freeMultiplier * k + offset >= 0) ? src : fill.
@@ -190,6 +196,7 @@ class KernelBuilder {
   bool checkTile(TileOpKind kind, const char *what, const TileView &view);
   bool checkHbm(TileOpKind kind, const char *what, const HbmView &view);
   bool checkScalar(TileOpKind kind, const char *what, const ScalarOperand &scalar, const TileView &dst);
+  bool checkCollective(TileOpKind kind, const TileView &dst, int cores);
   bool checkEngine(TileOpKind kind, Opcode opcode, std::optional<Engine> engine,
                    std::initializer_list<const TileView *> operands);
   void record(TileOp op);

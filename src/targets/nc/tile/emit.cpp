@@ -40,6 +40,7 @@ Instruction emitOp(const TileOp &op, const Allocation &allocation, const std::ve
   insn.func = op.func;
   insn.scalars = op.scalars;
   insn.accumulate = op.accumulate;
+  insn.cores = static_cast<uint8_t>(op.cores);
   return insn;
 }
 

@@ -86,7 +86,8 @@ double semaphoreLatencyNs(const MachineProfile &profile, Engine engine) {
 InstructionEstimate estimateInstruction(const Instruction &insn, Engine engine, const MachineProfile &profile) {
   if (insn.opcode == Opcode::DmaCopy) return estimateDma(insn, profile);
   InstructionEstimate estimate;
-  if (engine == Engine::SP || engine == Engine::DMA) return estimate;
+  // SP runs nothing but collectives, which cost what the simulator charges them.
+  if (engine == Engine::DMA || (engine == Engine::SP && !isCollective(insn.opcode))) return estimate;
   // The simulator's own cost function (isa/instruction_cost.h), so the two cannot disagree.
   Expected<InstructionCost> cost = costInstructionOn(insn, engine, /*index=*/0, profile);
   TESSEL_CHECK(cost.ok(), "estimateInstruction: {}", cost.diag().message);

@@ -218,7 +218,7 @@ class ListScheduler {
     estimates_.resize(static_cast<size_t>(n_) * kNumEngines);
     semNs_.resize(kNumEngines);
     for (int e = 0; e < kNumEngines; ++e)
-      semNs_[e] = e == static_cast<int>(Engine::SP) ? 0 : semaphoreLatencyNs(profile_, static_cast<Engine>(e));
+      semNs_[e] = semaphoreLatencyNs(profile_, static_cast<Engine>(e));
     cheapest_.assign(n_, Engine::DVE);
     const uint64_t bankBytes = static_cast<uint64_t>(profile_.psum.bankFp32Elements) * dtypeSizeBytes(DType::F32);
     uses_.resize(n_);

@@ -45,6 +45,8 @@ std::string_view tileOpKindName(TileOpKind kind) {
     case TileOpKind::AffineSelect: return "affineSelect";
     case TileOpKind::BnStats: return "bnStats";
     case TileOpKind::BnAggr: return "bnAggr";
+    case TileOpKind::AllGather: return "allGather";
+    case TileOpKind::AllReduce: return "allReduce";
   }
   return "?";
 }

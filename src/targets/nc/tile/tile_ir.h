@@ -44,7 +44,7 @@ struct OperandView {
 
 enum class TileOpKind : uint8_t {
   Load, Store, Matmul, Transpose, Activation, TensorTensor, TensorScalar, Reduce, Copy, Memset, Iota,
-  AffineSelect, BnStats, BnAggr
+  AffineSelect, BnStats, BnAggr, AllGather, AllReduce
 };
 
 /// The DSL name of a kind ("load", "matmul", "tensorTensor", ...), as error messages and printKernel show it.
@@ -61,6 +61,7 @@ struct TileOp {
   ActFunc func = ActFunc::None;
   std::vector<float> scalars;
   bool accumulate = false;
+  int cores = 0;                      // AllGather/AllReduce: the cores taking part.
 };
 
 struct Kernel {

@@ -142,6 +142,10 @@ TEST(ConvLowering, DepthwiseClip) {
   c.group = 144;
   c.fused = true;
   expectMatches(convModel(c));
+  // 2x2 with pad 1: no tap's window is inside X for every output, so the sum starts from zeros.
+  ConvCase even = conv({1, 8, 7, 7}, {8, 1, 2, 2}, 1, 1);
+  even.group = 8;
+  expectMatches(convModel(even));
 }
 
 TEST(ConvLowering, GroupedConvRunsOnHost) {
@@ -168,6 +172,11 @@ TEST(PoolLowering, MaxPool3x3Stride2Pad1) {
   // ResNet's, with 136 channels (two blocks) and two images.
   expectMatches(
       poolModel({2, 136, 24, 24}, {2, 136, 12, 12}, "MaxPool(%x) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]}"));
+}
+
+TEST(PoolLowering, MaxPoolWithoutAnInsideTap) {
+  // 2x2 with pad 1: every tap misses an edge, so the max starts from -inf.
+  expectMatches(poolModel({1, 8, 5, 5}, {1, 8, 6, 6}, "MaxPool(%x) {kernel_shape = [2, 2], pads = [1, 1, 1, 1]}"));
 }
 
 TEST(PoolLowering, AveragePoolPadding) {

@@ -51,6 +51,8 @@ inline const std::string kEveryOpcodeProgram =
     "affine_select.POOL dst=sbuf[p0:128, off 0, [1,128]]:u32 src=sbuf[p0:128, off 512, [1,128]]:tf32 imm=-3.4028235e+38,1,-1\n"
     "bn_stats.DVE dst=sbuf[p0:128, off 0, [1,6]]:f32 src=sbuf[p0:128, off 64, [1,512]]:f32\n"
     "bn_aggr.DVE dst=sbuf[p0:128, off 0, [1,2]]:f32 src=sbuf[p0:128, off 64, [1,12]]:f32\n"
-    "dma_copy.DMA dst=hbm[p0:1, off 17179869000, [1,16]]:i8 src=hbm[p0:1, off 0, [0,16]]:i8 queue=q0\n";
+    "dma_copy.DMA dst=hbm[p0:1, off 17179869000, [1,16]]:i8 src=hbm[p0:1, off 0, [0,16]]:i8 queue=q0\n"
+    "all_gather.SP dst=sbuf[p0:128, off 0, [1,64]]:bf16 cores=2 wait=s1>=1 inc=s2\n"
+    "all_reduce.SP dst=sbuf[p0:128, off 256, [1,32]]:f32 op0=add cores=1\n";
 
 }  // namespace tessel::nc::testing

@@ -289,5 +289,28 @@ TEST(NcIsaVerifier, ProgramStatusListsEveryViolation) {
             "  #2 memset.DVE: dst: start partition 1 not allowed for 1 partitions; must be a multiple of 32 (T6)");
 }
 
+TEST(NcIsaVerifier, Collectives) {
+  EXPECT_EQ(violations("all_gather.SP dst=sbuf[p0:128, off 0, [1,64]]:bf16 cores=2"), "");
+  EXPECT_EQ(violations("all_reduce.SP dst=sbuf[p0:128, off 0, [1,64]]:f32 op0=add cores=1"), "");
+  EXPECT_EQ(violations("all_gather.DVE dst=sbuf[p0:128, off 0, [1,64]]:bf16 cores=2"),
+            "#0 all_gather.DVE: engine DVE may not run all_gather");
+  EXPECT_EQ(violations("all_gather.SP dst=sbuf[p0:128, off 0, [1,64]]:bf16 cores=0"),
+            "#0 all_gather.SP: cores=0 outside the chip's cores 1..2");
+  IsaLimits v3;
+  v3.coresPerChip = 8;
+  EXPECT_EQ(violations("all_gather.SP dst=sbuf[p0:96, off 0, [1,64]]:bf16 cores=9", v3),
+            "#0 all_gather.SP: cores=9 outside the chip's cores 1..8|"
+            "#0 all_gather.SP: dst: 96 partitions do not split into 9 equal parts, one per core");
+  EXPECT_EQ(violations("all_gather.SP dst=sbuf[p0:128, off 0, [1,64]]:bf16 cores=8", v3), "");
+  EXPECT_EQ(violations("all_gather.SP dst=psum[p0:128, off 0, [1,64]]:f32 cores=2"),
+            "#0 all_gather.SP: dst: collectives work on SBUF, got psum");
+  EXPECT_EQ(violations("all_reduce.SP dst=sbuf[p0:128, off 0, [1,64]]:i32 op0=maximum cores=2"),
+            "#0 all_reduce.SP: op0 maximum is not add; all_reduce supports add only|"
+            "#0 all_reduce.SP: dst dtype i32 is not f32 or bf16");
+  EXPECT_EQ(violations(kCopy + "sbuf[p0:128, off 64, [1,8]]:f32 cores=2"),
+            "#0 tensor_copy.DVE: cores=2 on a non-collective instruction; only all_gather and all_reduce have a "
+            "core count (must be 0)");
+}
+
 }  // namespace
 }  // namespace tessel::nc

@@ -85,6 +85,8 @@ TEST(MachineProfile, NcV2HoldsSection10Values) {
   EXPECT_FALSE(p.dma.hwDge.has_value());
   EXPECT_FALSE(p.dma.transpose.has_value());
   EXPECT_EQ(p.semLatencyCycles, 50);
+  EXPECT_DOUBLE_EQ(p.collective.bytesPerNs, 96);
+  EXPECT_DOUBLE_EQ(p.collective.latencyNs, 2000);
   EXPECT_FALSE(p.throttle.has_value());
   EXPECT_FALSE(p.lnc.has_value());
 }
@@ -149,6 +151,21 @@ TEST(MachineProfileErrors, NonPositiveRateNamesFileAndKeyPath) {
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.diag().code, ErrorCode::InvalidArgument);
   EXPECT_EQ(loaded.diag().str(), path + ": pe.clockGHz must be positive; got 0");
+}
+
+TEST(MachineProfileErrors, CollectiveFiguresMustBePositive) {
+  Expected<MachineProfile> v3 = loadProfile("nc-v3");
+  ASSERT_TRUE(v3.ok()) << v3.diag().str();
+  EXPECT_DOUBLE_EQ(v3->collective.bytesPerNs, 192);
+  EXPECT_DOUBLE_EQ(v3->collective.latencyNs, 1500);
+  std::string text = replaceOnce(readSourceProfile("nc-v3"), "\"latencyNs\": 1500", "\"latencyNs\": 0");
+  Expected<MachineProfile> loaded = parseProfile(text, "v3-edit.json");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.diag().str(), "v3-edit.json: collective.latencyNs must be positive; got 0");
+  text = replaceOnce(readSourceProfile("nc-v2"), "\"bytesPerNs\": 96,", "");
+  loaded = parseProfile(text, "v2-edit.json");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.diag().str(), "v2-edit.json: collective.bytesPerNs is missing; expected a number");
 }
 
 TEST(MachineProfileErrors, MissingKey) {

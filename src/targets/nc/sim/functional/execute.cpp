@@ -21,6 +21,13 @@ Status executeInstruction(const Instruction &insn, size_t index, MachineState &s
     case Opcode::BnStats: return functional::execBnStats(ctx);
     case Opcode::BnAggr: return functional::execBnAggr(ctx);
     case Opcode::DmaCopy: return functional::execDmaCopy(ctx);
+    case Opcode::AllGather:
+    case Opcode::AllReduce: {
+      const Instruction *insns[] = {&insn};
+      const size_t indices[] = {index};
+      MachineState *const states[] = {&state};
+      return executeCollective(insns, indices, states, profile);
+    }
   }
   return ctx.error(ErrorCode::Internal, "opcode {} has no functional semantics", static_cast<int>(insn.opcode));
 }

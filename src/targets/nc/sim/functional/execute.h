@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "support/diagnostic.h"
 #include "targets/nc/isa/instruction.h"
@@ -17,5 +18,11 @@ namespace tessel::nc {
 /// Executes instruction `index` of a program on `state`.
 Status executeInstruction(const Instruction &insn, size_t index, MachineState &state,
                           const MachineProfile &profile);
+
+/// Executes one collective (all_gather, all_reduce) across the cores that take part: core c runs
+/// instruction indices[c], insns[c], on states[c] (insns all the same kind and size; one core for a
+/// single-core run, where the data stays as it is up to all_reduce's rounding).
+Status executeCollective(std::span<const Instruction *const> insns, std::span<const size_t> indices,
+                         std::span<MachineState *const> states, const MachineProfile &profile);
 
 }  // namespace tessel::nc

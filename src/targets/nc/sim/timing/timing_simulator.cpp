@@ -1,10 +1,12 @@
 // The timing simulation's event loop; see timing_simulator.h. Each pass of the loop takes one point
-// in time: it retires the compute increments and DMA completions due by then, then starts every
-// stream head that can start at that time (lowest program index first, re-evaluating after each start
-// because a start can take a port), then moves to the next time anything can change.
+// in time: it retires every core's compute increments and DMA completions due by then, then starts
+// every stream head that can start at that time (per core, lowest program index first, re-evaluating
+// after each start because a start can take a port), then the collective every core has reached, if
+// any, then moves to the next time anything can change on any core.
 #include "targets/nc/sim/timing/timing_simulator.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -60,17 +62,41 @@ struct LastStarted {
   PortUse use;
 };
 
+constexpr int kSpStream = static_cast<int>(Engine::SP);
+
+// The timing state of one core. The multi-core loop (simulateTimingCores) drives it: retireDue and
+// startReady at each point in time, startCollective when every core has reached its next collective.
 class TimingRun {
  public:
   TimingRun(std::span<const Instruction> program, const MachineProfile &profile, TimingObserver *observer)
       : program_(program), profile_(profile), observer_(observer), pe_(profile),
         dma_(profile, usedQueues(program)) {}
 
-  Expected<Timeline> run();
+  Status prepare();
+  void retireDue(double nowNs);
+  /// Starts every stream head that can start at `nowNs` except a collective, which only arrives
+  /// (collectiveArrived()); returns when the next head could start.
+  Expected<double> startReady(double nowNs);
+  /// The collective at the head of SP, if its waits and engine allow it to start by now.
+  bool collectiveArrived() const { return arrived_.has_value(); }
+  /// The index of the next collective this core has not started, if any.
+  std::optional<size_t> nextCollective() const {
+    if (streamDone(kSpStream)) return std::nullopt;
+    return headOf(kSpStream);
+  }
+  /// Starts the arrived collective at `nowNs` (when the last core arrived).
+  Status startCollective(double nowNs);
+  double nextEventNs() const;
+  bool allStarted() const {
+    return std::all_of(activeStreams_.begin(), activeStreams_.end(), [&](int stream) { return streamDone(stream); });
+  }
+  /// The blocked stream heads of this core, one line each ("" when none is blocked on a semaphore).
+  std::string blockedHeads() const;
+  size_t neverStarted() const;
+  Timeline finish();
 
  private:
   static std::vector<int> usedQueues(std::span<const Instruction> program);
-  Status prepare();
   bool streamDone(int stream) const { return heads_[stream] == streams_[stream].size(); }
   size_t headOf(int stream) const { return streams_[stream][heads_[stream]]; }
   Candidate candidate(int stream) const;
@@ -78,12 +104,10 @@ class TimingRun {
   void startDma(int stream, size_t index, const Candidate &candidate, double nowNs, DmaTransferPlan plan);
   void startPe(size_t index, const Candidate &candidate, double nowNs);
   void startCompute(int stream, size_t index, const Candidate &candidate, double nowNs);
-  void retireDue(double nowNs);
   void addIncrement(const Instruction &insn, size_t index, double completeNs);
   void retireIncrement(uint16_t id, size_t producer, double completeNs);
   TimelineEvent makeEvent(size_t index, std::string track, std::string name, const Candidate &candidate,
                           double startNs) const;
-  Diagnostic deadlock(double nowNs) const;
   std::string streamName(int stream) const;
 
   std::span<const Instruction> program_;
@@ -106,6 +130,7 @@ class TimingRun {
   uint64_t sequence_ = 0;
   std::unordered_map<size_t, size_t> dmaEvents_;  // Instruction -> its event, until it completes.
   std::vector<DmaCompletion> completions_;
+  std::optional<Candidate> arrived_;  // The collective at the head of SP, once it could start.
   Timeline timeline_;
 };
 
@@ -149,7 +174,8 @@ Status TimingRun::prepare() {
     }
     streams_[static_cast<size_t>(insn.engine)].push_back(i);
     TESSEL_ASSIGN_OR_RETURN(costs_[i], costInstruction(insn, i, profile_));
-    if (!portRules_.empty()) portUses_[i] = portUseOf(insn, costs_[i].dvePerfMode, profile_);
+    // Collectives move data through the collective engines, not the compute engines' ports.
+    if (!portRules_.empty() && !isCollective(insn.opcode)) portUses_[i] = portUseOf(insn, costs_[i].dvePerfMode, profile_);
   }
   for (int stream = 0; stream < numStreams; ++stream)
     if (!streams_[static_cast<size_t>(stream)].empty()) activeStreams_.push_back(stream);
@@ -178,7 +204,7 @@ Candidate TimingRun::candidate(int stream) const {
       result.waitedOn = wait;
     }
   }
-  if (stream < kComputeStreams && !portRules_.empty()) {
+  if (stream < kComputeStreams && !portRules_.empty() && !isCollective(insn.opcode)) {
     for (int other = 0; other < kComputeStreams; ++other) {
       const LastStarted &last = lastStarted_[other];
       if (other == stream || !last.valid || last.endNs <= result.portNs) continue;
@@ -269,6 +295,25 @@ void TimingRun::startCompute(int stream, size_t index, const Candidate &candidat
   timeline_.events.push_back(std::move(event));
 }
 
+Status TimingRun::startCollective(double nowNs) {
+  const size_t index = headOf(kSpStream);
+  const Instruction &insn = program_[index];
+  const AccessPattern &dst = *insn.operands[0];
+  // The event's stall is what held this core; waiting for the other cores shows as start > ready.
+  TimelineEvent event = makeEvent(index, "CC", std::string(mnemonic(insn.opcode)), *arrived_, arrived_->startNs);
+  event.startNs = nowNs;
+  event.endNs = event.completeNs = nowNs + costs_[index].busyNs;
+  event.collectiveBytes = dst.partitionCount * freeSizeElements(dst) * static_cast<uint64_t>(dtypeSizeBytes(dst.dtype));
+  engineFreeNs_[kSpStream] = event.endNs;
+  timeline_.totalNs = std::max(timeline_.totalNs, event.completeNs);
+  addIncrement(insn, index, event.completeNs);
+  timeline_.events.push_back(std::move(event));
+  ++heads_[kSpStream];
+  arrived_.reset();
+  if (observer_) return observer_->onStart(index);
+  return Status::success();
+}
+
 Status TimingRun::start(int stream, const Candidate &candidate, double nowNs) {
   const size_t index = headOf(stream);
   if (stream >= kComputeStreams) {
@@ -304,12 +349,16 @@ void TimingRun::retireDue(double nowNs) {
   }
 }
 
-Diagnostic TimingRun::deadlock(double nowNs) const {
-  size_t neverRan = 0;
+size_t TimingRun::neverStarted() const {
+  size_t count = 0;
+  for (int stream : activeStreams_) count += streams_[stream].size() - heads_[stream];
+  return count;
+}
+
+std::string TimingRun::blockedHeads() const {
   std::string blocked;
   for (int stream : activeStreams_) {
     if (streamDone(stream)) continue;
-    neverRan += streams_[stream].size() - heads_[stream];
     const size_t index = headOf(stream);
     const Instruction &insn = program_[index];
     for (const SemaphoreWait &wait : insn.waits) {
@@ -322,57 +371,174 @@ Diagnostic TimingRun::deadlock(double nowNs) const {
     size_t behind = streams_[stream].size() - heads_[stream] - 1;
     if (behind > 0) blocked += fmt::format(" ({} more instruction(s) queued behind it)", behind);
   }
-  return makeError(ErrorCode::RuntimeError,
-                   "nc simulation deadlocked at {:.1f} ns: {} instruction(s) never started and no running "
-                   "instruction can increment the semaphores they wait for:{}",
-                   nowNs, neverRan, blocked);
+  return blocked;
 }
 
-Expected<Timeline> TimingRun::run() {
-  TESSEL_RETURN_IF_ERROR(prepare());
-  double nowNs = 0;
+Expected<double> TimingRun::startReady(double nowNs) {
   while (true) {
-    retireDue(nowNs);
+    int best = -1;
+    Candidate bestCandidate;
     double nextStartNs = kInfinity;
-    while (true) {
-      int best = -1;
-      Candidate bestCandidate;
-      nextStartNs = kInfinity;
-      for (int stream : activeStreams_) {
-        if (streamDone(stream)) continue;
-        Candidate c = candidate(stream);
-        if (c.startNs > nowNs) {
-          nextStartNs = std::min(nextStartNs, c.startNs);
-        } else if (best < 0 || headOf(stream) < headOf(best)) {
-          best = stream;
-          bestCandidate = c;
-        }
+    for (int stream : activeStreams_) {
+      if (streamDone(stream)) continue;
+      Candidate c = candidate(stream);
+      if (c.startNs > nowNs) {
+        nextStartNs = std::min(nextStartNs, c.startNs);
+      } else if (stream == kSpStream && isCollective(program_[headOf(stream)].opcode)) {
+        if (!arrived_) arrived_ = c;  // Starts with the other cores' (simulateTimingCores).
+      } else if (best < 0 || headOf(stream) < headOf(best)) {
+        best = stream;
+        bestCandidate = c;
       }
-      if (best < 0) break;
-      TESSEL_RETURN_IF_ERROR(start(best, bestCandidate, nowNs));
     }
-    double nextNs = std::min(nextStartNs, dma_.nextEventNs());
-    if (!increments_.empty()) nextNs = std::min(nextNs, increments_.top().timeNs);
-    if (nextNs == kInfinity) {
-      bool allStarted = std::all_of(activeStreams_.begin(), activeStreams_.end(),
-                                    [&](int stream) { return streamDone(stream); });
-      if (!allStarted) return deadlock(nowNs);
-      break;
-    }
-    nowNs = std::max(nowNs, nextNs);
+    if (best < 0) return nextStartNs;
+    TESSEL_RETURN_IF_ERROR(start(best, bestCandidate, nowNs));
   }
+}
+
+double TimingRun::nextEventNs() const {
+  double nextNs = dma_.nextEventNs();
+  if (!increments_.empty()) nextNs = std::min(nextNs, increments_.top().timeNs);
+  return nextNs;
+}
+
+Timeline TimingRun::finish() {
   auto byStart = [](const TimelineEvent &a, const TimelineEvent &b) { return a.startNs < b.startNs; };
   if (!std::is_sorted(timeline_.events.begin(), timeline_.events.end(), byStart))
     std::stable_sort(timeline_.events.begin(), timeline_.events.end(), byStart);
   return std::move(timeline_);
 }
 
+std::string describe(const Instruction &insn, size_t index) {
+  return fmt::format("instruction {} ({}.{})", index, mnemonic(insn.opcode), engineName(insn.engine));
+}
+
+uint64_t dstBytes(const Instruction &insn) {
+  const AccessPattern &dst = *insn.operands[0];
+  return dst.partitionCount * freeSizeElements(dst) * static_cast<uint64_t>(dtypeSizeBytes(dst.dtype));
+}
+
+// The k-th collectives of all cores are one operation: the same kind, core count, size, dtype and
+// op, and every core has as many. Checked before the run, so a mismatch is an error, not a hang.
+Status checkCollectivesMatch(std::span<const std::span<const Instruction>> programs) {
+  const size_t cores = programs.size();
+  std::vector<std::vector<size_t>> collectives(cores);
+  for (size_t core = 0; core < cores; ++core)
+    for (size_t i = 0; i < programs[core].size(); ++i) {
+      const Instruction &insn = programs[core][i];
+      if (!isCollective(insn.opcode)) continue;
+      if (insn.cores != cores)
+        return makeError(ErrorCode::InvalidArgument,
+                         "nc simulation: core {} {} spans cores={}, but {} core(s) are simulated together", core,
+                         describe(insn, i), insn.cores, cores);
+      collectives[core].push_back(i);
+    }
+  for (size_t core = 1; core < cores; ++core) {
+    const size_t common = std::min(collectives[0].size(), collectives[core].size());
+    for (size_t k = 0; k < common; ++k) {
+      const size_t first = collectives[0][k], other = collectives[core][k];
+      const Instruction &a = programs[0][first], &b = programs[core][other];
+      const AccessPattern &da = *a.operands[0], &db = *b.operands[0];
+      if (a.opcode == b.opcode && dstBytes(a) == dstBytes(b) && da.dtype == db.dtype &&
+          da.partitionCount == db.partitionCount && a.op0 == b.op0)
+        continue;
+      return makeError(ErrorCode::InvalidArgument,
+                       "nc simulation: collective #{} differs between cores: core 0 {} has dst {} bytes in {} "
+                       "partitions ({}, op0 {}), core {} {} has {} bytes in {} partitions ({}, op0 {})",
+                       k, describe(a, first), dstBytes(a), da.partitionCount, dtypeName(da.dtype), aluOpName(a.op0),
+                       core, describe(b, other), dstBytes(b), db.partitionCount, dtypeName(db.dtype),
+                       aluOpName(b.op0));
+    }
+    if (collectives[0].size() != collectives[core].size()) {
+      const size_t longer = collectives[0].size() > common ? 0 : core, shorter = longer == 0 ? core : 0;
+      const size_t extra = collectives[longer][common];
+      return makeError(ErrorCode::InvalidArgument,
+                       "nc simulation: core {} has {} collective(s), core {} has {}: core {} {} (collective #{}) "
+                       "would wait for core {}, which finishes without it",
+                       longer, collectives[longer].size(), shorter, collectives[shorter].size(), longer,
+                       describe(programs[longer][extra], extra), common, shorter);
+    }
+  }
+  return Status::success();
+}
+
+Diagnostic deadlock(const std::vector<TimingRun> &runs, std::span<const std::span<const Instruction>> programs,
+                    double nowNs) {
+  size_t neverRan = 0;
+  std::string blocked;
+  const bool multiCore = runs.size() > 1;
+  for (size_t core = 0; core < runs.size(); ++core) {
+    const TimingRun &run = runs[core];
+    neverRan += run.neverStarted();
+    std::string lines = run.blockedHeads();
+    if (std::optional<size_t> collective = run.nextCollective(); collective && run.collectiveArrived())
+      lines += fmt::format("\n  {} waits for the other cores to reach it",
+                           describe(programs[core][*collective], *collective));
+    if (multiCore && !lines.empty()) {
+      // Indent each line under its core.
+      std::string indented;
+      for (char c : lines) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+      lines = fmt::format("\n  core {}:{}", core, indented);
+    }
+    blocked += lines;
+  }
+  return makeError(ErrorCode::RuntimeError,
+                   "nc simulation deadlocked at {:.1f} ns: {} instruction(s) never started and no running "
+                   "instruction can increment the semaphores they wait for:{}",
+                   nowNs, neverRan, blocked);
+}
+
 }  // namespace
+
+Expected<std::vector<Timeline>> simulateTimingCores(std::span<const std::span<const Instruction>> programs,
+                                                    const MachineProfile &profile,
+                                                    std::span<TimingObserver *const> observers,
+                                                    const CollectiveHandler &onCollective) {
+  TESSEL_RETURN_IF_ERROR(checkCollectivesMatch(programs));
+  std::vector<TimingRun> runs;
+  runs.reserve(programs.size());
+  for (size_t core = 0; core < programs.size(); ++core) {
+    runs.emplace_back(programs[core], profile, observers.empty() ? nullptr : observers[core]);
+    TESSEL_RETURN_IF_ERROR(runs.back().prepare());
+  }
+  std::vector<size_t> collective(programs.size());
+  double nowNs = 0;
+  while (true) {
+    for (TimingRun &run : runs) run.retireDue(nowNs);
+    double nextNs = kInfinity;
+    while (true) {
+      nextNs = kInfinity;
+      for (TimingRun &run : runs) {
+        TESSEL_ASSIGN_OR_RETURN(double nextStartNs, run.startReady(nowNs));
+        nextNs = std::min(nextNs, nextStartNs);
+      }
+      bool allArrived = std::all_of(runs.begin(), runs.end(), [](const TimingRun &run) { return run.collectiveArrived(); });
+      if (!allArrived) break;
+      for (size_t core = 0; core < runs.size(); ++core) {
+        collective[core] = *runs[core].nextCollective();
+        TESSEL_RETURN_IF_ERROR(runs[core].startCollective(nowNs));
+      }
+      if (onCollective) TESSEL_RETURN_IF_ERROR(onCollective(collective));
+    }
+    for (const TimingRun &run : runs) nextNs = std::min(nextNs, run.nextEventNs());
+    if (nextNs == kInfinity) {
+      if (!std::all_of(runs.begin(), runs.end(), [](const TimingRun &run) { return run.allStarted(); }))
+        return deadlock(runs, programs, nowNs);
+      break;
+    }
+    nowNs = std::max(nowNs, nextNs);
+  }
+  std::vector<Timeline> timelines;
+  for (TimingRun &run : runs) timelines.push_back(run.finish());
+  return timelines;
+}
 
 Expected<Timeline> simulateTiming(std::span<const Instruction> program, const MachineProfile &profile,
                                   TimingObserver *observer) {
-  TimingRun run(program, profile, observer);
-  return run.run();
+  const std::span<const Instruction> programs[] = {program};
+  TimingObserver *const observers[] = {observer};
+  TESSEL_ASSIGN_OR_RETURN(std::vector<Timeline> timelines, simulateTimingCores(programs, profile, observers, {}));
+  return std::move(timelines[0]);
 }
 
 }  // namespace tessel::nc

@@ -10,11 +10,18 @@
 // or port freeing, a DMA share starting or ending); ties start in program order, so a run is
 // deterministic. If nothing can happen while instructions remain, the run is deadlocked and the error
 // names every blocked stream head and the semaphore values it waits for.
+//
+// Several cores run together on one clock (simulateTimingCores): each core as above, except that a
+// collective (all_gather, all_reduce on SP) starts only when every core has reached the same
+// collective, counted in program order, and its waits are met; it then takes the profile's ring time
+// (costCollectiveNs) on every core at once.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <vector>
 
 #include "support/diagnostic.h"
 #include "targets/nc/isa/instruction.h"
@@ -35,7 +42,21 @@ class TimingObserver {
   virtual void onIncrement(uint16_t id, size_t producer) = 0;
 };
 
-/// Runs the timing model over `program` (already verified). `observer` may be null.
+/// Called when the k-th collective starts on every core: `indices[c]` is its instruction in core c's
+/// program. An error stops the simulation.
+using CollectiveHandler = std::function<Status(std::span<const size_t> indices)>;
+
+/// Runs the timing model over one program per core (each already verified), all on one clock; one
+/// timeline per core. `observers` is empty or holds one observer (or null) per core. Errors: the
+/// k-th collectives of the cores differ (kind, core count, dst size, dtype, op) or some core has
+/// more of them, a collective's `cores` is not programs.size(), or a deadlock (every core's blocked
+/// heads, and which collectives wait for other cores).
+Expected<std::vector<Timeline>> simulateTimingCores(std::span<const std::span<const Instruction>> programs,
+                                                    const MachineProfile &profile,
+                                                    std::span<TimingObserver *const> observers,
+                                                    const CollectiveHandler &onCollective);
+
+/// Runs the timing model over `program` (already verified) as the only core. `observer` may be null.
 Expected<Timeline> simulateTiming(std::span<const Instruction> program, const MachineProfile &profile,
                                   TimingObserver *observer);
 
