@@ -73,20 +73,21 @@ struct RunFigures {
   std::string boundingEngine;
 };
 
-RunFigures figuresOf(const NcExecutable &exe, const std::vector<nc::Timeline> &timelines) {
+RunFigures figuresOf(const NcExecutable &exe, const nc::compiler::NcRunResult &result) {
   RunFigures f;
+  f.latencyUs = result.deviceNs / 1000.0;
   double longest = -1;
-  for (size_t i = 0; i < timelines.size(); ++i) {
-    nc::ProfileSummary s = nc::summarize(timelines[i], exe.programs()[i].program);
-    f.latencyUs += s.totalUs;
+  for (size_t i = 0; i < result.timelines.size(); ++i) {
+    nc::ProfileSummary s = nc::summarize(result.timelines[i], exe.programs()[i].program);
     f.matmulFlops += s.matmulFlops;
     if (s.totalNs > longest) {
       longest = s.totalNs;
       f.boundingEngine = fmt::format("{} ({:.0f}% active)", s.boundingEngine, s.boundingActivePercent);
     }
   }
-  if (f.latencyUs > 0 && !timelines.empty())
-    f.mfuPercent = 100.0 * f.matmulFlops / (timelines[0].pePeakFlopsPerSec * f.latencyUs * 1e-6);
+  if (f.latencyUs > 0 && !result.timelines.empty())
+    f.mfuPercent = 100.0 * f.matmulFlops /
+                   (result.timelines[0].pePeakFlopsPerSec * exe.cores() * f.latencyUs * 1e-6);
   return f;
 }
 
@@ -106,7 +107,7 @@ void profileArtifact(const std::string &path, const std::string &dir) {
   auto result = (*exe)->run(*feeds, /*timingOnly=*/true);
   if (!result.ok()) return reportError(result.diag().str());
   for (size_t i = 0; i < result->timelines.size(); ++i) {
-    std::string sub = result->timelines.size() == 1 ? dir : (std::filesystem::path(dir) / fmt::format("stage{}", i)).string();
+    std::string sub = result->timelines.size() == 1 ? dir : (std::filesystem::path(dir) / fmt::format("program{}", i)).string();
     Status written = nc::writeProfile(sub, result->timelines[i], (*exe)->programs()[i].program);
     if (!written.ok()) return reportError(written.str());
     std::printf("%s", nc::formatSummary(nc::summarize(result->timelines[i], (*exe)->programs()[i].program)).c_str());
@@ -119,10 +120,6 @@ void profileArtifact(const std::string &path, const std::string &dir) {
 void compileForNc(const NcCompileRequest &request) {
   auto cast = parseCast(request.autoCast, request.autoCastType);
   if (!cast.ok()) return reportError(cast.diag().str());
-  if (request.cores != 1) {
-    return reportError(fmt::format("--cores {}: sharding a model across cores is not available yet; compile for one core",
-                                   request.cores));
-  }
   std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
   for (const std::string &spec : request.shapes) {
     auto parsed = parseShapeSpec(spec);
@@ -136,6 +133,7 @@ void compileForNc(const NcCompileRequest &request) {
   nc::compiler::NcCompileOptions options;
   options.target = request.target;
   options.lowering = *cast;
+  options.lowering.cores = request.cores;
   options.optLevel = request.optLevel;
   auto exe = nc::compiler::compileNc(std::move(*model), options);
   if (!exe.ok()) return reportError(withLocation(exe.status(), SourceLoc::inFile(request.model)).str());
@@ -162,13 +160,16 @@ void runNcArtifact(const std::string &path, const std::vector<std::string> &inpu
   if (!result.ok()) return reportError(result.diag().str());
   auto want = ReferenceInterpreter(model).run(*feeds);
   if (!want.ok()) return reportError(want.diag().str());
-  const auto [atol, rtol] = nc::compiler::toleranceFor((*exe)->options().lowering);
+  const nc::compiler::Tolerance tolerance = nc::compiler::toleranceFor((*exe)->options().lowering);
   bool passed = true;
-  std::printf("outputs (target %s, checked against the reference within %g + %g * |want|):\n",
-              (*exe)->profile().name.c_str(), atol, rtol);
+  std::printf("outputs (target %s, checked against the reference within %g * max|want| + %g * |want|):\n",
+              (*exe)->profile().name.c_str(), tolerance.rangeFraction, tolerance.relative);
   for (size_t o = 0; o < want->size(); ++o) {
     const Tensor &w = (*want)[o].second.tensor();
     const Tensor &g = result->outputs[o].second.tensor();
+    double range = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) range = std::max(range, std::abs(w.scalarAsDouble(i)));
+    const double atol = std::max(tolerance.rangeFraction * range, 1e-6), rtol = tolerance.relative;
     double worst = 0, maxAbs = 0;
     for (int64_t i = 0; i < w.numel(); ++i) {
       const double err = std::abs(g.scalarAsDouble(i) - w.scalarAsDouble(i));
@@ -180,13 +181,14 @@ void runNcArtifact(const std::string &path, const std::vector<std::string> &inpu
     std::printf("  %s: %s max abs error %.3g, max error / tolerance %.3f: %s\n", (*want)[o].first.c_str(),
                 result->outputs[o].second.describe().c_str(), maxAbs, worst, worst <= 1.0 ? "PASS" : "FAIL");
   }
-  const RunFigures f = figuresOf(**exe, result->timelines);
+  const RunFigures f = figuresOf(**exe, *result);
   const int64_t batch = batchOf(*model.graph);
-  std::printf("simulated latency: %.3f us on one %s core (%zu device stages, %zu host fallbacks)\n", f.latencyUs,
-              (*exe)->profile().name.c_str(), result->timelines.size(), (*exe)->fallbacks().size());
+  std::printf("simulated latency: %.3f us on %d %s core%s (%zu host fallbacks)\n", f.latencyUs, (*exe)->cores(),
+              (*exe)->profile().name.c_str(), (*exe)->cores() > 1 ? "s" : "", (*exe)->fallbacks().size());
   std::printf("throughput: %.1f inferences/s (batch %lld)\n", f.latencyUs > 0 ? batch * 1e6 / f.latencyUs : 0.0,
               static_cast<long long>(batch));
-  std::printf("MFU: %.1f%% (%.3g matmul FLOP)\n", f.mfuPercent, f.matmulFlops);
+  std::printf("MFU: %.1f%% of %d core%s (%.3g matmul FLOP)\n", f.mfuPercent, (*exe)->cores(),
+              (*exe)->cores() > 1 ? "s" : "", f.matmulFlops);
   std::printf("bounding engine: %s\n", f.boundingEngine.c_str());
   if (!outputDir.empty()) {
     std::error_code ec;

@@ -47,13 +47,14 @@ tile::TileView DeviceTensor::partitions(int64_t start, int64_t count) const {
   return blocks.back().partitionSlice(start - (first - blocks.back().partitions()), count);
 }
 
-DeviceTensor allocateStandard(tile::KernelBuilder &builder, const std::string &name, const std::vector<int64_t> &shape,
-                              DType dtype, int64_t partitionAxis) {
+namespace {
+
+/// The standard form's strides and sizes, without storage.
+DeviceTensor standardLayout(const std::vector<int64_t> &shape, DType dtype, int64_t axis) {
   DeviceTensor t;
   t.shape = shape;
   t.dtype = dtype;
   t.axes.resize(shape.size());
-  const int64_t axis = normalizeAxis(partitionAxis, static_cast<int64_t>(shape.size()));
   int64_t stride = 1;
   for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
     if (i == axis) continue;
@@ -61,13 +62,39 @@ DeviceTensor allocateStandard(tile::KernelBuilder &builder, const std::string &n
     stride *= shape[i];
   }
   t.freeSize = stride;
-  const int64_t partitions = shape.empty() ? 1 : shape[axis];
   if (!shape.empty()) t.axes[axis].partitionStride = 1;
+  return t;
+}
+
+}  // namespace
+
+DeviceTensor allocateStandard(tile::KernelBuilder &builder, const std::string &name, const std::vector<int64_t> &shape,
+                              DType dtype, int64_t partitionAxis) {
+  const int64_t axis = normalizeAxis(partitionAxis, static_cast<int64_t>(shape.size()));
+  DeviceTensor t = standardLayout(shape, dtype, axis);
+  const int64_t partitions = shape.empty() ? 1 : std::max<int64_t>(shape[axis], 1);
   const int64_t blockSize = builder.profile().partitions;
-  for (int64_t start = 0; start < std::max<int64_t>(partitions, 1); start += blockSize) {
-    const int64_t count = std::min(blockSize, std::max<int64_t>(partitions, 1) - start);
+  for (int64_t start = 0; start < partitions; start += blockSize) {
+    const int64_t count = std::min(blockSize, partitions - start);
     t.blocks.push_back(builder.sbuf(fmt::format("{}#{}", name, start / blockSize), dtype, count, {t.freeSize}));
   }
+  return t;
+}
+
+DeviceTensor allocateStandardInOneTile(tile::KernelBuilder &builder, const std::string &name,
+                                       const std::vector<int64_t> &shape, DType dtype, int64_t partitionAxis,
+                                       tile::TileView *storage) {
+  const int64_t axis = normalizeAxis(partitionAxis, static_cast<int64_t>(shape.size()));
+  const int64_t P = builder.profile().partitions;
+  int64_t freeSize = 1;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (static_cast<int64_t>(i) != axis) freeSize *= shape[i];
+  const int64_t partitions = shape.empty() ? 1 : shape[axis];
+  const int64_t blocks = (partitions + P - 1) / P;
+  *storage = builder.sbuf(name, dtype, std::min(P, partitions), {blocks * freeSize});
+  DeviceTensor t = standardLayout(shape, dtype, axis);
+  for (int64_t b = 0; b < blocks; ++b)
+    t.blocks.push_back(storage->partitionSlice(0, std::min(P, partitions - b * P)).cols(b * freeSize, freeSize));
   return t;
 }
 

@@ -34,6 +34,10 @@ struct DeviceTensor {
   int64_t freeBase = 0;                // Free offset of element 0.
   int64_t freeSize = 0;                // Elements per partition of every block.
   std::vector<tile::TileView> blocks;  // Block b: global partitions [128 b, 128 b + blocks[b].partitions()).
+  /// With --cores N, a tensor split over the cores (a column-parallel matmul's output that only a
+  /// row-parallel matmul reads): when > 1, each block's partitions are `shardedCores` equal parts and
+  /// only this core's part holds data.
+  int shardedCores = 1;
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t numel() const;
@@ -58,6 +62,11 @@ inline int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axi
 /// SBUF tiles of [min(P, rest), product of the other dims].
 DeviceTensor allocateStandard(tile::KernelBuilder &builder, const std::string &name, const std::vector<int64_t> &shape,
                               DType dtype, int64_t partitionAxis);
+/// The same, with all blocks side by side in one [P, blocks * freeSize] tile (`storage`), so that one
+/// instruction (a collective) can cover the whole tensor.
+DeviceTensor allocateStandardInOneTile(tile::KernelBuilder &builder, const std::string &name,
+                                       const std::vector<int64_t> &shape, DType dtype, int64_t partitionAxis,
+                                       tile::TileView *storage);
 
 /// The same storage seen with a new shape (Reshape, Flatten, Squeeze, Unsqueeze): possible when every
 /// group of old axes merged into one new axis, or one old axis split into new ones, keeps a uniform

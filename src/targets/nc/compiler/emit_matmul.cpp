@@ -15,6 +15,8 @@
 // The weights are laid out in HBM at compile time as [n-block][k-chunk][k in tile][k-tile][column],
 // so each chunk of an n-block is one DMA with a long contiguous run per partition (section 9.4: short chunks waste DMA
 // time), and the whole segment's list scheduler starts these loads early, under earlier layers' work.
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "targets/nc/compiler/epilogue.h"
@@ -33,6 +35,11 @@ using tile::TileView;
 /// several layers ahead without fragmenting it.
 constexpr int64_t kWeightBlockColumns = 512;
 constexpr int64_t kWeightChunkTiles = 6;
+
+/// Sharding across cores: the smallest weight worth splitting, and the smallest part of a
+/// 128-partition tile a core may own (a 32-partition operand is the finest alignment, section 4.2).
+constexpr int64_t kMinShardWeightBytes = 2 << 20;
+constexpr int64_t kMinShardPartitions = 32;
 
 struct MatmulNode {
   const Value *a = nullptr;
@@ -75,6 +82,112 @@ std::string checkMatmul(const Node &node, const LoweringOptions &) {
   return "";
 }
 
+/// The row-parallel matmul: A is split over the cores by its features (K), so each core multiplies
+/// its K rows of W (loaded onto the same partitions as its part of A) into partial sums of the whole
+/// output, an all_reduce adds them up, and the epilogue (bias, residual, activation) runs after it.
+Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode &m, const DeviceTensor &a,
+                       const std::function<float(int64_t, int64_t)> &wAt, int64_t K, int64_t N) {
+  tile::KernelBuilder &b = ctx.builder();
+  const int64_t P = ctx.profile().partitions;
+  const int64_t bank = ctx.profile().psum.bankFp32Elements;
+  const int cores = a.shardedCores;
+  const int64_t part = P / cores, partStart = ctx.options().core * part;
+  const int64_t rows = a.freeSize, kt = K / P;
+  const DType dtype = ctx.matmulDtype();
+  const Value *y = node.output(0);
+  std::vector<int64_t> yShape;
+  for (const Dim &d : y->type().shape().dims()) yShape.push_back(d.size);
+  TileView storage;
+  DeviceTensor out = allocateStandardInOneTile(b, y->name(), yShape, DType::F32, -1, &storage);
+
+  for (const Span &nb : splitRange(N, kWeightBlockColumns)) {
+    // This core's K rows of the n-block, on the partitions its part of A occupies.
+    std::vector<TileView> wTiles(static_cast<size_t>(kt));
+    for (const Span &chunk : splitRange(kt, kWeightChunkTiles)) {
+      std::vector<float> block(static_cast<size_t>(part * chunk.count * nb.count));
+      for (int64_t p = 0; p < part; ++p)
+        for (int64_t t = 0; t < chunk.count; ++t)
+          for (int64_t c = 0; c < nb.count; ++c)
+            block[static_cast<size_t>((p * chunk.count + t) * nb.count + c)] =
+                wAt((chunk.start + t) * P + partStart + p, nb.start + c);
+      tile::HbmView wHbm =
+          ctx.constantHbm(fmt::format("{}/w{}.{}", node.name(), nb.start / kWeightBlockColumns, chunk.start), dtype,
+                          {part, chunk.count * nb.count}, std::move(block));
+      TileView wTile = b.sbuf(node.name() + "/w", dtype, P, {chunk.count * nb.count});
+      b.load(wTile.partitionSlice(partStart, part), wHbm);
+      for (int64_t t = 0; t < chunk.count; ++t)
+        wTiles[static_cast<size_t>(chunk.start + t)] = wTile.partitionSlice(partStart, part).cols(t * nb.count, nb.count);
+    }
+    for (const Span &nt : splitRange(nb.count, P)) {
+      const int64_t n0 = nb.start + nt.start;
+      for (const Span &r : splitRange(rows, bank)) {
+        TileView acc = b.psum(node.name() + "/acc", DType::F32, nt.count, {r.count});
+        for (int64_t t = 0; t < kt; ++t)
+          b.matmul(acc, wTiles[static_cast<size_t>(t)].cols(nt.start, nt.count),
+                   a.partitions(t * P + partStart, part).cols(r.start, r.count), /*accumulate=*/t > 0);
+        b.copy(out.partitions(n0, nt.count).cols(r.start, r.count), acc);
+      }
+    }
+  }
+  b.allReduce(storage, AluOp::Add, cores);
+
+  std::vector<TileView> bias;
+  if (m.bias) {
+    std::vector<float> values = ctx.constantFloats(m.bias);
+    for (float &v : values) v *= m.beta;
+    bias = ctx.channelVector(node.name() + "/bias", values);
+  }
+  std::optional<DeviceTensor> residual;
+  if (m.residual) {
+    TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(m.residual, -1));
+    residual = z;
+  }
+  DeviceTensor result = ctx.allocate(y, -1);
+  for (size_t k = 0; k < out.blocks.size(); ++k) {
+    const int64_t n0 = static_cast<int64_t>(k) * P, count = out.blocks[k].partitions();
+    for (const Span &r : splitRange(rows, bank)) {
+      std::optional<TileView> biasTile;
+      if (!bias.empty()) biasTile = bias[k].partitionSlice(0, count);
+      std::optional<TileView> residualTile;
+      if (residual) residualTile = residual->partitions(n0, count).cols(r.start, r.count);
+      emitEpilogue(ctx, result.partitions(n0, count).cols(r.start, r.count), out.partitions(n0, count).cols(r.start, r.count),
+                   biasTile, residualTile, node.opType() == "FusedMatMul" ? epilogueOf(node) : Epilogue{});
+    }
+  }
+  ctx.define(y, result);
+  return Status::success();
+}
+
+/// Whether a matmul with these sizes splits over `cores`: every 128-feature tile into equal parts a
+/// core can own, and weights large enough that halving their DMA pays for a collective.
+bool shardable(const MachineProfile &profile, int cores, int64_t K, int64_t N, DType dtype) {
+  const int64_t P = profile.partitions;
+  return cores > 1 && N % P == 0 && K % P == 0 && P % cores == 0 && P / cores >= kMinShardPartitions &&
+         K * N * dtypeSizeBytes(dtype) >= kMinShardWeightBytes;
+}
+
+/// Whether `y` may stay split over the cores: every reader is a matmul on the device that takes it
+/// as its left operand with a constant weight it will split by rows (the row-parallel half of a
+/// column-parallel / row-parallel pair, which needs one all_reduce instead of two gathers).
+bool readersTakeSharded(const LoweringContext &ctx, const Value *y) {
+  if (y->uses().empty()) return false;
+  for (const Value *out : y->graph()->outputs())
+    if (out == y) return false;
+  for (const Use &use : y->uses()) {
+    const Node *reader = use.user;
+    if (!reader || use.inputIndex != 0) return false;
+    const std::string &op = reader->opType();
+    if (op != "MatMul" && op != "FusedMatMul") return false;
+    if (!deviceUnsupportedReason(*reader, ctx.options()).empty()) return false;
+    const Value *w = reader->input(1);
+    if (w->initializer().rank() != 2) return false;
+    if (!shardable(ctx.profile(), ctx.options().cores, w->initializer().size(0), w->initializer().size(1),
+                   ctx.matmulDtype()))
+      return false;
+  }
+  return true;
+}
+
 Status emitMatmul(LoweringContext &ctx, const Node &node) {
   tile::KernelBuilder &b = ctx.builder();
   const MatmulNode m = describeNode(node);
@@ -99,7 +212,21 @@ Status emitMatmul(LoweringContext &ctx, const Node &node) {
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor a, ctx.standardAs(m.a, -1, dtype));
   if (a.shape.back() != K) return ctx.unsupported(node, fmt::format("K differs: A has {}, W has {}", a.shape.back(), K));
   const int64_t rows = a.freeSize;
-  DeviceTensor out = ctx.allocate(y, -1);
+  // Column-parallel sharding over the chip's cores: each core computes an equal, aligned part of
+  // every 128-feature output tile from its own slice of W (so each core loads 1/cores of the weights)
+  // and one all_gather completes the output on every core. Worth it only for large weights: the
+  // collective's fixed cost is that of about a megabyte of DMA.
+  const int cores = ctx.options().cores;
+  const int64_t part = P / std::max(cores, 1);
+  if (a.shardedCores > 1) return emitRowParallel(ctx, node, m, a, wAt, K, N);
+  const bool shard = shardable(ctx.profile(), cores, K, N, dtype);
+  const bool keepSharded = shard && readersTakeSharded(ctx, y);
+  const int64_t partStart = shard ? ctx.options().core * part : 0;
+  TileView storage;
+  std::vector<int64_t> yShape;
+  for (const Dim &d : y->type().shape().dims()) yShape.push_back(d.size);
+  DeviceTensor out = shard ? allocateStandardInOneTile(b, y->name(), yShape, ctx.activationDtype(), -1, &storage)
+                           : ctx.allocate(y, -1);
   std::optional<DeviceTensor> residual;
   if (m.residual) {
     TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(m.residual, -1));
@@ -113,43 +240,68 @@ Status emitMatmul(LoweringContext &ctx, const Node &node) {
   }
 
   for (const Span &nb : nBlocks) {
-    // This n-block of W as chunks of k-tiles, each in HBM as [k in tile][k-tile][column] (zero rows
-    // past K): one DMA per chunk, and equal-sized SBUF tiles that reuse each other's space.
+    // The output features of this n-block this core computes: per 128-feature tile, all of it, or
+    // its part when sharded.
+    std::vector<Span> owned;
+    for (const Span &nt : splitRange(nb.count, P))
+      owned.push_back(shard ? Span{nt.start + partStart, part} : nt);
+    int64_t columns = 0;
+    for (const Span &o : owned) columns += o.count;
+    auto columnOf = [&](int64_t c) {  // Column c of this core's weight tile -> column of the n-block.
+      for (const Span &o : owned) {
+        if (c < o.count) return o.start + c;
+        c -= o.count;
+      }
+      return int64_t{0};
+    };
+
+    // This core's columns of the n-block as chunks of k-tiles, each in HBM as [k in tile][k-tile]
+    // [column] (zero rows past K): one DMA per chunk, and equal-sized SBUF tiles that reuse each
+    // other's space.
     std::vector<TileView> wTiles(static_cast<size_t>(kt));
     for (const Span &chunk : splitRange(kt, kWeightChunkTiles)) {
-      std::vector<float> block(static_cast<size_t>(P * chunk.count * nb.count), 0.0f);
+      std::vector<float> block(static_cast<size_t>(P * chunk.count * columns), 0.0f);
       for (int64_t t = 0; t < chunk.count; ++t) {
         const Span &k = kTiles[static_cast<size_t>(chunk.start + t)];
         for (int64_t p = 0; p < k.count; ++p)
-          for (int64_t c = 0; c < nb.count; ++c)
-            block[static_cast<size_t>((p * chunk.count + t) * nb.count + c)] = wAt(k.start + p, nb.start + c);
+          for (int64_t c = 0; c < columns; ++c)
+            block[static_cast<size_t>((p * chunk.count + t) * columns + c)] = wAt(k.start + p, nb.start + columnOf(c));
       }
       tile::HbmView wHbm =
           ctx.constantHbm(fmt::format("{}/w{}.{}", node.name(), nb.start / kWeightBlockColumns, chunk.start), dtype,
-                          {P, chunk.count * nb.count}, std::move(block));
-      TileView wTile = b.sbuf(node.name() + "/w", dtype, P, {chunk.count * nb.count});
+                          {P, chunk.count * columns}, std::move(block));
+      TileView wTile = b.sbuf(node.name() + "/w", dtype, P, {chunk.count * columns});
       b.load(wTile, wHbm);
       for (int64_t t = 0; t < chunk.count; ++t)
-        wTiles[static_cast<size_t>(chunk.start + t)] = wTile.cols(t * nb.count, nb.count);
+        wTiles[static_cast<size_t>(chunk.start + t)] = wTile.cols(t * columns, columns);
     }
 
-    for (const Span &nt : splitRange(nb.count, P)) {
-      const int64_t n0 = nb.start + nt.start;  // Global output feature = global output partition.
+    int64_t column = 0;
+    for (const Span &o : owned) {
+      const int64_t n0 = nb.start + o.start;  // Global output feature = global output partition.
       for (const Span &r : splitRange(rows, bank)) {
-        TileView acc = b.psum(node.name() + "/acc", DType::F32, nt.count, {r.count});
+        // The accumulator sits on the output's partitions, so the eviction moves nothing across.
+        TileView acc = b.psum(node.name() + "/acc", DType::F32, (n0 % P) + o.count, {r.count})
+                           .partitionSlice(n0 % P, o.count);
         for (int64_t t = 0; t < kt; ++t) {
-          TileView stationary = wTiles[static_cast<size_t>(t)].partitionSlice(0, kTiles[t].count).cols(nt.start, nt.count);
+          TileView stationary = wTiles[static_cast<size_t>(t)].partitionSlice(0, kTiles[t].count).cols(column, o.count);
           TileView moving = a.partitions(kTiles[t].start, kTiles[t].count).cols(r.start, r.count);
           b.matmul(acc, stationary, moving, /*accumulate=*/t > 0);
         }
         std::optional<TileView> biasTile;
-        if (!bias.empty()) biasTile = bias[static_cast<size_t>(n0 / P)].partitionSlice(n0 % P, nt.count);
+        if (!bias.empty()) biasTile = bias[static_cast<size_t>(n0 / P)].partitionSlice(n0 % P, o.count);
         std::optional<TileView> residualTile;
-        if (residual) residualTile = residual->partitions(n0, nt.count).cols(r.start, r.count);
-        emitEpilogue(ctx, out.partitions(n0, nt.count).cols(r.start, r.count), acc, biasTile, residualTile,
+        if (residual) residualTile = residual->partitions(n0, o.count).cols(r.start, r.count);
+        emitEpilogue(ctx, out.partitions(n0, o.count).cols(r.start, r.count), acc, biasTile, residualTile,
                      node.opType() == "FusedMatMul" ? epilogueOf(node) : Epilogue{});
       }
+      column += o.count;
     }
+  }
+  if (keepSharded) {
+    out.shardedCores = cores;
+  } else if (shard) {
+    b.allGather(storage, cores);
   }
   ctx.define(y, out);
   return Status::success();

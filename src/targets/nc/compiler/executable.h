@@ -49,8 +49,8 @@ struct PassTime {
 
 struct NcRunResult {
   NamedValues outputs;
-  std::vector<Timeline> timelines;  // One per device stage.
-  double deviceNs = 0;              // Sum of the device stages' simulated time.
+  std::vector<Timeline> timelines;  // One per program (device stage x core), as programs() lists them.
+  double deviceNs = 0;              // Sum over device stages of their slowest core's simulated time.
 };
 
 class NcExecutable {
@@ -62,7 +62,9 @@ class NcExecutable {
   const Model &model() const { return model_; }
   const MachineProfile &profile() const { return profile_; }
   const NcCompileOptions &options() const { return options_; }
+  /// Per device stage, one program per core (core 0 first).
   const std::vector<DeviceProgram> &programs() const { return programs_; }
+  int cores() const { return options_.lowering.cores; }
   const std::vector<std::string> &nodeNames() const { return nodeNames_; }
   /// "host: a, b" / "device #0" per stage, in order.
   const std::vector<std::string> &stageText() const { return stageText_; }
@@ -81,7 +83,8 @@ class NcExecutable {
  public:
   struct StageRef {
     bool onDevice = false;
-    int program = -1;                    // Device: index into programs_.
+    int program = -1;                    // Device: index into programs_ of core 0's program,
+    int cores = 1;                       // followed by those of the other cores.
     std::vector<int64_t> nodes;          // Host: node indices (graph order) in execution order.
   };
 
@@ -108,7 +111,14 @@ Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path);
 /// True when `path` starts with the nc artifact magic.
 bool isNcArtifact(const std::string &path);
 
-/// Allowed error of a model run with `options`' casts: |got - want| <= atol + rtol * |want|.
-std::pair<double, double> toleranceFor(const LoweringOptions &options);
+/// The allowed error of a model output computed with `options`' casts:
+///   |got - want| <= rangeFraction * max|want| + relative * |want|.
+/// A narrow type rounds every matmul operand, so an element's error follows the magnitude of the
+/// sums that made it, which the output's range bounds, not the element's own value (a logit near 0
+/// in a layer of logits near 100 carries the error of the large ones).
+struct Tolerance {
+  double rangeFraction = 0, relative = 0;
+};
+Tolerance toleranceFor(const LoweringOptions &options);
 
 }  // namespace tessel::nc::compiler

@@ -292,7 +292,16 @@ Expected<DeviceTensor> LoweringContext::standardAs(const Value *value, int64_t a
   auto key = std::make_tuple(value, axis, dtype);
   if (auto it = castCache_.find(key); it != castCache_.end()) return it->second;
   DeviceTensor out = allocateStandard(builder_, value->name() + "/cast", t.shape, dtype, axis);
-  for (size_t k = 0; k < t.blocks.size(); ++k) builder_.copy(out.blocks[k], t.blocks[k]);
+  out.shardedCores = t.shardedCores;
+  const int64_t part = t.blocks.empty() ? 0 : t.blocks[0].partitions() / t.shardedCores;
+  for (size_t k = 0; k < t.blocks.size(); ++k) {
+    if (t.shardedCores > 1) {  // Only this core's part holds data.
+      const int64_t start = options_.core * part;
+      builder_.copy(out.blocks[k].partitionSlice(start, part), t.blocks[k].partitionSlice(start, part));
+    } else {
+      builder_.copy(out.blocks[k], t.blocks[k]);
+    }
+  }
   castCache_[key] = out;
   return out;
 }
