@@ -331,16 +331,38 @@ class NodeValidator {
   const std::map<std::string, int64_t> &opsets_;
 };
 
-/// ONNX's shape inference on a copy; on failure the original (less typed) proto is used.
+/// ONNX's shape inference on a copy; on failure the original (less typed) proto is used. The bytes
+/// of large initializers (weights; inference reads only their types and dims) are moved aside
+/// while the proto is copied, so a model of hundreds of megabytes is not copied whole.
 void inferShapesInPlace(onnx::ModelProto &proto) {
+  constexpr size_t kLargeInitializerBytes = 4096;
+  std::vector<std::pair<int, std::string>> moved;
+  auto *initializers = proto.mutable_graph()->mutable_initializer();
+  for (int i = 0; i < initializers->size(); ++i) {
+    onnx::TensorProto &t = *initializers->Mutable(i);
+    if (t.has_raw_data() && t.raw_data().size() > kLargeInitializerBytes) {
+      moved.emplace_back(i, std::string());
+      moved.back().second.swap(*t.mutable_raw_data());
+    }
+  }
+  auto restore = [&](onnx::ModelProto &target) {
+    auto *inits = target.mutable_graph()->mutable_initializer();
+    for (auto &[index, bytes] : moved) inits->Mutable(index)->mutable_raw_data()->swap(bytes);
+  };
   onnx::ModelProto copy = proto;
   try {
     onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/0, /*data_prop_val=*/true);
     onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception &) {
+    restore(proto);
+    return;
+  }
+  if (copy.graph().initializer_size() != proto.graph().initializer_size()) {
+    restore(proto);
     return;
   }
   proto.Swap(&copy);
+  restore(proto);
 }
 
 }  // namespace
@@ -366,11 +388,12 @@ Expected<Model> importOnnxFile(const std::string &path, const ImportOptions &opt
   if (!std::filesystem::is_regular_file(path, ec)) {
     return makeFileError(ErrorCode::FileNotFound, path, "no such model file");
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (!in.good() && !in.eof()) return makeFileError(ErrorCode::IoError, path, "cannot read the file");
-  return importOnnxBytes(buffer.str(), path, options);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::string bytes(static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+    return makeFileError(ErrorCode::IoError, path, "cannot read the file");
+  return importOnnxBytes(bytes, path, options);
 }
 
 }  // namespace tessel
