@@ -26,6 +26,10 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'L', 'N', 'C', '0', '0', '1'};
 
+/// The share of SBUF live activations may take before the one read again the latest is spilled to
+/// HBM; the rest holds weights in flight, per-op temporaries and the constants.
+constexpr double kActivationSbufShare = 0.5;
+
 using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -66,8 +70,23 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
     ctx.bindInput(in, DType::F32);
     program.inputs.push_back(in->name());
   }
+  // Where each value is read last (stage outputs: at the end), for spilling.
+  std::map<const Value *, size_t> lastUse;
+  for (size_t i = 0; i < stage.nodes.size(); ++i)
+    for (const Value *in : stage.nodes[i]->inputs())
+      if (in) lastUse[in] = i;
+  for (const Value *out : stage.outputs) lastUse[out] = stage.nodes.size();
+  auto nextUse = [&](const Value *v, size_t after) {
+    for (size_t i = after + 1; i < stage.nodes.size(); ++i)
+      for (const Value *in : stage.nodes[i]->inputs())
+        if (in == v) return i;
+    return stage.nodes.size();
+  };
+  const int64_t budget = static_cast<int64_t>(profile.sbuf.bytesPerPartition * kActivationSbufShare);
+  std::vector<const Value *> defined;
   std::vector<int32_t> opNode;
-  for (const Node *node : stage.nodes) {
+  for (size_t index = 0; index < stage.nodes.size(); ++index) {
+    const Node *node = stage.nodes[index];
     const OpLowering *lowering = findOpLowering(*node);
     Status emitted = lowering ? lowering->emit(ctx, *node) : ctx.unsupported(*node, "no lowering");
     if (!emitted.ok()) {
@@ -83,6 +102,28 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
     auto [it, added] = nodeIds.try_emplace(label, static_cast<int32_t>(nodeNames.size()));
     if (added) nodeNames.push_back(label);
     opNode.resize(builder.kernel().ops.size(), it->second);
+
+    // Spill: while the live activations take more than their share of SBUF, the one read again
+    // the latest goes to HBM until then (never one the next node reads).
+    for (const Value *out : node->outputs())
+      if (out) defined.push_back(out);
+    for (;;) {
+      std::map<int32_t, int64_t> tiles;
+      const Value *victim = nullptr;
+      size_t victimUse = index + 1;
+      for (const Value *v : defined) {
+        auto last = lastUse.find(v);
+        if (last == lastUse.end() || last->second <= index) continue;
+        for (const auto &[tile, bytes] : ctx.sbufTilesOf(v)) tiles[tile] = bytes;
+        const size_t use = nextUse(v, index);
+        if (use > victimUse && !ctx.sbufTilesOf(v).empty()) victim = v, victimUse = use;
+      }
+      int64_t live = 0;
+      for (const auto &[tile, bytes] : tiles) live += bytes;
+      if (live <= budget || !victim) break;
+      TESSEL_RETURN_IF_ERROR(ctx.spill(victim));
+      ++program.spilledActivations;
+    }
   }
   for (const Value *out : stage.outputs) {
     tile::HbmView hbm = builder.output(out->name(), DType::F32, staticShape(out));
@@ -228,11 +269,12 @@ std::string NcExecutable::report() const {
     const DeviceProgram &prog = programs_[p];
     text += fmt::format(
         "device program {}: {} instructions; SBUF peak {} per partition of {} ({:.0f}%); PSUM peak {} of {}; HBM {} "
-        "({} constants) of {}; scheduler estimate {:.3f} us\n",
+        "({} constants) of {}; {} activations spilled; scheduler estimate {:.3f} us\n",
         p, prog.program.size(), bytesText(prog.peakSbufBytesPerPartition), bytesText(profile_.sbuf.bytesPerPartition),
         100.0 * static_cast<double>(prog.peakSbufBytesPerPartition) / static_cast<double>(profile_.sbuf.bytesPerPartition),
         bytesText(prog.peakPsumBytesPerPartition), bytesText(profile_.psum.bytesPerPartition), bytesText(prog.hbmBytes),
-        bytesText(prog.constantBytes), bytesText(profile_.hbm.bytesPerCore), prog.estimatedNs / 1000.0);
+        bytesText(prog.constantBytes), bytesText(profile_.hbm.bytesPerCore), prog.spilledActivations,
+        prog.estimatedNs / 1000.0);
   }
   text += fmt::format("host fallbacks: {}\n", fallbacks_.size());
   for (const Fallback &f : fallbacks_) text += fmt::format("  {} ({}): {}\n", f.node, f.opType, f.reason);
@@ -404,6 +446,7 @@ Status NcExecutable::save(const std::string &path) const {
     p["peakSbuf"] = prog.peakSbufBytesPerPartition;
     p["peakPsum"] = prog.peakPsumBytesPerPartition;
     p["constantBytes"] = prog.constantBytes;
+    p["spilled"] = prog.spilledActivations;
     p["estimatedNs"] = prog.estimatedNs;
     p["matmulFlops"] = prog.matmulFlops;
     programs.push_back(p);
@@ -495,6 +538,7 @@ Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) 
       prog.peakSbufBytesPerPartition = p.at("peakSbuf").get<uint64_t>();
       prog.peakPsumBytesPerPartition = p.at("peakPsum").get<uint64_t>();
       prog.constantBytes = p.at("constantBytes").get<uint64_t>();
+      prog.spilledActivations = p.at("spilled").get<int>();
       prog.estimatedNs = p.at("estimatedNs").get<double>();
       prog.matmulFlops = p.at("matmulFlops").get<double>();
       exe->programs_.push_back(std::move(prog));

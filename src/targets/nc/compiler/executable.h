@@ -38,6 +38,7 @@ struct DeviceProgram {
   std::vector<int32_t> instructionNode;        // Per instruction: index into NcExecutable::nodeNames(), -1 = transfer.
   uint64_t peakSbufBytesPerPartition = 0, peakPsumBytesPerPartition = 0;
   uint64_t constantBytes = 0;                  // Weights and other constants in HBM.
+  int spilledActivations = 0;                  // Activations moved to HBM between their uses.
   double estimatedNs = 0;                      // The list scheduler's estimate.
   double matmulFlops = 0;                      // Useful PE FLOPs (for MFU).
 };

@@ -214,6 +214,13 @@ Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
     activations_[value] = t;
     return t;
   }
+  if (auto spilled = spilled_.find(value); spilled != spilled_.end()) {
+    const std::vector<int64_t> shape = staticShape(value);
+    DeviceTensor t = loadStandard(value->name() + "/reload", spilled->second, shape, defaultAxis(shape),
+                                  activationDtype());
+    activations_[value] = t;
+    return t;
+  }
   auto input = inputs_.find(value);
   if (input == inputs_.end()) {
     return makeError(ErrorCode::Internal, "value '{}' has no device form (its producer was not lowered)", value->name());
@@ -312,6 +319,36 @@ DeviceTensor LoweringContext::allocate(const Value *value, int64_t partitionAxis
   const std::vector<int64_t> shape = staticShape(value);
   return allocateStandard(builder_, value->name(), shape, dtype.value_or(activationDtype()),
                           normalizeAxis(partitionAxis, static_cast<int64_t>(shape.size())));
+}
+
+Status LoweringContext::spill(const Value *value) {
+  auto it = activations_.find(value);
+  if (it == activations_.end() || it->second.shardedCores > 1) return Status::success();
+  if (!hbmCache_.count(value) && !inputs_.count(value)) {
+    // Stored as f32 whatever its SBUF dtype, so the reload reads the same values back.
+    const DeviceTensor &t = it->second;
+    HbmView scratch = builder_.output(fmt::format("spill/{}#{}", value->name(), scratchCount_++), t.dtype, t.shape);
+    storeAny(*this, t, scratch);
+    hbmCache_[value] = scratch;
+  }
+  spilled_[value] = inputs_.count(value) ? inputs_.at(value) : hbmCache_.at(value);
+  activations_.erase(value);
+  for (auto c = standardCache_.begin(); c != standardCache_.end();) c = c->first.first == value ? standardCache_.erase(c) : std::next(c);
+  for (auto c = castCache_.begin(); c != castCache_.end();) c = std::get<0>(c->first) == value ? castCache_.erase(c) : std::next(c);
+  return Status::success();
+}
+
+std::map<int32_t, int64_t> LoweringContext::sbufTilesOf(const Value *value) const {
+  std::map<int32_t, int64_t> tiles;
+  auto it = activations_.find(value);
+  if (it == activations_.end()) return tiles;
+  for (const TileView &block : it->second.blocks) {
+    const tile::TileDecl &decl = builder_.kernel().tiles[static_cast<size_t>(block.tile())];
+    int64_t elements = 1;
+    for (int64_t d : decl.freeShape) elements *= d;
+    tiles[block.tile()] = elements * dtypeSizeBytes(decl.dtype);
+  }
+  return tiles;
 }
 
 Expected<HbmView> LoweringContext::hbmOf(const Value *value) {

@@ -64,6 +64,11 @@ class LoweringContext {
   DeviceTensor allocate(const Value *value, int64_t partitionAxis, std::optional<DType> dtype = std::nullopt);
   /// The row-major HBM form of an activation (segment inputs as fed; others stored once to scratch).
   Expected<tile::HbmView> hbmOf(const Value *value);
+  /// Spills an activation: stores it to HBM once and forgets its SBUF form, so that the allocator can
+  /// reuse its space; the next reader reloads it. A split (sharded) tensor is not spilled.
+  Status spill(const Value *value);
+  /// Bytes per partition of the SBUF tiles holding `value`'s activation (0 when it has none).
+  std::map<int32_t, int64_t> sbufTilesOf(const Value *value) const;
   /// Loads row-major `src` (of `shape`) into a new standard-form tensor with `axis` on partitions.
   DeviceTensor loadStandard(const std::string &name, const tile::HbmView &src, const std::vector<int64_t> &shape,
                             int64_t axis, DType dtype);
@@ -109,6 +114,7 @@ class LoweringContext {
   std::map<std::tuple<const Value *, int64_t, DType>, DeviceTensor> castCache_;
   std::map<const Value *, tile::HbmView> inputs_;
   std::map<const Value *, tile::HbmView> hbmCache_;
+  std::map<const Value *, tile::HbmView> spilled_;
   std::map<std::pair<float, DType>, tile::TileView> constantTiles_;
   std::vector<ConstantData> constants_;
   int scratchCount_ = 0;

@@ -49,6 +49,7 @@ Expected<ModelCheck> checkModelOnNc(const std::string &irText, const NcCompileOp
     }
   }
   check.deviceNodes = static_cast<int>(exe->nodeNames().size());
+  for (const DeviceProgram &program : exe->programs()) check.spilledActivations += program.spilledActivations;
   return check;
 }
 

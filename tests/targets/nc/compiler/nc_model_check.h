@@ -17,6 +17,7 @@ struct ModelCheck {
   std::string worst;          // Where it was reached.
   double simulatedUs = 0;     // Device time of the run.
   int deviceNodes = 0, hostNodes = 0;
+  int spilledActivations = 0;
 };
 
 /// Compiles `irText` with `options`, runs it on nc and on ref with the same seeded inputs (floats

@@ -88,6 +88,29 @@ func @main(%x: f32[4,96]) -> (%y: f32[4,32]) {{
   expectMatches(ir, {}, 1);
 }
 
+TEST(TransformerLowering, SpillsActivationsThatDoNotFitSbuf) {
+  // Each activation takes 32 KiB per partition (4 blocks of 2048 tokens in fp32); five are live at
+  // once before the last Add, more than half of SBUF: `a`, read last, goes to HBM and comes back.
+  const std::string ir = R"(model opset(ai.onnx=17) ir_version=8 {
+func @main(%x: f32[2048,512]) -> (%y: f32[2048,512]) {
+  %a = Exp(%x)
+  %b = Relu(%x)
+  %c = Tanh(%b)
+  %d = Sigmoid(%c)
+  %e = Mul(%d, %b)
+  %f = Add(%e, %c)
+  %y = Add(%f, %a)
+  return %y
+}
+})";
+  NcCompileOptions options;
+  options.optLevel = 1;  // No fusion: every op is its own node with its own output.
+  auto check = checkModelOnNc(ir, options);
+  ASSERT_TRUE(check.ok()) << check.diag().str();
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+  EXPECT_GT(check->spilledActivations, 0);
+}
+
 TEST(TransformerLowering, AutoCastNoneIsFp32) {
   const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
 func @main(%x: f32[8,200]) -> (%y: f32[8,130]) {{
