@@ -37,12 +37,6 @@ const std::set<std::string> &binaryOps() {
   return kOps;
 }
 
-std::vector<int64_t> shapeOf(const Value *value) {
-  std::vector<int64_t> shape;
-  for (const Dim &d : value->type().shape().dims()) shape.push_back(d.size);
-  return shape;
-}
-
 /// The ops of `node`'s computation: its body for FusedElementwise, else the node itself.
 std::vector<const Node *> opsOf(const Node &node) {
   std::vector<const Node *> ops;
@@ -72,10 +66,10 @@ std::string checkOp(const Node &op) {
 std::string checkElementwise(const Node &node, const LoweringOptions &) {
   for (const Node *op : opsOf(node))
     if (std::string why = checkOp(*op); !why.empty()) return why;
-  const std::vector<int64_t> outShape = shapeOf(node.output(0));
+  const std::vector<int64_t> outShape = staticShape(node.output(0));
   for (const Value *in : node.inputs()) {
     if (!in || in->hasInitializer()) continue;
-    if (shapeOf(in) != outShape) return fmt::format("input '{}' broadcasts to the output's shape", in->name());
+    if (staticShape(in) != outShape) return fmt::format("input '{}' broadcasts to the output's shape", in->name());
   }
   return "";
 }
@@ -93,7 +87,7 @@ class Evaluator {
 
   Status run() {
     const Value *y = node_.output(0);
-    const std::vector<int64_t> shape = shapeOf(y);
+    const std::vector<int64_t> shape = staticShape(y);
     const int64_t rank = static_cast<int64_t>(shape.size());
     // The layout: that of the first activation input when it is standard, else the default.
     int64_t axis = rank == 4 ? 1 : rank - 1;
@@ -126,7 +120,7 @@ class Evaluator {
       }
       // Broadcast the constant to the output's shape (row-major), then see whether it varies only
       // along the partition axis.
-      std::vector<float> expanded = broadcast(values, shapeOf(in), shape);
+      std::vector<float> expanded = broadcast(values, staticShape(in), shape);
       const int64_t partitions = rank ? shape[axis] : 1;
       std::vector<int64_t> strides(shape.size(), 1);
       for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];

@@ -95,8 +95,7 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
   const int64_t rows = a.freeSize, kt = K / P;
   const DType dtype = ctx.matmulDtype();
   const Value *y = node.output(0);
-  std::vector<int64_t> yShape;
-  for (const Dim &d : y->type().shape().dims()) yShape.push_back(d.size);
+  const std::vector<int64_t> yShape = staticShape(y);
   TileView storage;
   DeviceTensor out = allocateStandardInOneTile(b, y->name(), yShape, DType::F32, -1, &storage);
 
@@ -223,8 +222,7 @@ Status emitMatmul(LoweringContext &ctx, const Node &node) {
   const bool keepSharded = shard && readersTakeSharded(ctx, y);
   const int64_t partStart = shard ? ctx.options().core * part : 0;
   TileView storage;
-  std::vector<int64_t> yShape;
-  for (const Dim &d : y->type().shape().dims()) yShape.push_back(d.size);
+  const std::vector<int64_t> yShape = staticShape(y);
   DeviceTensor out = shard ? allocateStandardInOneTile(b, y->name(), yShape, ctx.activationDtype(), -1, &storage)
                            : ctx.allocate(y, -1);
   std::optional<DeviceTensor> residual;

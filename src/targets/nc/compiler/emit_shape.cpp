@@ -10,16 +10,10 @@
 namespace tessel::nc::compiler {
 namespace {
 
-std::vector<int64_t> outputShape(const Node &node) {
-  std::vector<int64_t> shape;
-  for (const Dim &d : node.output(0)->type().shape().dims()) shape.push_back(d.size);
-  return shape;
-}
-
 std::string checkView(const Node &, const LoweringOptions &) { return ""; }
 
 Status emitReshape(LoweringContext &ctx, const Node &node) {
-  const std::vector<int64_t> shape = outputShape(node);
+  const std::vector<int64_t> shape = staticShape(node.output(0));
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx.activation(node.input(0)));
   if (auto view = reshapeView(t, shape)) {
     ctx.define(node.output(0), *view);
@@ -154,7 +148,7 @@ std::string checkConcat(const Node &node, const LoweringOptions &) {
 }
 
 Status emitConcat(LoweringContext &ctx, const Node &node) {
-  const std::vector<int64_t> shape = outputShape(node);
+  const std::vector<int64_t> shape = staticShape(node.output(0));
   const int64_t rank = static_cast<int64_t>(shape.size());
   const int64_t axis = normalizeAxis(node.attrInt("axis", 0), rank);
   // The output keeps a partition axis other than the concatenation axis: the last, or the channels.

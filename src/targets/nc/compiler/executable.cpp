@@ -35,12 +35,6 @@ double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-std::vector<int64_t> staticShape(const Value *value) {
-  std::vector<int64_t> shape;
-  for (const Dim &d : value->type().shape().dims()) shape.push_back(d.size);
-  return shape;
-}
-
 std::string bytesText(uint64_t bytes) {
   if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
   if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1ull << 20));

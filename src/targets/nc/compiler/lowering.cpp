@@ -22,12 +22,6 @@ using tile::TileView;
 /// Per-partition vectors (bias, scale) per pool tile: 1 KiB per partition, one DMA.
 constexpr int64_t kVectorPoolColumns = 256;
 
-std::vector<int64_t> staticShape(const Value *value) {
-  std::vector<int64_t> shape;
-  for (const Dim &d : value->type().shape().dims()) shape.push_back(d.size);
-  return shape;
-}
-
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
@@ -75,6 +69,12 @@ std::vector<int64_t> countsOf(const std::vector<FreeDim> &dims) {
 }
 
 }  // namespace
+
+std::vector<int64_t> staticShape(const Value *value) {
+  std::vector<int64_t> shape;
+  for (const Dim &d : value->type().shape().dims()) shape.push_back(d.size);
+  return shape;
+}
 
 LoweringContext::LoweringContext(KernelBuilder &builder, const LoweringOptions &options)
     : builder_(builder), options_(options) {}

@@ -126,6 +126,9 @@ class LoweringContext {
   std::optional<VectorPool> vectorPool_;
 };
 
+/// The sizes of a value of static shape (partitioning admits no other on the device).
+std::vector<int64_t> staticShape(const Value *value);
+
 /// Stores `tensor` (any placement) to row-major `dst` in HBM.
 Status storeToHbm(LoweringContext &ctx, const DeviceTensor &tensor, const tile::HbmView &dst);
 
