@@ -79,12 +79,12 @@ RunFigures figuresOf(const NcExecutable &exe, const nc::compiler::NcRunResult &r
   double longest = -1;
   for (size_t i = 0; i < result.timelines.size(); ++i) {
     nc::ProfileSummary s = nc::summarize(result.timelines[i], exe.programs()[i].program);
-    f.matmulFlops += s.matmulFlops;
     if (s.totalNs > longest) {
       longest = s.totalNs;
       f.boundingEngine = fmt::format("{} ({:.0f}% active)", s.boundingEngine, s.boundingActivePercent);
     }
   }
+  f.matmulFlops = exe.modelFlops();
   if (f.latencyUs > 0 && !result.timelines.empty())
     f.mfuPercent = 100.0 * f.matmulFlops /
                    (result.timelines[0].pePeakFlopsPerSec * exe.cores() * f.latencyUs * 1e-6);
@@ -187,7 +187,7 @@ void runNcArtifact(const std::string &path, const std::vector<std::string> &inpu
               (*exe)->profile().name.c_str(), (*exe)->cores() > 1 ? "s" : "", (*exe)->fallbacks().size());
   std::printf("throughput: %.1f inferences/s (batch %lld)\n", f.latencyUs > 0 ? batch * 1e6 / f.latencyUs : 0.0,
               static_cast<long long>(batch));
-  std::printf("MFU: %.1f%% of %d core%s (%.3g matmul FLOP)\n", f.mfuPercent, (*exe)->cores(),
+  std::printf("MFU: %.1f%% of %d core%s (%.3g model FLOP)\n", f.mfuPercent, (*exe)->cores(),
               (*exe)->cores() > 1 ? "s" : "", f.matmulFlops);
   std::printf("bounding engine: %s\n", f.boundingEngine.c_str());
   if (!outputDir.empty()) {

@@ -52,6 +52,33 @@ uint64_t estimateConstantBytes(const Graph &graph, const LoweringOptions &option
   return total;
 }
 
+/// The multiply-add FLOPs of a node as the model states them (2 per multiply-add of its matmuls,
+/// convolutions and attention), whatever the device does beyond them (transposes, statistics).
+double modelFlops(const Node &node) {
+  const std::string &op = node.opType();
+  auto shape = [](const Value *v) { return staticShape(v); };
+  auto product = [](const std::vector<int64_t> &v) {
+    double p = 1;
+    for (int64_t d : v) p *= static_cast<double>(d);
+    return p;
+  };
+  if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm") {
+    const std::vector<int64_t> w = shape(node.input(1));
+    const double k = static_cast<double>(op == "Gemm" && node.attrInt("transB", 0) ? w[1] : w[0]);
+    return 2.0 * product(shape(node.output(0))) * k;
+  }
+  if (op == "Conv" || op == "FusedConv") {
+    const std::vector<int64_t> w = shape(node.input(1));
+    return 2.0 * product(shape(node.output(0))) * product({w.begin() + 1, w.end()});
+  }
+  if (op == "Attention") {
+    const std::vector<int64_t> q = shape(node.input(0)), k = shape(node.input(1)), v = shape(node.input(2));
+    return 2.0 * product({q.begin(), q.end() - 1}) * static_cast<double>(k[k.size() - 2]) *
+           static_cast<double>(q.back() + v.back());
+  }
+  return 0;
+}
+
 /// Lowers and compiles one device stage. An emitter's UnsupportedOp error comes back as is (the
 /// caller moves that node to the host).
 Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const MachineProfile &profile,
@@ -141,14 +168,7 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
     program.constantBytes += bytes.size();
     program.constantImage.emplace_back(program.hbmTensors[static_cast<size_t>(c.tensor)].offsetBytes, std::move(bytes));
   }
-  for (const tile::TileOp &op : kernel.ops) {
-    if (op.kind != tile::TileOpKind::Matmul || !op.operands[1] || !op.operands[2]) continue;
-    const tile::OperandView &stationary = *op.operands[1], &moving = *op.operands[2];
-    int64_t m = 1, n = 1;
-    for (const FreeDim &d : stationary.dims) m *= d.count;
-    for (const FreeDim &d : moving.dims) n *= d.count;
-    program.matmulFlops += 2.0 * static_cast<double>(stationary.partitionCount * m * n);
-  }
+  for (const Node *node : stage.nodes) program.modelFlops += modelFlops(*node);
   return program;
 }
 
@@ -250,6 +270,13 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
   exe->model_ = std::move(model);
   exe->compileSeconds_ = msSince(start) / 1000.0;
   return exe;
+}
+
+double NcExecutable::modelFlops() const {
+  double total = 0;
+  for (const StageRef &stage : stages_)
+    if (stage.onDevice) total += programs_[static_cast<size_t>(stage.program)].modelFlops;
+  return total;
 }
 
 std::string NcExecutable::report() const {
@@ -442,7 +469,7 @@ Status NcExecutable::save(const std::string &path) const {
     p["constantBytes"] = prog.constantBytes;
     p["spilled"] = prog.spilledActivations;
     p["estimatedNs"] = prog.estimatedNs;
-    p["matmulFlops"] = prog.matmulFlops;
+    p["modelFlops"] = prog.modelFlops;
     programs.push_back(p);
   }
   header["programs"] = programs;
@@ -534,7 +561,7 @@ Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) 
       prog.constantBytes = p.at("constantBytes").get<uint64_t>();
       prog.spilledActivations = p.at("spilled").get<int>();
       prog.estimatedNs = p.at("estimatedNs").get<double>();
-      prog.matmulFlops = p.at("matmulFlops").get<double>();
+      prog.modelFlops = p.at("modelFlops").get<double>();
       exe->programs_.push_back(std::move(prog));
     }
     return exe;

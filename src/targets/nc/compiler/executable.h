@@ -40,7 +40,7 @@ struct DeviceProgram {
   uint64_t constantBytes = 0;                  // Weights and other constants in HBM.
   int spilledActivations = 0;                  // Activations moved to HBM between their uses.
   double estimatedNs = 0;                      // The list scheduler's estimate.
-  double matmulFlops = 0;                      // Useful PE FLOPs (for MFU).
+  double modelFlops = 0;                       // The stage's matmul, convolution and attention FLOPs.
 };
 
 struct PassTime {
@@ -65,6 +65,8 @@ class NcExecutable {
   const NcCompileOptions &options() const { return options_; }
   /// Per device stage, one program per core (core 0 first).
   const std::vector<DeviceProgram> &programs() const { return programs_; }
+  /// The FLOPs of the device stages' nodes as the model states them (MFU's numerator).
+  double modelFlops() const;
   int cores() const { return options_.lowering.cores; }
   const std::vector<std::string> &nodeNames() const { return nodeNames_; }
   /// "host: a, b" / "device #0" per stage, in order.
