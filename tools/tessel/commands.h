@@ -43,7 +43,7 @@ struct NcCompileRequest {
 void compileForNc(const NcCompileRequest &request);
 /// `tessel run` of an accelerator artifact: simulate, check against the reference, print the figures.
 void runNcArtifact(const std::string &path, const std::vector<std::string> &inputs, uint64_t seed,
-                   const std::string &outputDir);
+                   const std::string &outputDir, bool timingOnly);
 
 /// A seeded random tensor for a graph input: symbolic dims take `dimValues` (default 1); floats are
 /// uniform in [-1, 1), integers in [0, 10), bools fair coins.

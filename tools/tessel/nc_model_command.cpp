@@ -149,15 +149,31 @@ void compileForNc(const NcCompileRequest &request) {
   std::printf("wrote %s\n", request.output.c_str());
 }
 
+void printFigures(const NcExecutable &exe, const nc::compiler::NcRunResult &result) {
+  const RunFigures f = figuresOf(exe, result);
+  const int64_t batch = batchOf(*exe.model().graph);
+  std::printf("simulated latency: %.3f us on %d %s core%s (%zu host fallbacks)\n", f.latencyUs, exe.cores(),
+              exe.profile().name.c_str(), exe.cores() > 1 ? "s" : "", exe.fallbacks().size());
+  std::printf("throughput: %.1f inferences/s (batch %lld)\n", f.latencyUs > 0 ? batch * 1e6 / f.latencyUs : 0.0,
+              static_cast<long long>(batch));
+  std::printf("MFU: %.1f%% of %d core%s (%.3g model FLOP)\n", f.mfuPercent, exe.cores(), exe.cores() > 1 ? "s" : "",
+              f.matmulFlops);
+  std::printf("bounding engine: %s\n", f.boundingEngine.c_str());
+}
+
 void runNcArtifact(const std::string &path, const std::vector<std::string> &inputs, uint64_t seed,
-                   const std::string &outputDir) {
+                   const std::string &outputDir, bool timingOnly) {
   auto exe = nc::compiler::loadNcArtifact(path);
   if (!exe.ok()) return reportError(exe.diag().str());
   const Model &model = (*exe)->model();
   auto feeds = makeFeeds(*model.graph, inputs, seed);
   if (!feeds.ok()) return reportError(withLocation(feeds.status(), SourceLoc::inFile(path)).str());
-  auto result = (*exe)->run(*feeds);
+  auto result = (*exe)->run(*feeds, timingOnly);
   if (!result.ok()) return reportError(result.diag().str());
+  if (timingOnly) {
+    std::printf("outputs: not computed (--timing-only)\n");
+    return printFigures(**exe, *result);
+  }
   auto want = ReferenceInterpreter(model).run(*feeds);
   if (!want.ok()) return reportError(want.diag().str());
   const nc::compiler::Tolerance tolerance = nc::compiler::toleranceFor((*exe)->options().lowering);
@@ -181,15 +197,7 @@ void runNcArtifact(const std::string &path, const std::vector<std::string> &inpu
     std::printf("  %s: %s max abs error %.3g, max error / tolerance %.3f: %s\n", (*want)[o].first.c_str(),
                 result->outputs[o].second.describe().c_str(), maxAbs, worst, worst <= 1.0 ? "PASS" : "FAIL");
   }
-  const RunFigures f = figuresOf(**exe, *result);
-  const int64_t batch = batchOf(*model.graph);
-  std::printf("simulated latency: %.3f us on %d %s core%s (%zu host fallbacks)\n", f.latencyUs, (*exe)->cores(),
-              (*exe)->profile().name.c_str(), (*exe)->cores() > 1 ? "s" : "", (*exe)->fallbacks().size());
-  std::printf("throughput: %.1f inferences/s (batch %lld)\n", f.latencyUs > 0 ? batch * 1e6 / f.latencyUs : 0.0,
-              static_cast<long long>(batch));
-  std::printf("MFU: %.1f%% of %d core%s (%.3g model FLOP)\n", f.mfuPercent, (*exe)->cores(),
-              (*exe)->cores() > 1 ? "s" : "", f.matmulFlops);
-  std::printf("bounding engine: %s\n", f.boundingEngine.c_str());
+  printFigures(**exe, *result);
   if (!outputDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(outputDir, ec);

@@ -23,6 +23,7 @@ struct RunArgs {
   int optLevel = 3;
   int threads = 0;
   uint64_t seed = 0;
+  bool timingOnly = false;
 };
 
 void printSummary(const std::string &name, const RuntimeValue &value) {
@@ -40,7 +41,7 @@ void printSummary(const std::string &name, const RuntimeValue &value) {
 }
 
 void runModel(const RunArgs &args) {
-  if (nc::compiler::isNcArtifact(args.model)) return runNcArtifact(args.model, args.inputs, args.seed, args.outputDir);
+  if (nc::compiler::isNcArtifact(args.model)) return runNcArtifact(args.model, args.inputs, args.seed, args.outputDir, args.timingOnly);
   const std::string target = cpu::isCpuArtifact(args.model) ? "cpu" : args.target;
   auto session = Session::load(args.model, target, {args.optLevel, args.threads});
   if (!session.ok()) return reportError(session.diag().str());
@@ -138,6 +139,7 @@ void addRunCommand(CLI::App &app) {
   cmd->add_option("-O", args->optLevel, "cpu: optimization level 0-3")->capture_default_str();
   cmd->add_option("--threads", args->threads, "cpu: threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
+  cmd->add_flag("--timing-only", args->timingOnly, "nc artifacts: simulate the timing only (no outputs, no check)");
   cmd->callback([args] { runModel(*args); });
 }
 

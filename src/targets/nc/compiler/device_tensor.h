@@ -35,8 +35,7 @@ struct DeviceTensor {
   int64_t freeSize = 0;                // Elements per partition of every block.
   std::vector<tile::TileView> blocks;  // Block b: global partitions [128 b, 128 b + blocks[b].partitions()).
   /// With --cores N, a tensor split over the cores (a column-parallel matmul's output that only a
-  /// row-parallel matmul reads): when > 1, each block's partitions are `shardedCores` equal parts and
-  /// only this core's part holds data.
+  /// row-parallel matmul reads): when > 1, core c holds the blocks b with b % shardedCores == c.
   int shardedCores = 1;
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }

@@ -22,6 +22,7 @@
 #include "targets/nc/compiler/epilogue.h"
 #include "targets/nc/compiler/lowering.h"
 #include "targets/nc/kernels/tiling.h"
+#include "targets/nc/machine/cost.h"
 
 namespace tessel::nc::compiler {
 namespace {
@@ -36,9 +37,8 @@ using tile::TileView;
 constexpr int64_t kWeightBlockColumns = 512;
 constexpr int64_t kWeightChunkTiles = 6;
 
-/// Sharding across cores: the smallest weight worth splitting, and the smallest part of a
-/// 128-partition tile a core may own (a 32-partition operand is the finest alignment, section 4.2).
-constexpr int64_t kMinShardWeightBytes = 2 << 20;
+/// Sharding across cores: the smallest part of a 128-partition tile a core may own (a 32-partition
+/// operand is the finest alignment, section 4.2).
 constexpr int64_t kMinShardPartitions = 32;
 
 struct MatmulNode {
@@ -91,40 +91,47 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
   const int64_t P = ctx.profile().partitions;
   const int64_t bank = ctx.profile().psum.bankFp32Elements;
   const int cores = a.shardedCores;
-  const int64_t part = P / cores, partStart = ctx.options().core * part;
-  const int64_t rows = a.freeSize, kt = K / P;
+  const int64_t rows = a.freeSize;
   const DType dtype = ctx.matmulDtype();
   const Value *y = node.output(0);
   const std::vector<int64_t> yShape = staticShape(y);
   TileView storage;
   DeviceTensor out = allocateStandardInOneTile(b, y->name(), yShape, DType::F32, -1, &storage);
+  // The k-tiles of A this core holds: every cores-th one, as the producer split its output.
+  std::vector<int64_t> ownedK;
+  for (int64_t t = ctx.options().core; t < K / P; t += cores) ownedK.push_back(t);
+  const int64_t kt = static_cast<int64_t>(ownedK.size());
 
   for (const Span &nb : splitRange(N, kWeightBlockColumns)) {
-    // This core's K rows of the n-block, on the partitions its part of A occupies.
     std::vector<TileView> wTiles(static_cast<size_t>(kt));
     for (const Span &chunk : splitRange(kt, kWeightChunkTiles)) {
-      std::vector<float> block(static_cast<size_t>(part * chunk.count * nb.count));
-      for (int64_t p = 0; p < part; ++p)
+      std::vector<float> block(static_cast<size_t>(P * chunk.count * nb.count));
+      for (int64_t p = 0; p < P; ++p)
         for (int64_t t = 0; t < chunk.count; ++t)
           for (int64_t c = 0; c < nb.count; ++c)
             block[static_cast<size_t>((p * chunk.count + t) * nb.count + c)] =
-                wAt((chunk.start + t) * P + partStart + p, nb.start + c);
+                wAt(ownedK[static_cast<size_t>(chunk.start + t)] * P + p, nb.start + c);
       tile::HbmView wHbm =
           ctx.constantHbm(fmt::format("{}/w{}.{}", node.name(), nb.start / kWeightBlockColumns, chunk.start), dtype,
-                          {part, chunk.count * nb.count}, std::move(block));
+                          {P, chunk.count * nb.count}, std::move(block));
       TileView wTile = b.sbuf(node.name() + "/w", dtype, P, {chunk.count * nb.count});
-      b.load(wTile.partitionSlice(partStart, part), wHbm);
+      b.load(wTile, wHbm);
       for (int64_t t = 0; t < chunk.count; ++t)
-        wTiles[static_cast<size_t>(chunk.start + t)] = wTile.partitionSlice(partStart, part).cols(t * nb.count, nb.count);
+        wTiles[static_cast<size_t>(chunk.start + t)] = wTile.cols(t * nb.count, nb.count);
     }
     for (const Span &nt : splitRange(nb.count, P)) {
       const int64_t n0 = nb.start + nt.start;
       for (const Span &r : splitRange(rows, bank)) {
+        TileView dst = out.partitions(n0, nt.count).cols(r.start, r.count);
+        if (kt == 0) {  // More cores than k-tiles: this one adds nothing.
+          b.memset(dst, 0.0f);
+          continue;
+        }
         TileView acc = b.psum(node.name() + "/acc", DType::F32, nt.count, {r.count});
         for (int64_t t = 0; t < kt; ++t)
           b.matmul(acc, wTiles[static_cast<size_t>(t)].cols(nt.start, nt.count),
-                   a.partitions(t * P + partStart, part).cols(r.start, r.count), /*accumulate=*/t > 0);
-        b.copy(out.partitions(n0, nt.count).cols(r.start, r.count), acc);
+                   a.partitions(ownedK[static_cast<size_t>(t)] * P, P).cols(r.start, r.count), /*accumulate=*/t > 0);
+        b.copy(dst, acc);
       }
     }
   }
@@ -157,34 +164,49 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
   return Status::success();
 }
 
-/// Whether a matmul with these sizes splits over `cores`: every 128-feature tile into equal parts a
-/// core can own, and weights large enough that halving their DMA pays for a collective.
-bool shardable(const MachineProfile &profile, int cores, int64_t K, int64_t N, DType dtype) {
+/// Whether a matmul's output features split over `cores` in equal parts a core can own (the
+/// finest operand alignment is 32 partitions, section 4.2).
+bool splits(const MachineProfile &profile, int cores, int64_t K, int64_t N) {
   const int64_t P = profile.partitions;
-  return cores > 1 && N % P == 0 && K % P == 0 && P % cores == 0 && P / cores >= kMinShardPartitions &&
-         K * N * dtypeSizeBytes(dtype) >= kMinShardWeightBytes;
+  return cores > 1 && N % P == 0 && K % P == 0 && P % cores == 0 && P / cores >= kMinShardPartitions;
+}
+
+/// The DMA time of `bytes` at the rate of all the core's DMA engines, and the time of a collective
+/// over `bytes` per core: sharding pays when the weight bytes it saves take longer to load than the
+/// collective it adds (both from the profile, as the simulator charges them).
+double dmaNs(const MachineProfile &profile, double bytes) {
+  return bytes / (profile.dma.bytesPerNsPerEngine * static_cast<double>(profile.dma.enginesPerCore));
+}
+
+bool shardable(const MachineProfile &profile, int cores, int64_t K, int64_t N, int64_t rows, DType dtype) {
+  if (!splits(profile, cores, K, N)) return false;
+  const double saved = dmaNs(profile, static_cast<double>(K * N * dtypeSizeBytes(dtype)) * (cores - 1) / cores);
+  return saved > costCollectiveNs(profile, rows * N * 4, cores);
 }
 
 /// Whether `y` may stay split over the cores: every reader is a matmul on the device that takes it
 /// as its left operand with a constant weight it will split by rows (the row-parallel half of a
-/// column-parallel / row-parallel pair, which needs one all_reduce instead of two gathers).
-bool readersTakeSharded(const LoweringContext &ctx, const Value *y) {
-  if (y->uses().empty()) return false;
+/// column-parallel / row-parallel pair, which needs one all_reduce instead of two gathers). Returns
+/// the readers' weight elements and their widest output, or nullopt.
+std::optional<std::pair<int64_t, int64_t>> readersTakeSharded(const LoweringContext &ctx, const Value *y) {
+  if (y->uses().empty()) return std::nullopt;
+  int64_t weights = 0, widest = 0;
   for (const Value *out : y->graph()->outputs())
-    if (out == y) return false;
+    if (out == y) return std::nullopt;
   for (const Use &use : y->uses()) {
     const Node *reader = use.user;
-    if (!reader || use.inputIndex != 0) return false;
+    if (!reader || use.inputIndex != 0) return std::nullopt;
     const std::string &op = reader->opType();
-    if (op != "MatMul" && op != "FusedMatMul") return false;
-    if (!deviceUnsupportedReason(*reader, ctx.options()).empty()) return false;
+    if (op != "MatMul" && op != "FusedMatMul") return std::nullopt;
+    if (!deviceUnsupportedReason(*reader, ctx.options()).empty()) return std::nullopt;
     const Value *w = reader->input(1);
-    if (w->initializer().rank() != 2) return false;
-    if (!shardable(ctx.profile(), ctx.options().cores, w->initializer().size(0), w->initializer().size(1),
-                   ctx.matmulDtype()))
-      return false;
+    if (w->initializer().rank() != 2) return std::nullopt;
+    const int64_t k = w->initializer().size(0), n = w->initializer().size(1);
+    if (!splits(ctx.profile(), ctx.options().cores, k, n)) return std::nullopt;
+    weights += k * n;
+    widest = std::max(widest, n);
   }
-  return true;
+  return std::make_pair(weights, widest);
 }
 
 Status emitMatmul(LoweringContext &ctx, const Node &node) {
@@ -213,14 +235,22 @@ Status emitMatmul(LoweringContext &ctx, const Node &node) {
   const int64_t rows = a.freeSize;
   // Column-parallel sharding over the chip's cores: each core computes an equal, aligned part of
   // every 128-feature output tile from its own slice of W (so each core loads 1/cores of the weights)
-  // and one all_gather completes the output on every core. Worth it only for large weights: the
-  // collective's fixed cost is that of about a megabyte of DMA.
+  // and one all_gather completes the output on every core, unless the readers take it split.
   const int cores = ctx.options().cores;
   const int64_t part = P / std::max(cores, 1);
   if (a.shardedCores > 1) return emitRowParallel(ctx, node, m, a, wAt, K, N);
-  const bool shard = shardable(ctx.profile(), cores, K, N, dtype);
-  const bool keepSharded = shard && readersTakeSharded(ctx, y);
-  const int64_t partStart = shard ? ctx.options().core * part : 0;
+  // A column-parallel matmul whose readers take its output split pays for one all_reduce (theirs)
+  // instead of an all_gather; it is worth splitting when the two matmuls' saved weight DMA beats it.
+  bool keepSharded = false;
+  if (splits(ctx.profile(), cores, K, N)) {
+    if (auto readers = readersTakeSharded(ctx, y)) {
+      const double saved = dmaNs(ctx.profile(), static_cast<double>((K * N + readers->first) * dtypeSizeBytes(dtype)) *
+                                                    (cores - 1) / cores);
+      keepSharded = saved > costCollectiveNs(ctx.profile(), rows * readers->second * 4, cores);
+    }
+  }
+  const bool shard = keepSharded || shardable(ctx.profile(), cores, K, N, rows, dtype);
+  const int64_t partStart = shard && !keepSharded ? ctx.options().core * part : 0;
   TileView storage;
   const std::vector<int64_t> yShape = staticShape(y);
   DeviceTensor out = shard ? allocateStandardInOneTile(b, y->name(), yShape, ctx.activationDtype(), -1, &storage)
@@ -241,8 +271,14 @@ Status emitMatmul(LoweringContext &ctx, const Node &node) {
     // The output features of this n-block this core computes: per 128-feature tile, all of it, or
     // its part when sharded.
     std::vector<Span> owned;
-    for (const Span &nt : splitRange(nb.count, P))
-      owned.push_back(shard ? Span{nt.start + partStart, part} : nt);
+    for (const Span &nt : splitRange(nb.count, P)) {
+      if (keepSharded) {  // Whole tiles, every cores-th one: the readers split their K the same way.
+        if (((nb.start + nt.start) / P) % cores == ctx.options().core) owned.push_back(nt);
+      } else {
+        owned.push_back(shard ? Span{nt.start + partStart, part} : nt);
+      }
+    }
+    if (owned.empty()) continue;
     int64_t columns = 0;
     for (const Span &o : owned) columns += o.count;
     auto columnOf = [&](int64_t c) {  // Column c of this core's weight tile -> column of the n-block.

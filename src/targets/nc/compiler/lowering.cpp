@@ -300,15 +300,8 @@ Expected<DeviceTensor> LoweringContext::standardAs(const Value *value, int64_t a
   if (auto it = castCache_.find(key); it != castCache_.end()) return it->second;
   DeviceTensor out = allocateStandard(builder_, value->name() + "/cast", t.shape, dtype, axis);
   out.shardedCores = t.shardedCores;
-  const int64_t part = t.blocks.empty() ? 0 : t.blocks[0].partitions() / t.shardedCores;
-  for (size_t k = 0; k < t.blocks.size(); ++k) {
-    if (t.shardedCores > 1) {  // Only this core's part holds data.
-      const int64_t start = options_.core * part;
-      builder_.copy(out.blocks[k].partitionSlice(start, part), t.blocks[k].partitionSlice(start, part));
-    } else {
-      builder_.copy(out.blocks[k], t.blocks[k]);
-    }
-  }
+  for (size_t k = 0; k < t.blocks.size(); ++k)  // A split tensor: only this core's blocks hold data.
+    if (t.shardedCores == 1 || static_cast<int>(k) % t.shardedCores == options_.core) builder_.copy(out.blocks[k], t.blocks[k]);
   castCache_[key] = out;
   return out;
 }

@@ -18,6 +18,7 @@ struct ModelCheck {
   double simulatedUs = 0;     // Device time of the run.
   int deviceNodes = 0, hostNodes = 0;
   int spilledActivations = 0;
+  int collectives = 0;        // all_gather and all_reduce instructions of core 0.
 };
 
 /// Compiles `irText` with `options`, runs it on nc and on ref with the same seeded inputs (floats

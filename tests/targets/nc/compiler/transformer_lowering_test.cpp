@@ -111,6 +111,38 @@ func @main(%x: f32[2048,512]) -> (%y: f32[2048,512]) {
   EXPECT_GT(check->spilledActivations, 0);
 }
 
+TEST(TransformerLowering, ShardsMatmulsOverTwoCores) {
+  // An MLP pair (column-parallel, then row-parallel with one all_reduce) and a matmul whose output a
+  // non-matmul reads (column-parallel with an all_gather); the result matches on 2 and 4 cores.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,16,1024]) -> (%y: f32[1,16,1024]) {{
+  const %w1 = {}
+  const %b1 = {}
+  const %w2 = {}
+  const %w3 = {}
+  %h = MatMul(%x, %w1)
+  %hb = Add(%h, %b1)
+  %g = Relu(%hb)
+  %o = MatMul(%g, %w2)
+  %s = Add(%o, %x)
+  %p = MatMul(%s, %w3)
+  %y = Tanh(%p)
+  return %y
+}}
+}})",
+                                     denseText({1024, 2048}, 11, 0.05f), denseText({2048}, 12), denseText({2048, 1024}, 13, 0.05f),
+                                     denseText({1024, 1024}, 14, 0.05f));
+  for (int cores : {2, 4}) {
+    NcCompileOptions options;
+    options.target = "nc-v3";
+    options.lowering.cores = cores;
+    auto check = checkModelOnNc(ir, options);
+    ASSERT_TRUE(check.ok()) << check.diag().str();
+    EXPECT_LE(check->maxErrorRatio, 1.0) << cores << " cores: " << check->worst;
+    EXPECT_EQ(check->collectives, 2) << cores << " cores";  // The pair's all_reduce, the last matmul's all_gather.
+  }
+}
+
 TEST(TransformerLowering, AutoCastNoneIsFp32) {
   const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
 func @main(%x: f32[8,200]) -> (%y: f32[8,130]) {{
