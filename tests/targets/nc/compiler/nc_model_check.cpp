@@ -50,8 +50,9 @@ Expected<ModelCheck> checkModelOnNc(const std::string &irText, const NcCompileOp
   }
   check.deviceNodes = static_cast<int>(exe->nodeNames().size());
   for (const DeviceProgram &program : exe->programs()) check.spilledActivations += program.spilledActivations;
-  for (const Instruction &insn : exe->programs()[0].program)
-    if (insn.opcode == Opcode::AllGather || insn.opcode == Opcode::AllReduce) ++check.collectives;
+  if (!exe->programs().empty())
+    for (const Instruction &insn : exe->programs()[0].program)
+      if (insn.opcode == Opcode::AllGather || insn.opcode == Opcode::AllReduce) ++check.collectives;
   return check;
 }
 
