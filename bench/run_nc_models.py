@@ -4,6 +4,7 @@
 `tessel run` (simulated latency, MFU, bounding engine, output check against the reference on the
 bundled inputs) and print one markdown table row. Usage:
   bench/run_nc_models.py TESSEL MODELS_DIR [--models resnet50,...] [--targets nc-v2,nc-v3] [--cores 1,2]
+                         [--timing-only]   (simulate the timing only: no outputs, no check; much faster)
 """
 import argparse
 import os
@@ -34,6 +35,7 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--targets", default="nc-v2,nc-v3")
     parser.add_argument("--cores", default="1,2")
+    parser.add_argument("--timing-only", action="store_true")
     args = parser.parse_args()
 
     print("| model | target | cores | latency (us) | throughput (inf/s) | MFU | compile (s) | host fallbacks | bounding engine | check |")
@@ -59,7 +61,8 @@ def main():
                     fallbacks = re.search(r"host fallbacks: (\d+)", out).group(1)
                     ops = sorted(set(re.findall(r"^  \S.* \((\w+)\): ", out, re.M)))
                     fallback_text = fallbacks + (f" ({', '.join(ops)})" if ops else "")
-                    rc, out = run([args.tessel, "run", artifact] + feeds)
+                    timing = ["--timing-only"] if args.timing_only else []
+                    rc, out = run([args.tessel, "run", artifact] + feeds + timing)
                     os.remove(artifact)
                     def grab(pattern):
                         m = re.search(pattern, out)
@@ -69,6 +72,8 @@ def main():
                     mfu = grab(r"MFU: ([\d.]+%)")
                     bounding = grab(r"bounding engine: (\w+)")
                     check = "PASS" if rc == 0 and "FAIL" not in out else "FAIL " + grab(r"max error / tolerance ([\d.]+)")
+                    if args.timing_only and rc == 0:
+                        check = "not run"
                     print(f"| {MODELS[model]} | {target} | {cores} | {latency} | {throughput} | {mfu} | {compile_s:.1f} | "
                           f"{fallback_text} | {bounding} | {check} |", flush=True)
 
