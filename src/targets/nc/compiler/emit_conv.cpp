@@ -520,7 +520,7 @@ Status emitConv(LoweringContext &ctx, const Node &node) {
   const Value *y = node.output(0);
   ConvOutput o;
   o.out = ctx.allocate(y, 1);
-  if (isPresent(node.input(2))) o.bias = ctx.channelVector(node.name() + "/b", ctx.constantFloats(node.input(2)));
+  if (isPresent(node.input(2))) o.bias = ctx.channelVector(ctx.constantFloats(node.input(2)));
   if (isPresent(node.input(3))) {
     TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(node.input(3), 1));
     o.residual = z;

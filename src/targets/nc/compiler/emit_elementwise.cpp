@@ -131,7 +131,7 @@ class Evaluator {
       for (int64_t e = 0; perChannel && e < static_cast<int64_t>(expanded.size()); ++e)
         perChannel = expanded[static_cast<size_t>(e)] == column[static_cast<size_t>((e / axisStride) % partitions)];
       if (perChannel) {
-        perPartition[i] = ctx_.channelVector(fmt::format("{}/c{}", node_.name(), i), column);
+        perPartition[i] = ctx_.channelVector(column);
         fixed[i].kind = Operand::PartitionScalar;
         continue;
       }

@@ -141,7 +141,7 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
   if (m.bias) {
     std::vector<float> values = ctx.constantFloats(m.bias);
     for (float &v : values) v *= m.beta;
-    bias = ctx.channelVector(node.name() + "/bias", values);
+    bias = ctx.channelVector(values);
   }
   std::optional<DeviceTensor> residual;
   if (m.residual) {
@@ -264,7 +264,7 @@ Status emitMatmul(LoweringContext &ctx, const Node &node) {
   if (m.bias) {
     std::vector<float> values = ctx.constantFloats(m.bias);
     for (float &v : values) v *= m.beta;
-    bias = ctx.channelVector(node.name() + "/bias", values);
+    bias = ctx.channelVector(values);
   }
 
   for (const Span &nb : nBlocks) {

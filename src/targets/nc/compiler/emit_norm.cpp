@@ -40,8 +40,8 @@ Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
   std::vector<float> gammaValues = ctx.constantFloats(node.input(1));
   std::vector<float> betaValues =
       node.input(2) ? ctx.constantFloats(node.input(2)) : std::vector<float>(static_cast<size_t>(C), 0.0f);
-  std::vector<TileView> gamma = ctx.channelVector(node.name() + "/gamma", gammaValues);
-  std::vector<TileView> beta = ctx.channelVector(node.name() + "/beta", betaValues);
+  std::vector<TileView> gamma = ctx.channelVector(gammaValues);
+  std::vector<TileView> beta = ctx.channelVector(betaValues);
   const TileView ones = ctx.constantTile(1.0f, DType::F32);
   const std::vector<Span> cTiles = splitRange(C, P);
 

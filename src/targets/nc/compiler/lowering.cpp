@@ -406,7 +406,7 @@ HbmView LoweringContext::constantHbm(const std::string &name, DType dtype, const
   return view;
 }
 
-std::vector<TileView> LoweringContext::channelVector(const std::string &name, const std::vector<float> &values) {
+std::vector<TileView> LoweringContext::channelVector(const std::vector<float> &values) {
   const int64_t P = profile().partitions;
   const int64_t n = static_cast<int64_t>(values.size());
   std::vector<TileView> tiles;
@@ -425,7 +425,6 @@ std::vector<TileView> LoweringContext::channelVector(const std::string &name, co
       data[static_cast<size_t>(p * kVectorPoolColumns + column)] = values[static_cast<size_t>(s.start + p)];
     tiles.push_back(vectorPool_->tile.partitionSlice(0, s.count).cols(column, 1));
   }
-  (void)name;
   return tiles;
 }
 

@@ -85,7 +85,7 @@ class LoweringContext {
   /// Per-partition scalars: values[i] at global partition i, as [P, 1] f32 SBUF views (one per block
   /// of 128). They are columns of shared pool tiles, so one DMA brings many vectors (a [P, 1] load
   /// alone would spend a DMA's fixed costs on 4 bytes per partition).
-  std::vector<tile::TileView> channelVector(const std::string &name, const std::vector<float> &values);
+  std::vector<tile::TileView> channelVector(const std::vector<float> &values);
   /// A [partitions, partitions] tile of `value` in `dtype` (e.g. all ones for PE reductions), cached.
   tile::TileView constantTile(float value, DType dtype);
 
