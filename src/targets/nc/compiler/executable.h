@@ -69,7 +69,7 @@ class NcExecutable {
   double modelFlops() const;
   int cores() const { return options_.lowering.cores; }
   const std::vector<std::string> &nodeNames() const { return nodeNames_; }
-  /// "host: a, b" / "device #0" per stage, in order.
+  /// "device stage: N nodes; in: ...; out: ..." per stage, in order.
   const std::vector<std::string> &stageText() const { return stageText_; }
   const std::vector<Fallback> &fallbacks() const { return fallbacks_; }
   const std::vector<PassTime> &passTimes() const { return passTimes_; }
@@ -83,7 +83,7 @@ class NcExecutable {
   friend Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOptions &options);
   friend Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path);
 
- public:
+  /// One stage in execution order.
   struct StageRef {
     bool onDevice = false;
     int program = -1;                    // Device: index into programs_ of core 0's program,
