@@ -88,6 +88,11 @@ Status CpuExecutable::save(const std::string &path) const {
   uint64_t headerOffset = kPrefixBytes + blobs.size();
   uint64_t headerBytes = headerText.size();
 
+  // `-o out/model.tsl` creates out/ when it is missing.
+  if (std::filesystem::path parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+  }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return makeFileError(ErrorCode::IoError, path, "cannot open for writing");
   out.write(kMagic, sizeof kMagic);

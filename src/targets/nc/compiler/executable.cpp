@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -474,6 +475,11 @@ Status NcExecutable::save(const std::string &path) const {
   }
   header["programs"] = programs;
   const std::string headerText = header.dump();
+  // `-o out/model.tsl` creates out/ when it is missing.
+  if (std::filesystem::path parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+  }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return makeFileError(ErrorCode::IoError, path, "cannot open for writing");
   const uint64_t headerBytes = headerText.size();
