@@ -14,7 +14,7 @@ $tessel info examples/small_cnn.onnx
 $tessel compile examples/small_cnn.onnx --target cpu -O3 --batch 2 --report -o out/small_cnn.tsl
 $tessel run out/small_cnn.tsl --input image=examples/small_cnn_input.npy --output-dir out/small_cnn/cpu
 $tessel run examples/small_cnn.onnx --target ref --input image=examples/small_cnn_input.npy --output-dir out/small_cnn/ref
-python3 - <<'PY'
+/usr/bin/python3 - <<'PY'
 import numpy as np
 cpu = np.load("out/small_cnn/cpu/probabilities.npy")
 ref = np.load("out/small_cnn/ref/probabilities.npy")
