@@ -49,6 +49,9 @@ void runNcArtifact(const std::string &path, const std::vector<std::string> &inpu
 /// uniform in [-1, 1), integers in [0, 10), bools fair coins.
 Expected<Tensor> randomInput(const Value &input, const std::map<std::string, int64_t> &dimValues, std::mt19937_64 &rng);
 
+/// Imports an ONNX model and gives its inputs static sizes from `--shape` specs and `--batch` (compile).
+Expected<Model> importSpecialized(const std::string &path, const std::vector<std::string> &shapes, int64_t batch);
+
 /// Parses `--shape NAME=D0,D1,...` (compile, bench).
 Expected<std::pair<std::string, std::vector<int64_t>>> parseShapeSpec(const std::string &spec);
 

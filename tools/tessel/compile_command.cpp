@@ -49,16 +49,8 @@ void compileModel(const CompileArgs &args) {
     return compileForNc(NcCompileRequest{args.model, args.target, args.output, args.shapes, args.batch, args.optLevel,
                                          args.autoCast, args.autoCastType, args.cores, args.report, args.timePasses});
   }
-  std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
-  for (const std::string &spec : args.shapes) {
-    auto parsed = parseShapeSpec(spec);
-    if (!parsed.ok()) return reportError(parsed.diag().str());
-    sizes.push_back(*parsed);
-  }
-  auto model = importOnnxFile(args.model);
+  auto model = importSpecialized(args.model, args.shapes, args.batch);
   if (!model.ok()) return reportError(model.diag().str());
-  Status specialized = cpu::specializeInputs(*model, sizes, args.batch);
-  if (!specialized.ok()) return reportError(specialized.str());
   auto plan = cpu::compileCpu(std::move(*model), {args.optLevel, args.threads});
   if (!plan.ok()) return reportError(plan.diag().str());
   if (args.report) printReport(**plan);
@@ -69,6 +61,17 @@ void compileModel(const CompileArgs &args) {
 }
 
 }  // namespace
+
+Expected<Model> importSpecialized(const std::string &path, const std::vector<std::string> &shapes, int64_t batch) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
+  for (const std::string &spec : shapes) {
+    TESSEL_ASSIGN_OR_RETURN(auto parsed, parseShapeSpec(spec));
+    sizes.push_back(std::move(parsed));
+  }
+  TESSEL_ASSIGN_OR_RETURN(Model model, importOnnxFile(path));
+  TESSEL_RETURN_IF_ERROR(cpu::specializeInputs(model, sizes, batch));
+  return model;
+}
 
 Expected<std::pair<std::string, std::vector<int64_t>>> parseShapeSpec(const std::string &spec) {
   size_t eq = spec.find('=');

@@ -11,9 +11,7 @@
 #include <random>
 
 #include "commands.h"
-#include "frontend/onnx/importer.h"
 #include "ir/npy.h"
-#include "targets/cpu/executable.h"
 #include "targets/nc/compiler/executable.h"
 #include "targets/nc/profile/report.h"
 #include "targets/nc/profile/summary.h"
@@ -120,16 +118,8 @@ void profileArtifact(const std::string &path, const std::string &dir) {
 void compileForNc(const NcCompileRequest &request) {
   auto cast = parseCast(request.autoCast, request.autoCastType);
   if (!cast.ok()) return reportError(cast.diag().str());
-  std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
-  for (const std::string &spec : request.shapes) {
-    auto parsed = parseShapeSpec(spec);
-    if (!parsed.ok()) return reportError(parsed.diag().str());
-    sizes.push_back(*parsed);
-  }
-  auto model = importOnnxFile(request.model);
+  auto model = importSpecialized(request.model, request.shapes, request.batch);
   if (!model.ok()) return reportError(model.diag().str());
-  Status specialized = cpu::specializeInputs(*model, sizes, request.batch);
-  if (!specialized.ok()) return reportError(specialized.str());
   nc::compiler::NcCompileOptions options;
   options.target = request.target;
   options.lowering = *cast;

@@ -38,6 +38,7 @@
 
 #include "targets/nc/compiler/epilogue.h"
 #include "targets/nc/compiler/lowering.h"
+#include "targets/nc/compiler/spatial_windows.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/tile/tile_ring.h"
 
@@ -77,11 +78,10 @@ struct ConvShape {
   bool depthwise() const { return group > 1 && group == C && M == C; }
 };
 
-std::vector<int64_t> sizesOf(const Value *value) { return value->type().shape().sizes().value_or(std::vector<int64_t>{}); }
 
 /// Reads the geometry of `node`, or says why it is not a 2-D convolution this file lowers.
 std::string readConvShape(const Node &node, ConvShape &s) {
-  const std::vector<int64_t> x = sizesOf(node.input(0)), w = sizesOf(node.input(1)), y = sizesOf(node.output(0));
+  const std::vector<int64_t> x = staticShape(node.input(0)), w = staticShape(node.input(1)), y = staticShape(node.output(0));
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) return "not a 2-D convolution";
   s.N = x[0], s.C = x[1], s.H = x[2], s.W = x[3];
   s.M = w[0], s.KH = w[2], s.KW = w[3];
@@ -118,48 +118,6 @@ std::string checkConv(const Node &node, const LoweringOptions &) {
 }
 
 // ---- Output chunks and windows --------------------------------------------------------------------
-
-/// Output positions computed together: images [n0, n0 + images), rows [oh0, oh0 + rows) and columns
-/// [ow0, ow0 + cols). Either whole images, or rows of one image, or part of one row; so the chunk is
-/// contiguous in Y's standard form.
-struct OutputChunk {
-  int64_t n0 = 0, images = 1, oh0 = 0, rows = 1, ow0 = 0, cols = 1;
-  int64_t size() const { return images * rows * cols; }
-  /// Offset of the chunk's first element in the standard form of an [N, ., OH, OW] tensor.
-  int64_t offset(int64_t OH, int64_t OW) const { return (n0 * OH + oh0) * OW + ow0; }
-};
-
-/// Rows [rowBegin, rowEnd) of image n in chunks of at most `limit` positions.
-void splitRows(int64_t n, int64_t rowBegin, int64_t rowEnd, int64_t OW, int64_t limit, std::vector<OutputChunk> &out) {
-  if (OW > limit) {
-    for (int64_t r = rowBegin; r < rowEnd; ++r)
-      for (const Span &c : splitRange(OW, limit)) out.push_back(OutputChunk{n, 1, r, 1, c.start, c.count});
-    return;
-  }
-  for (const Span &r : splitRange(rowEnd - rowBegin, limit / OW))
-    out.push_back(OutputChunk{n, 1, rowBegin + r.start, r.count, 0, OW});
-}
-
-/// All N * OH * OW output positions in chunks of at most `limit`.
-std::vector<OutputChunk> splitOutput(int64_t N, int64_t OH, int64_t OW, int64_t limit) {
-  std::vector<OutputChunk> chunks;
-  if (OH * OW <= limit) {
-    for (const Span &n : splitRange(N, limit / (OH * OW))) chunks.push_back(OutputChunk{n.start, n.count, 0, OH, 0, OW});
-    return chunks;
-  }
-  for (int64_t n = 0; n < N; ++n) splitRows(n, 0, OH, OW, limit, chunks);
-  return chunks;
-}
-
-/// The [images, rows, cols] access pattern of a window: image, row and column steps in elements.
-std::vector<FreeDim> windowDims(int64_t images, int64_t imageStep, int64_t rows, int64_t rowStep, int64_t cols,
-                                int64_t colStep) {
-  std::vector<FreeDim> dims;
-  if (images > 1) dims.push_back(FreeDim{imageStep, static_cast<uint32_t>(images)});
-  if (rows > 1) dims.push_back(FreeDim{rowStep, static_cast<uint32_t>(rows)});
-  dims.push_back(FreeDim{colStep, static_cast<uint32_t>(cols)});
-  return dims;
-}
 
 // ---- Operands shared by the three forms --------------------------------------------------------------
 
@@ -443,13 +401,6 @@ class FoldedConv {
 struct TapRect {
   int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
 };
-
-/// Outputs o in [begin, begin + count) with 0 <= o * stride + offset < extent.
-Span insideRange(int64_t begin, int64_t count, int64_t stride, int64_t offset, int64_t extent) {
-  const int64_t lo = std::max(begin, offset >= 0 ? 0 : ceilDiv(-offset, stride));
-  const int64_t hi = std::min(begin + count, offset > extent - 1 ? 0 : (extent - 1 - offset) / stride + 1);
-  return {lo, std::max<int64_t>(0, hi - lo)};
-}
 
 TapRect tapRect(const ConvShape &s, const OutputChunk &chunk, int64_t kh, int64_t kw) {
   const Span rows = insideRange(chunk.oh0, chunk.rows, s.strideH, kh * s.dilationH - s.padTop, s.H);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "targets/nc/compiler/lowering.h"
+#include "targets/nc/compiler/spatial_windows.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/tile/tile_ring.h"
 
@@ -47,11 +48,10 @@ struct PoolShape {
   bool padded() const { return padTop || padLeft || padBottom || padRight; }
 };
 
-std::vector<int64_t> sizesOf(const Value *value) { return value->type().shape().sizes().value_or(std::vector<int64_t>{}); }
 
 /// Reads a window pool's geometry, or says why this file does not lower it.
 std::string readPoolShape(const Node &node, PoolShape &s) {
-  const std::vector<int64_t> x = sizesOf(node.input(0)), y = sizesOf(node.output(0));
+  const std::vector<int64_t> x = staticShape(node.input(0)), y = staticShape(node.output(0));
   if (x.size() != 4 || y.size() != 4) return "not a 2-D pool";
   const std::vector<int64_t> kernel = node.attrInts("kernel_shape");
   const std::vector<int64_t> strides = node.attrInts("strides", {1, 1});
@@ -72,7 +72,7 @@ std::string readPoolShape(const Node &node, PoolShape &s) {
 std::string checkPool(const Node &node, const LoweringOptions &) {
   if (node.attrInt("channels_last", 0) != 0) return "channels_last = 1 (the accelerator keeps channels on partitions)";
   if (node.opType() == "GlobalAveragePool")
-    return sizesOf(node.input(0)).size() == 4 ? "" : "not a 2-D pool";
+    return staticShape(node.input(0)).size() == 4 ? "" : "not a 2-D pool";
   const std::string autoPad = node.attrString("auto_pad", "NOTSET");
   if (!autoPad.empty() && autoPad != "NOTSET") return "auto_pad = " + autoPad + " (only explicit pads)";
   if (node.attrInt("ceil_mode", 0) != 0) return "ceil_mode = 1";
@@ -85,47 +85,6 @@ std::string checkPool(const Node &node, const LoweringOptions &) {
 }
 
 // ---- Chunks and tap rectangles ------------------------------------------------------------------------
-
-/// Output positions reduced together: whole images, rows of one image, or part of one row, so the
-/// chunk is contiguous in Y's standard form and laid out as [images][rows][cols].
-struct OutputChunk {
-  int64_t n0 = 0, images = 1, oh0 = 0, rows = 1, ow0 = 0, cols = 1;
-  int64_t size() const { return images * rows * cols; }
-  int64_t offset(int64_t OH, int64_t OW) const { return (n0 * OH + oh0) * OW + ow0; }
-};
-
-std::vector<OutputChunk> splitOutput(int64_t N, int64_t OH, int64_t OW, int64_t limit) {
-  std::vector<OutputChunk> chunks;
-  if (OH * OW <= limit) {
-    for (const Span &n : splitRange(N, limit / (OH * OW))) chunks.push_back(OutputChunk{n.start, n.count, 0, OH, 0, OW});
-    return chunks;
-  }
-  for (int64_t n = 0; n < N; ++n) {
-    if (OW > limit) {
-      for (int64_t r = 0; r < OH; ++r)
-        for (const Span &c : splitRange(OW, limit)) chunks.push_back(OutputChunk{n, 1, r, 1, c.start, c.count});
-      continue;
-    }
-    for (const Span &r : splitRange(OH, limit / OW)) chunks.push_back(OutputChunk{n, 1, r.start, r.count, 0, OW});
-  }
-  return chunks;
-}
-
-std::vector<FreeDim> windowDims(int64_t images, int64_t imageStep, int64_t rows, int64_t rowStep, int64_t cols,
-                                int64_t colStep) {
-  std::vector<FreeDim> dims;
-  if (images > 1) dims.push_back(FreeDim{imageStep, static_cast<uint32_t>(images)});
-  if (rows > 1) dims.push_back(FreeDim{rowStep, static_cast<uint32_t>(rows)});
-  dims.push_back(FreeDim{colStep, static_cast<uint32_t>(cols)});
-  return dims;
-}
-
-/// Outputs o in [begin, begin + count) with 0 <= o * stride + offset < extent.
-Span insideRange(int64_t begin, int64_t count, int64_t stride, int64_t offset, int64_t extent) {
-  const int64_t lo = std::max(begin, offset >= 0 ? 0 : ceilDiv(-offset, stride));
-  const int64_t hi = std::min(begin + count, offset > extent - 1 ? 0 : (extent - 1 - offset) / stride + 1);
-  return {lo, std::max<int64_t>(0, hi - lo)};
-}
 
 /// The [images, rows, cols] pattern of a whole chunk in its contiguous layout: the shape the tap
 /// windows have, which elementwise instructions need their operands to share.
@@ -243,7 +202,7 @@ Status emitWindowPool(LoweringContext &ctx, const Node &node) {
 /// Y[n, c] = mean of X[n, c, :, :]: a free-axis sum per image, then a scale.
 Status emitGlobalAveragePool(LoweringContext &ctx, const Node &node) {
   KernelBuilder &b = ctx.builder();
-  const std::vector<int64_t> shape = sizesOf(node.input(0));
+  const std::vector<int64_t> shape = staticShape(node.input(0));
   const int64_t N = shape[0], C = shape[1], plane = shape[2] * shape[3];
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor x, ctx.standard(node.input(0), 1));
   DeviceTensor out = ctx.allocate(node.output(0), 1);

@@ -8,26 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "common/attention_model.h"
 #include "targets/nc/compiler/nc_model_check.h"
 
 namespace tessel::nc::compiler {
 namespace {
 
-/// A model of one Attention node on graph inputs; `mask` is the Mask's shape ("" for none).
-std::string attentionModel(int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d, int64_t dv,
-                           const std::string &mask, const std::string &attrs) {
-  const std::string maskInput = mask.empty() ? "" : fmt::format(", %m: f32[{}]", mask);
-  return fmt::format(R"(
-model opset(ai.onnx=17, tessel=1) ir_version=8 {{
-func @main(%q: f32[{0},{1},{2},{4}], %k: f32[{0},{1},{3},{4}], %v: f32[{0},{1},{3},{5}]{6}) -> (%y: f32[{0},{1},{2},{5}]) {{
-  %y = tessel.Attention(%q, %k, %v{7}){8}
-  return %y
-}}
-}}
-)",
-                     b, h, sq, sk, d, dv, maskInput, mask.empty() ? "" : ", %m",
-                     attrs.empty() ? "" : " {" + attrs + "}");
-}
+using tessel::testing::attentionModel;
 
 /// Checks `ir` on nc-v2 (and nc-v3 when asked): every node on the device, within the tolerance.
 void expectOnDevice(const std::string &ir, const std::string &target = "nc-v2") {
