@@ -1,0 +1,31 @@
+// Resize of the last two axes of an f32 tensor for the cpu target: nearest or (bi)linear, with
+// every output row and column's source indices and weights computed once at compile time (the
+// lowering derives them with the reference's coordinate formulas), so a run is gathers and
+// multiply-adds. Planes (all leading axes together) split over the thread pool.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "support/thread_pool.h"
+
+namespace tessel::cpu {
+
+/// Along one axis, output coordinate i reads inputs index0[i] and index1[i] with weights
+/// weight0[i] and weight1[i] (nearest: index1 = index0, weight0 = 1, weight1 = 0).
+struct ResizeAxis {
+  std::vector<int64_t> index0, index1;
+  std::vector<float> weight0, weight1;
+};
+
+struct ResizePlan {
+  int64_t planes = 1;  // Product of the leading (unresized) axes.
+  int64_t inHeight = 1, inWidth = 1, outHeight = 1, outWidth = 1;
+  bool linear = false;  // Else nearest: each output copies index0's element.
+  ResizeAxis rows, columns;
+};
+
+/// Y[p, oh, ow] per the plan. `pool` may be null.
+void resize2d(const ResizePlan &plan, const float *x, float *y, ThreadPool *pool);
+
+}  // namespace tessel::cpu

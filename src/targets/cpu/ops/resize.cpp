@@ -1,0 +1,169 @@
+// cpu lowering of Resize to the table-driven 2-D kernel (kernels/resize.h). The tables are built
+// here with the reference kernel's formulas (ops/reference/tensor_resize.cpp: the coordinate
+// transformation, the left neighbour strictly below the coordinate, the nearest rounding, edge
+// clamping), in double, so both targets pick the same source elements. Covered: f32, nearest and
+// linear, every coordinate mode but tf_crop_and_resize, exclude_outside = 0, constant scales or
+// sizes, resizing only the last two axes; anything else runs the reference kernel.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "targets/cpu/kernels/resize.h"
+#include "targets/cpu/step.h"
+
+namespace tessel::cpu {
+namespace {
+
+struct Options {
+  std::string mode = "nearest";
+  std::string coordinateMode = "half_pixel";
+  std::string nearestMode = "round_prefer_floor";
+};
+
+class ResizeStep final : public Step {
+ public:
+  explicit ResizeStep(ResizePlan plan) : plan_(std::move(plan)) {}
+
+  Status run(const StepIo &io) const override {
+    resize2d(plan_, static_cast<const float *>(io.inputs[0]), static_cast<float *>(io.outputs[0]), io.pool);
+    return Status::success();
+  }
+  std::string kernelName() const override { return plan_.linear ? "resize2d_linear" : "resize2d_nearest"; }
+
+ private:
+  ResizePlan plan_;
+};
+
+/// The input coordinate output coordinate `x` maps to (the reference's inputCoordinate).
+std::optional<double> inputCoordinate(double x, int64_t inSize, double scale, const std::string &mode) {
+  const double resized = scale * static_cast<double>(inSize);
+  const double lastIn = static_cast<double>(inSize - 1);
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "pytorch_half_pixel") return resized == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+  if (mode == "align_corners") return resized == 1 ? 0.0 : x * lastIn / (resized - 1);
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  return std::nullopt;
+}
+
+/// The taps of every output coordinate along one axis, or nullopt for a mode not covered.
+std::optional<ResizeAxis> axisTable(int64_t inSize, int64_t outSize, double scale, const Options &options) {
+  ResizeAxis axis;
+  for (int64_t x = 0; x < outSize; ++x) {
+    std::optional<double> original = inputCoordinate(static_cast<double>(x), inSize, scale, options.coordinateMode);
+    if (!original) return std::nullopt;
+    double left = std::floor(*original);
+    if (left == *original) left -= 1;
+    const double ratio = *original - left;
+    double w0 = 0, w1 = 0;
+    if (options.mode == "linear") {
+      w0 = 1 - ratio;
+      w1 = ratio;
+    } else {
+      bool right = true;
+      if (ratio != 1) {
+        const std::string &m = options.nearestMode;
+        if (m == "round_prefer_floor") right = ratio > 0.5;
+        if (m == "round_prefer_ceil") right = ratio >= 0.5;
+        if (m == "floor") right = false;
+      }
+      (right ? w1 : w0) = 1;
+    }
+    const int64_t first = static_cast<int64_t>(left);
+    int64_t i0 = std::clamp<int64_t>(first, 0, inSize - 1), i1 = std::clamp<int64_t>(first + 1, 0, inSize - 1);
+    // Both taps clamped onto one element (an axis of size 1) read it once.
+    if (i0 == i1) {
+      w0 += w1;
+      w1 = 0;
+    }
+    // A zero-weight tap is dropped, as in the reference; keep the live one in slot 0.
+    if (w0 == 0) {
+      i0 = i1;
+      w0 = w1;
+      w1 = 0;
+    }
+    if (w1 == 0) i1 = i0;
+    axis.index0.push_back(i0);
+    axis.index1.push_back(i1);
+    axis.weight0.push_back(static_cast<float>(w0));
+    axis.weight1.push_back(static_cast<float>(w1));
+  }
+  return axis;
+}
+
+bool isIdentity(const ResizeAxis &axis) {
+  for (size_t i = 0; i < axis.index0.size(); ++i) {
+    if (axis.index0[i] != int64_t(i) || axis.weight0[i] != 1.0f || axis.weight1[i] != 0.0f) return false;
+  }
+  return true;
+}
+
+/// Constant input `index` as doubles; an empty vector when absent or empty, nullopt when not constant.
+std::optional<std::vector<double>> constantDoubles(LowerContext &ctx, size_t index) {
+  if (ctx.numInputs() <= index || !ctx.hasInput(index)) return std::vector<double>{};
+  const Tensor *t = ctx.constantInput(index);
+  if (t == nullptr) return std::nullopt;
+  std::vector<double> values;
+  for (int64_t i = 0; i < t->numel(); ++i) values.push_back(t->scalarAsDouble(i));
+  return values;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Step>> lowerResize(LowerContext &ctx) {
+  const Node &node = ctx.node();
+  if (!ctx.hasInput(0) || ctx.inputDType(0) != DType::Float32 || ctx.outputDType(0) != DType::Float32) {
+    return std::unique_ptr<Step>();
+  }
+  Options options;
+  std::optional<std::vector<double>> scales;
+  if (ctx.opset() < 11) {
+    options.coordinateMode = "asymmetric";
+    options.nearestMode = "floor";
+    scales = constantDoubles(ctx, 1);
+  } else {
+    options.coordinateMode = node.attrString("coordinate_transformation_mode", "half_pixel");
+    options.nearestMode = node.attrString("nearest_mode", "round_prefer_floor");
+    const std::string &nm = options.nearestMode;
+    // An unknown nearest_mode is the reference kernel's error to report.
+    if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil") {
+      return std::unique_ptr<Step>();
+    }
+    if (node.attrInt("exclude_outside", 0) != 0) return std::unique_ptr<Step>();
+    // The region of interest matters only to tf_crop_and_resize, which is not covered.
+    scales = constantDoubles(ctx, 2);
+    if (ctx.numInputs() > 3 && ctx.hasInput(3) && ctx.constantInput(3) == nullptr) return std::unique_ptr<Step>();
+  }
+  options.mode = node.attrString("mode", "nearest");
+  if (!scales || (options.mode != "nearest" && options.mode != "linear")) return std::unique_ptr<Step>();
+  const std::vector<int64_t> in = ctx.inputSizes(0), out = ctx.outputSizes(0);
+  const size_t rank = in.size();
+  if (rank < 2 || out.size() != rank || (!scales->empty() && scales->size() != rank)) return std::unique_ptr<Step>();
+  for (size_t a = 0; a < rank; ++a) {
+    if (in[a] <= 0 || out[a] <= 0) return std::unique_ptr<Step>();
+  }
+  ResizePlan plan;
+  plan.linear = options.mode == "linear";
+  std::vector<ResizeAxis> tables;
+  for (size_t a = 0; a < rank; ++a) {
+    const double scale = scales->empty() ? double(out[a]) / double(in[a]) : (*scales)[a];
+    std::optional<ResizeAxis> table = axisTable(in[a], out[a], scale, options);
+    if (!table) return std::unique_ptr<Step>();
+    if (a + 2 < rank) {
+      // Leading axes must map each coordinate to itself: they are the kernel's planes.
+      if (!isIdentity(*table)) return std::unique_ptr<Step>();
+      plan.planes *= in[a];
+    }
+    tables.push_back(std::move(*table));
+  }
+  plan.inHeight = in[rank - 2];
+  plan.inWidth = in[rank - 1];
+  plan.outHeight = out[rank - 2];
+  plan.outWidth = out[rank - 1];
+  plan.rows = std::move(tables[rank - 2]);
+  plan.columns = std::move(tables[rank - 1]);
+  return std::unique_ptr<Step>(std::make_unique<ResizeStep>(std::move(plan)));
+}
+
+}  // namespace tessel::cpu
