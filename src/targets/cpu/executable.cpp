@@ -11,6 +11,7 @@
 #include "passes/infer_shapes.h"
 #include "passes/pass_manager.h"
 #include "passes/pipelines.h"
+#include "targets/cpu/control_flow.h"
 #include "targets/cpu/memory_plan.h"
 #include "targets/cpu/plan.h"
 
@@ -124,7 +125,11 @@ size_t PackedConstants::totalBytes() const {
 
 Status CpuExecutable::Impl::plan() {
   Graph &graph = *model.graph;
-  pool = std::make_unique<ThreadPool>(options.threads);
+  if (!pool) {
+    ownedPool = std::make_unique<ThreadPool>(options.threads);
+    pool = ownedPool.get();
+  }
+  if (!store) store = &constants;
 
   // Constant nodes become initializers, evaluated once: lowering then sees their values (a Slice's
   // bounds, a Clip's limits) and nothing runs for them per call. One that fails stays a node and
@@ -194,16 +199,19 @@ Status CpuExecutable::Impl::plan() {
 
     std::string reason;
     auto dynamicSlot = [&](int s) { return s >= 0 && slots[s].kind == Slot::Kind::Dynamic; };
+    auto anyDynamic = [&](const std::vector<int> &list) { return std::any_of(list.begin(), list.end(), dynamicSlot); };
+    const bool isIf = node.opType() == "If" && node.domain().empty();
     LowerFn lower = findLowering(node.domain(), node.opType());
-    if (!captures.empty() || (!lower && !node.subgraphs().empty())) {
-      reason = "control flow runs on the reference interpreter";
-    } else if (std::any_of(planned.inputs.begin(), planned.inputs.end(), dynamicSlot) ||
-               std::any_of(planned.outputs.begin(), planned.outputs.end(), dynamicSlot)) {
+    if (!isIf && (!captures.empty() || (!lower && !node.subgraphs().empty()))) {
+      reason = fmt::format("{} runs on the reference interpreter (only If has nested cpu plans)", node.opType());
+    } else if (anyDynamic(planned.inputs) || anyDynamic(planned.outputs) || anyDynamic(planned.captured)) {
       reason = "a value has no static shape";
+    } else if (isIf) {
+      TESSEL_ASSIGN_OR_RETURN(planned.step, planIf(*this, planned, captures, reason));
     } else if (lower && !declaredTypesHold(*nodePtr, model.opsetFor(node.domain()))) {
       reason = "its declared output types disagree with the op's shape inference";
     } else if (lower) {
-      LowerContext ctx(node, model.opsetFor(node.domain()), constants, static_cast<int>(threads));
+      LowerContext ctx(node, model.opsetFor(node.domain()), *store, static_cast<int>(threads));
       auto step = lower(ctx);
       if (!step.ok()) return withLocation(Status(step.diag()), locationOf(node, model.sourcePath));
       planned.step = std::move(*step);
@@ -327,6 +335,7 @@ Status CpuExecutable::Impl::plan() {
       return arena.get() + slot.offset;
     };
     for (int s : planned.inputs) planned.inputPointers.push_back(pointer(s));
+    for (int s : planned.captured) planned.inputPointers.push_back(pointer(s));  // An If's branches read them.
     for (int s : planned.outputs) planned.outputPointers.push_back(pointer(s));
   }
   if (scratchBytes > 0) scratch.reset(alignedBytes(scratchBytes));
@@ -374,6 +383,26 @@ Status CpuExecutable::Impl::runReferenceStep(PlannedStep &planned) {
   return Status::success();
 }
 
+Status CpuExecutable::Impl::execute() {
+  using Clock = std::chrono::steady_clock;
+  for (PlannedStep &planned : steps) {
+    if (planned.step && planned.step->aliasInput() >= 0 && !planned.step->checksAtRunTime()) continue;
+    auto start = profiling ? Clock::now() : Clock::time_point();
+    if (planned.step) {
+      StepIo io{planned.inputPointers, planned.outputPointers, scratch.get(), pool};
+      Status status = planned.step->run(io);
+      if (!status.ok()) return withLocation(status, locationOf(*planned.node, model.sourcePath));
+    } else {
+      TESSEL_RETURN_IF_ERROR(runReferenceStep(planned));
+    }
+    if (profiling) {
+      planned.totalMs += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      ++planned.runs;
+    }
+  }
+  return Status::success();
+}
+
 Expected<NamedValues> CpuExecutable::run(const NamedValues &feeds) {
   Impl &impl = *impl_;
   const Graph &graph = *impl.model.graph;
@@ -408,22 +437,7 @@ Expected<NamedValues> CpuExecutable::run(const NamedValues &feeds) {
     std::memcpy(impl.arena.get() + slot.offset, fed->tensor().rawData(), slot.bytes);
   }
 
-  using Clock = std::chrono::steady_clock;
-  for (PlannedStep &planned : impl.steps) {
-    if (planned.step && planned.step->aliasInput() >= 0 && !planned.step->checksAtRunTime()) continue;
-    auto start = impl.profiling ? Clock::now() : Clock::time_point();
-    if (planned.step) {
-      StepIo io{planned.inputPointers, planned.outputPointers, impl.scratch.get(), impl.pool.get()};
-      Status status = planned.step->run(io);
-      if (!status.ok()) return withLocation(status, locationOf(*planned.node, impl.model.sourcePath)).diag();
-    } else {
-      TESSEL_RETURN_IF_ERROR(impl.runReferenceStep(planned));
-    }
-    if (impl.profiling) {
-      planned.totalMs += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      ++planned.runs;
-    }
-  }
+  TESSEL_RETURN_IF_ERROR(impl.execute());
 
   NamedValues outputs;
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
@@ -447,31 +461,54 @@ Expected<NamedValues> CpuExecutable::run(const NamedValues &feeds) {
 CpuExecutable::CpuExecutable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CpuExecutable::~CpuExecutable() = default;
 
-void CpuExecutable::setProfiling(bool on) {
-  impl_->profiling = on;
-  for (PlannedStep &planned : impl_->steps) {
+namespace {
+
+void setStepProfiling(CpuExecutable::Impl &impl, bool on) {
+  impl.profiling = on;
+  for (PlannedStep &planned : impl.steps) {
     planned.totalMs = 0;
     planned.runs = 0;
+    if (const auto *ifStep = dynamic_cast<const IfStep *>(planned.step.get())) {
+      for (int b = 0; b < 2; ++b) setStepProfiling(*ifStep->branch(b).plan, on);
+    }
   }
 }
 
-std::vector<StepProfile> CpuExecutable::profile() const {
-  std::vector<StepProfile> result;
-  for (const PlannedStep &planned : impl_->steps) {
+/// The steps of `impl` in plan order, those of an If's branches after it, named "If/branch/node".
+void collectProfile(const CpuExecutable::Impl &impl, const std::string &prefix, std::vector<StepProfile> &result) {
+  for (const PlannedStep &planned : impl.steps) {
     if (planned.step && planned.step->aliasInput() >= 0) continue;
     StepProfile entry;
-    entry.node = planned.node->name();
+    entry.node = prefix + planned.node->name();
     entry.opType = planned.node->opType();
     entry.kernel = planned.step ? planned.step->kernelName() : "reference";
     int out = planned.outputs.empty() ? -1 : planned.outputs[0];
     if (out >= 0) {
-      const Slot &slot = impl_->slots[out];
+      const Slot &slot = impl.slots[out];
       entry.outputType = slot.kind == Slot::Kind::Dynamic ? slot.value->type().str() : typeString(slot);
     }
     entry.totalMs = planned.totalMs;
     entry.runs = planned.runs;
+    const size_t at = result.size();
     result.push_back(std::move(entry));
+    if (const auto *ifStep = dynamic_cast<const IfStep *>(planned.step.get())) {
+      for (int b = 0; b < 2; ++b) {
+        const IfStep::Branch &branch = ifStep->branch(b);
+        collectProfile(*branch.plan, fmt::format("{}{}/{}/", prefix, planned.node->name(), branch.name), result);
+      }
+      // The If's own entry keeps only its own time (picking, copying), so that times add up.
+      for (size_t i = at + 1; i < result.size(); ++i) result[at].totalMs -= result[i].totalMs;
+    }
   }
+}
+
+}  // namespace
+
+void CpuExecutable::setProfiling(bool on) { setStepProfiling(*impl_, on); }
+
+std::vector<StepProfile> CpuExecutable::profile() const {
+  std::vector<StepProfile> result;
+  collectProfile(*impl_, "", result);
   return result;
 }
 
@@ -489,25 +526,10 @@ Expected<std::unique_ptr<CpuExecutable>> compileCpu(Model model, const CpuCompil
                            input->name(), type.shape().str(), input->name());
     }
   }
-  if (options.optLevel == 0) {
-    // -O0 runs no passes but shape inference, so that sizes fixed at the inputs reach every value.
-    // Best effort: it is stricter than import, and a model it rejects runs with the types it has.
-    (void)inferShapes(model);
-  } else {
-    PassManager passes;
-    TESSEL_RETURN_IF_ERROR(addOptimizationPipeline(passes, options.optLevel));
-    TESSEL_RETURN_IF_ERROR(passes.run(model).status());
-  }
+  // -O0 runs no passes but shape inference, so that sizes fixed at the inputs reach every value.
+  TESSEL_RETURN_IF_ERROR(optimizeForCpu(model, options.optLevel));
   // Packed constants are keyed by node name, so every node needs a distinct one.
-  std::set<std::string> names;
-  for (const auto &node : model.graph->nodes()) {
-    if (!node->name().empty() && names.insert(node->name()).second) continue;
-    std::string base = node->name().empty() ? node->opType() : node->name();
-    std::string candidate;
-    for (int i = 0; !names.insert(candidate = fmt::format("{}_{}", base, i)).second; ++i) {
-    }
-    node->setName(candidate);
-  }
+  nameNodesUniquely(model);
 
   auto impl = std::make_unique<CpuExecutable::Impl>();
   impl->model = std::move(model);

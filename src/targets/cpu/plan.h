@@ -81,8 +81,11 @@ struct CpuExecutable::Impl {
   std::vector<PlannedStep> steps;
   std::vector<int> inputSlots;   // Per graph input (fed or defaulted).
   std::vector<int> outputSlots;  // Per graph output.
-  PackedConstants constants;
-  std::unique_ptr<ThreadPool> pool;
+  PackedConstants constants;  // The top-level plan's store; nested plans reach it through `store`.
+  ConstantStore *store = nullptr;                 // Where lowering packs; &constants unless nested.
+  std::unique_ptr<ConstantStore> scopedStore;     // A nested plan's view of the outer store.
+  std::unique_ptr<ThreadPool> ownedPool;
+  ThreadPool *pool = nullptr;                     // ownedPool, or the outer plan's for a nested one.
   std::unique_ptr<std::byte, void (*)(void *)> arena{nullptr, std::free};
   std::unique_ptr<std::byte, void (*)(void *)> scratch{nullptr, std::free};
   size_t scratchBytes = 0;
@@ -90,8 +93,11 @@ struct CpuExecutable::Impl {
   CpuPlanSummary summary;
   bool profiling = false;
 
-  /// Lowers every node, plans memory, allocates the arena. Runs on a model whose passes ran.
+  /// Lowers every node, plans memory, allocates the arena. Runs on a model whose passes ran. A
+  /// nested plan (an If branch) has `pool` and `store` set before.
   Status plan();
+  /// Runs the steps in order over the arena (inputs already in place).
+  Status execute();
   Status runReferenceStep(PlannedStep &step);
 };
 

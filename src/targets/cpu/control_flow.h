@@ -1,0 +1,48 @@
+// If on the cpu target. Each branch becomes a standalone model (subgraph.h) that is optimized and
+// planned once, at compile time (and again when an artifact loads), into a nested plan sharing the
+// outer plan's thread pool and constant store. At run time the step reads the condition, copies
+// the values the taken branch reads into its plan, runs that plan's steps and copies the results
+// out: nothing is planned, inferred or walked per run.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "targets/cpu/plan.h"
+
+namespace tessel::cpu {
+
+/// Runs the pass pipeline of `optLevel` (shape inference only at -O0), then, until nothing more
+/// changes, inlines the Ifs whose condition folded and gives an If's outputs the static types both
+/// of its branches plan to, running the pipeline again after each change so shapes reach the rest.
+Status optimizeForCpu(Model &model, int optLevel);
+
+/// Gives every node of the main graph a distinct, non-empty name (packed constants are keyed by it).
+void nameNodesUniquely(Model &model);
+
+class IfStep final : public Step {
+ public:
+  struct Branch {
+    std::string name;  // "then_branch" or "else_branch".
+    std::unique_ptr<CpuExecutable::Impl> plan;
+    std::vector<int> captureOf;  // Per input of the plan: its index among the step's captured values.
+  };
+
+  IfStep(Branch thenBranch, Branch elseBranch);
+  /// io.inputs: the condition, then the captured values in the planner's order.
+  Status run(const StepIo &io) const override;
+  std::string kernelName() const override { return "if (nested plans)"; }
+  const Branch &branch(int i) const { return branches_[i]; }
+
+ private:
+  Branch branches_[2];
+};
+
+/// Plans `planned.node` (an If) as an IfStep, its captured values being `captures` (planned.captured
+/// holds their slots). Returns null and sets `reason` when a branch cannot be planned statically:
+/// it reads or returns a value without a static shape, or its outputs differ from the If's.
+Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const PlannedStep &planned,
+                                       const std::vector<const Value *> &captures, std::string &reason);
+
+}  // namespace tessel::cpu

@@ -1,0 +1,27 @@
+// Subgraphs on the cpu target, before planning: copying a graph's nodes into another graph (nested
+// subgraphs included), inlining an If whose condition folded to a constant, and making a standalone
+// model of an If branch, whose reads of enclosing scopes become its inputs (constants become its
+// initializers), so that the branch is optimized and planned like any model.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+#include "support/diagnostic.h"
+
+namespace tessel::cpu {
+
+/// Replaces every If of the main graph whose condition is a constant with the nodes of the branch
+/// it takes (a graph output keeps its name through an Identity). Returns whether any was inlined.
+Expected<bool> inlineConstantIfs(Model &model);
+
+/// Values that `graph`'s nodes read, at any depth, from scopes enclosing `graph`.
+std::vector<const Value *> outerReads(const Graph &graph);
+
+/// A model whose main graph is a copy of `branch` (a subgraph of `outer`'s main graph). Every
+/// value of `outerReads(branch)` becomes an initializer of the copy when it is a constant (and not
+/// a graph input), else an input with its type; `inputsFrom` receives the outer value behind each
+/// input, in order. Opsets and source path are `outer`'s.
+Model branchModel(const Model &outer, const Graph &branch, std::vector<const Value *> &inputsFrom);
+
+}  // namespace tessel::cpu

@@ -1,0 +1,201 @@
+// If on the cpu target: branches planned once as nested cpu plans (nested Ifs too), Ifs whose
+// condition folds once shapes are static inlined away, the reasons a branch stays on the reference
+// interpreter, and the artifact round trip of a model with nested plans. Every case is checked
+// against the reference interpreter with both values of the condition.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "ir/parser.h"
+#include "targets/cpu/cpu_test_util.h"
+#include "targets/cpu/executable.h"
+
+namespace tessel::cpu {
+namespace {
+
+// The branches read outer values (%y, the weight %w, the inner condition %d); the then branch
+// holds another If, so its plan holds a nested plan of its own.
+const std::string kNestedIf = R"(
+model opset(ai.onnx=13) ir_version=8 {
+func @main(%x: f32[4,6], %c: bool[], %d: bool[]) -> (%out: f32[4,8]) {
+)" + testing::constant("w", {6, 8}, 3) + R"(
+  %y = Relu(%x)
+  %out = If(%c) {
+    else_branch = func @else() -> (%e: f32[4,8]) {
+      %m = MatMul(%y, %w)
+      %e = Neg(%m)
+      return %e
+    },
+    then_branch = func @then() -> (%t: f32[4,8]) {
+      %a = Abs(%y)
+      %t = If(%d) {
+        else_branch = func @inner_else() -> (%ie: f32[4,8]) {
+          %ie = MatMul(%a, %w)
+          return %ie
+        },
+        then_branch = func @inner_then() -> (%it: f32[4,8]) {
+          %p = MatMul(%x, %w)
+          %it = Sigmoid(%p)
+          return %it
+        }
+      }
+      return %t
+    }
+  }
+  return %out
+}
+}
+)";
+
+// torch's `if x.dim() == 2: x = x.squeeze(0)`: the condition folds once %x's shape is static.
+constexpr const char *kShapeIf = R"(
+model opset(ai.onnx=13) ir_version=8 {
+func @main(%x: f32[1,6]) -> (%out: ?) {
+  const %two = dense<i64[]: 2>
+  const %axes = dense<i64[1]: 0>
+  %s = Shape(%x)
+  %rank = Size(%s)
+  %is2 = Equal(%rank, %two)
+  %sq = If(%is2) {
+    else_branch = func @keep() -> (%k: ?) {
+      %k = Identity(%x)
+      return %k
+    },
+    then_branch = func @squeeze() -> (%q: ?) {
+      %q = Squeeze(%x, %axes)
+      return %q
+    }
+  }
+  %out = Sigmoid(%sq)
+  return %out
+}
+}
+)";
+
+// The then branch returns NonZero's output, whose shape is known only at run time.
+constexpr const char *kDynamicBranch = R"(
+model opset(ai.onnx=13) ir_version=8 {
+func @main(%x: f32[4,6], %c: bool[]) -> (%out: ?) {
+  %out = If(%c) {
+    else_branch = func @else() -> (%e: ?) {
+      %e = NonZero(%x)
+      return %e
+    },
+    then_branch = func @then() -> (%t: ?) {
+      %t = NonZero(%x)
+      return %t
+    }
+  }
+  return %out
+}
+}
+)";
+
+std::unique_ptr<CpuExecutable> compileOrDie(std::string_view text, int optLevel) {
+  auto model = parseModel(text, "if.tsl.txt");
+  EXPECT_TRUE(model.ok()) << model.diag().str();
+  auto plan = compileCpu(std::move(*model), {optLevel, 2});
+  EXPECT_TRUE(plan.ok()) << plan.diag().str();
+  return plan.ok() ? std::move(*plan) : nullptr;
+}
+
+std::string fallbacksOf(const CpuExecutable &plan) {
+  std::string all;
+  for (const std::string &line : plan.summary().fallbacks) all += line + "\n";
+  return all;
+}
+
+NamedValues feedsWith(const Model &model, bool c, bool d) {
+  NamedValues feeds = testing::randomFeeds(model, 7);
+  for (auto &[name, value] : feeds) {
+    if (name == "c" || name == "d") {
+      Tensor flag(DType::Bool, {});
+      flag.data<bool>()[0] = name == "c" ? c : d;
+      value = RuntimeValue(flag);
+    }
+  }
+  return feeds;
+}
+
+void expectSameAsReference(CpuExecutable &plan, std::string_view text, const NamedValues &feeds) {
+  auto model = parseModel(text, "if.tsl.txt");
+  ASSERT_TRUE(model.ok());
+  auto want = ReferenceInterpreter(*model).run(feeds);
+  ASSERT_TRUE(want.ok()) << want.diag().str();
+  auto got = plan.run(feeds);
+  ASSERT_TRUE(got.ok()) << got.diag().str();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t o = 0; o < want->size(); ++o) {
+    const Tensor &w = (*want)[o].second.tensor();
+    const Tensor &g = (*got)[o].second.tensor();
+    ASSERT_EQ(g.sizes(), w.sizes());
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      ASSERT_NEAR(g.data<float>()[i], w.data<float>()[i], 1e-5 + 1e-4 * std::fabs(w.data<float>()[i])) << "element " << i;
+    }
+  }
+}
+
+TEST(CpuControlFlow, NestedIfBranchesRunAsPlansAndMatchReference) {
+  for (int optLevel : {0, 3}) {
+    auto plan = compileOrDie(kNestedIf, optLevel);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->summary().fallbackSteps, 0) << fallbacksOf(*plan);
+    bool nestedMatMul = false;
+    for (const StepProfile &step : plan->profile()) {
+      if (step.node.find("out/then_branch/") == 0 && step.opType == "If") EXPECT_EQ(step.kernel, "if (nested plans)");
+      nestedMatMul = nestedMatMul || (step.opType == "MatMul" || step.opType == "FusedMatMul");
+    }
+    EXPECT_TRUE(nestedMatMul);
+    for (bool c : {true, false}) {
+      for (bool d : {true, false}) {
+        SCOPED_TRACE(fmt::format("-O{} c={} d={}", optLevel, c, d));
+        expectSameAsReference(*plan, kNestedIf, feedsWith(plan->model(), c, d));
+      }
+    }
+  }
+}
+
+TEST(CpuControlFlow, AnIfWhoseConditionFoldsIsInlined) {
+  // From -O1, where shapes fold (-O0 runs the ops as written).
+  for (int optLevel : {1, 3}) {
+    auto plan = compileOrDie(kShapeIf, optLevel);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->summary().fallbackSteps, 0) << fallbacksOf(*plan);
+    for (const auto &node : plan->model().graph->nodes()) EXPECT_NE(node->opType(), "If");
+    expectSameAsReference(*plan, kShapeIf, testing::randomFeeds(plan->model(), 3));
+  }
+}
+
+TEST(CpuControlFlow, ABranchWithoutStaticShapesRunsOnTheReferenceWithItsReason) {
+  auto plan = compileOrDie(kDynamicBranch, 0);
+  ASSERT_TRUE(plan);
+  EXPECT_NE(fallbacksOf(*plan).find("(If)"), std::string::npos) << fallbacksOf(*plan);
+  auto model = parseModel(kDynamicBranch, "if.tsl.txt");
+  ASSERT_TRUE(model.ok());
+  for (bool c : {true, false}) {
+    NamedValues feeds = feedsWith(*model, c, false);
+    auto want = ReferenceInterpreter(*model).run(feeds);
+    auto got = plan->run(feeds);
+    ASSERT_TRUE(want.ok() && got.ok());
+    const Tensor &w = (*want)[0].second.tensor(), &g = (*got)[0].second.tensor();
+    ASSERT_EQ(g.sizes(), w.sizes());
+    EXPECT_EQ(0, std::memcmp(g.rawData(), w.rawData(), w.numBytes()));
+  }
+}
+
+TEST(CpuControlFlow, ArtifactWithNestedPlansRoundTrips) {
+  auto plan = compileOrDie(kNestedIf, 3);
+  ASSERT_TRUE(plan);
+  const std::string path = (std::filesystem::temp_directory_path() / "tessel_nested_if_test.tsl").string();
+  ASSERT_TRUE(plan->save(path).ok());
+  auto loaded = loadCpuArtifact(path, {3, 2});
+  ASSERT_TRUE(loaded.ok()) << loaded.diag().str();
+  EXPECT_EQ((*loaded)->summary().fallbackSteps, 0) << fallbacksOf(**loaded);
+  for (bool c : {true, false}) {
+    for (bool d : {true, false}) expectSameAsReference(**loaded, kNestedIf, feedsWith(plan->model(), c, d));
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace tessel::cpu
