@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ops/reference/helpers.h"
 #include "passes/constant_values.h"
 #include "passes/fusion_utils.h"
 
@@ -61,10 +62,30 @@ std::vector<Node *> growGroup(const Graph &graph, Node *root, const std::unorder
   return ordered;
 }
 
+/// Whether the group's one-element constants may live in the body: FusedElementwise's output has
+/// the broadcast shape of its inputs, so the inputs that stay outside must reach the root's shape
+/// without them (a [1] constant against a [] input raises the rank).
+bool scalarsMayBeInlined(const Model &model, const std::vector<Node *> &group) {
+  const std::unordered_set<const Node *> members(group.begin(), group.end());
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Node *node : group) {
+    for (const Value *input : node->inputs()) {
+      if (!input || (input->producer() && members.count(input->producer()))) continue;
+      std::optional<Tensor> constant = passes::constantValueOf(model, *input);
+      if (constant && constant->numel() == 1) continue;
+      std::optional<std::vector<int64_t>> sizes = input->type().shape().sizes();
+      if (!sizes) return false;
+      shapes.push_back(*sizes);
+    }
+  }
+  auto joint = ref::broadcastShapes(shapes);
+  return joint.ok() && std::optional<std::vector<int64_t>>(*joint) == group.back()->output(0)->type().shape().sizes();
+}
+
 /// Builds the body and replaces the group by one FusedElementwise.
 void fuseGroup(Model &model, const std::vector<Node *> &group) {
   Graph &graph = *model.graph;
-  const std::unordered_set<const Node *> members(group.begin(), group.end());
+  const bool inlineScalars = scalarsMayBeInlined(model, group);
   auto body = std::make_shared<Graph>("body");
   std::unordered_map<const Value *, Value *> inBody;
   std::vector<Value *> inputs;
@@ -78,10 +99,10 @@ void fuseGroup(Model &model, const std::vector<Node *> &group) {
       auto found = inBody.find(input);
       if (found == inBody.end()) {
         std::optional<Tensor> constant = passes::constantValueOf(model, *input);
-        Value *mapped = constant && constant->numel() == 1
-                            ? body->addInitializer(input->name(), std::move(*constant))
-                            : body->addInput(input->name(), input->type());
-        if (!constant || constant->numel() != 1) inputs.push_back(input);
+        const bool inlined = inlineScalars && constant && constant->numel() == 1;
+        Value *mapped = inlined ? body->addInitializer(input->name(), std::move(*constant))
+                                : body->addInput(input->name(), input->type());
+        if (!inlined) inputs.push_back(input);
         found = inBody.emplace(input, mapped).first;
       }
       bodyInputs.push_back(found->second);

@@ -277,7 +277,7 @@ Status planMatMul(LowerContext &ctx, MatMulPlan &plan, bool *covered) {
       return makeError(ErrorCode::ShapeMismatch, "{}: batch dims of A {} and B {} do not broadcast", op,
                        formatSizes(ctx.inputSizes(0)), formatSizes(ctx.inputSizes(1)));
     }
-    outBatch[d] = std::max(as, bs);
+    outBatch[d] = as == 1 ? bs : as;  // 1 broadcasts, even against an empty 0.
   }
   const int64_t batch = std::accumulate(outBatch.begin(), outBatch.end(), int64_t{1}, std::multiplies<>());
   const std::vector<int64_t> ySizes = ctx.outputSizes(0);
