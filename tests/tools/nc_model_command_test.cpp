@@ -1,7 +1,8 @@
 // `tessel compile --target nc-*`, `tessel run` and `tessel profile` on an accelerator artifact, as a
 // user runs them: a small model built here (a matmul block with layer norm, an op the accelerator
 // lacks, a residual), compiled, simulated and checked against the reference; the artifact is
-// byte-identical across compiles; a model too big for the core's HBM fails at compile time.
+// byte-identical across compiles; a model too big for the core's HBM fails at compile time; a model
+// that runs wholly on the host says so rather than printing a latency of 0 us.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -134,6 +135,27 @@ TEST_F(NcModelCommand, WeightsOverHbmFailAtCompileTime) {
   EXPECT_TRUE(contains(result.output, "does not fit by ")) << result.output;
   EXPECT_TRUE(contains(result.output, "block.onnx")) << result.output;
   EXPECT_FALSE(fs::exists(dir_ / "x.tsl"));
+}
+
+TEST_F(NcModelCommand, AllHostModelSaysSoInsteadOfZeroLatency) {
+  auto model = parseModel(R"(model opset(ai.onnx=17) ir_version=8 {
+func @main(%x: f32[4,8]) -> (%y: f32[4,8]) {
+  %y = Sin(%x) name="sine"
+  return %y
+}
+})",
+                          "nc_model_command_test");
+  ASSERT_TRUE(model.ok()) << model.diag().str();
+  const std::string path = (dir_ / "sine.onnx").string(), artifact = (dir_ / "sine.tsl").string();
+  ASSERT_TRUE(exportOnnxFile(*model, path).ok());
+  CommandResult compiled = runTool(fmt::format("compile {} --target nc-v2 --report -o {}", path, artifact));
+  ASSERT_EQ(compiled.exitCode, 0) << compiled.output;
+  EXPECT_TRUE(contains(compiled.output, "no device program: every node runs on the host")) << compiled.output;
+  CommandResult run = runTool("run " + artifact);
+  ASSERT_EQ(run.exitCode, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, ": PASS")) << run.output;
+  EXPECT_TRUE(contains(run.output, "simulated latency: none: every node runs on the host")) << run.output;
+  EXPECT_FALSE(contains(run.output, "0.000 us")) << run.output;
 }
 
 }  // namespace

@@ -104,6 +104,7 @@ void profileArtifact(const std::string &path, const std::string &dir) {
   if (!feeds.ok()) return reportError(feeds.diag().str());
   auto result = (*exe)->run(*feeds, /*timingOnly=*/true);
   if (!result.ok()) return reportError(result.diag().str());
+  if (result->timelines.empty()) std::printf("no device program: every node runs on the host; nothing to profile\n");
   for (size_t i = 0; i < result->timelines.size(); ++i) {
     std::string sub = result->timelines.size() == 1 ? dir : (std::filesystem::path(dir) / fmt::format("program{}", i)).string();
     Status written = nc::writeProfile(sub, result->timelines[i], (*exe)->programs()[i].program);
@@ -140,10 +141,18 @@ void compileForNc(const NcCompileRequest &request) {
 }
 
 void printFigures(const NcExecutable &exe, const nc::compiler::NcRunResult &result) {
+  if (exe.programs().empty()) {
+    // No device stage: a latency of 0 us would read as free; the host's time is not simulated.
+    std::printf("simulated latency: none: every node runs on the host (%zu host fallbacks; see tessel compile "
+                "--report)\n",
+                exe.fallbacks().size());
+    return;
+  }
   const RunFigures f = figuresOf(exe, result);
   const int64_t batch = batchOf(*exe.model().graph);
-  std::printf("simulated latency: %.3f us on %d %s core%s (%zu host fallbacks)\n", f.latencyUs, exe.cores(),
-              exe.profile().name.c_str(), exe.cores() > 1 ? "s" : "", exe.fallbacks().size());
+  std::printf("simulated latency: %.3f us on %d %s core%s (%zu host fallbacks%s)\n", f.latencyUs, exe.cores(),
+              exe.profile().name.c_str(), exe.cores() > 1 ? "s" : "", exe.fallbacks().size(),
+              exe.fallbacks().empty() ? "" : ", whose host time is not included");
   std::printf("throughput: %.1f inferences/s (batch %lld)\n", f.latencyUs > 0 ? batch * 1e6 / f.latencyUs : 0.0,
               static_cast<long long>(batch));
   std::printf("MFU: %.1f%% of %d core%s (%.3g model FLOP)\n", f.mfuPercent, exe.cores(), exe.cores() > 1 ? "s" : "",

@@ -61,7 +61,7 @@ DeviceTensor sliceView(const DeviceTensor &t, int64_t axis, int64_t start, int64
 std::vector<int64_t> constantInts(const Value *value) {
   std::vector<int64_t> v;
   const Tensor &t = value->initializer();
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<int64_t>(t.scalarAsDouble(i)));
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.scalarAsInt64(i));
   return v;
 }
 

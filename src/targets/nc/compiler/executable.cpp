@@ -6,11 +6,13 @@
 // goes in, so compiling twice gives the same bytes.
 #include "targets/nc/compiler/executable.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -80,11 +82,13 @@ double modelFlops(const Node &node) {
   return 0;
 }
 
-/// Lowers and compiles one device stage. An emitter's UnsupportedOp error comes back as is (the
-/// caller moves that node to the host).
+/// Lowers and compiles one device stage. On failure `failedNode` is the index in the stage of the
+/// node whose lowering (or the store of whose output) failed, or the stage's size when the kernel
+/// compile failed (SBUF does not fit, a tile rule), which names no node.
 Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const MachineProfile &profile,
                                    const LoweringOptions &options, std::map<std::string, int32_t> &nodeIds,
-                                   std::vector<std::string> &nodeNames) {
+                                   std::vector<std::string> &nodeNames, size_t &failedNode) {
+  failedNode = stage.nodes.size();
   tile::KernelBuilder builder(fmt::format("stage{}", stageIndex), profile);
   LoweringContext ctx(builder, options);
   DeviceProgram program;
@@ -111,7 +115,9 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
     const Node *node = stage.nodes[index];
     const OpLowering *lowering = findOpLowering(*node);
     Status emitted = lowering ? lowering->emit(ctx, *node) : ctx.unsupported(*node, "no lowering");
+    if (emitted.ok() && builder.failed()) emitted = builder.finish().status();  // A tile op it recorded.
     if (!emitted.ok()) {
+      failedNode = index;
       Diagnostic diag = emitted.diag();
       if (diag.loc.node.empty()) {
         diag.loc.node = node->name();
@@ -143,14 +149,25 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
       int64_t live = 0;
       for (const auto &[tile, bytes] : tiles) live += bytes;
       if (live <= budget || !victim) break;
-      TESSEL_RETURN_IF_ERROR(ctx.spill(victim));
+      Status spilled = ctx.spill(victim);
+      if (spilled.ok() && builder.failed()) spilled = builder.finish().status();
+      if (!spilled.ok()) {
+        failedNode = index;
+        return spilled.diag();
+      }
       ++program.spilledActivations;
     }
   }
   for (const Value *out : stage.outputs) {
-    tile::HbmView hbm = builder.output(out->name(), DType::F32, staticShape(out));
-    TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx.activation(out));
-    TESSEL_RETURN_IF_ERROR(storeToHbm(ctx, t, hbm));
+    tile::HbmView hbm = builder.output(out->name(), DType::F32, hbmShape(staticShape(out)));
+    auto t = ctx.activation(out);
+    Status stored = t.ok() ? storeToHbm(ctx, *t, hbm) : t.status();
+    if (stored.ok() && builder.failed()) stored = builder.finish().status();
+    if (!stored.ok()) {
+      auto producer = std::find(stage.nodes.begin(), stage.nodes.end(), out->producer());
+      failedNode = static_cast<size_t>(producer - stage.nodes.begin());
+      return stored.diag();
+    }
     program.outputs.push_back(out->name());
   }
   opNode.resize(builder.kernel().ops.size(), -1);
@@ -171,6 +188,29 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
   }
   for (const Node *node : stage.nodes) program.modelFlops += modelFlops(*node);
   return program;
+}
+
+/// The node a kernel-compile failure of device stage `stage` comes from: the last node of the
+/// shortest prefix of the stage that fails to lower or compile, found by bisection (a prefix is a
+/// stage whose outputs are what the rest reads). `why` becomes that prefix's error.
+size_t bisectFailure(const Stage &stage, size_t stageIndex, const MachineProfile &profile,
+                     const LoweringOptions &options, Diagnostic &why) {
+  size_t passes = 0, fails = stage.nodes.size();
+  while (fails - passes > 1) {
+    const size_t mid = passes + (fails - passes) / 2;
+    std::map<std::string, int32_t> ids;
+    std::vector<std::string> names;
+    size_t failedNode = 0;
+    auto program = lowerStage(stagePrefix(stage, mid), stageIndex, profile, options, ids, names, failedNode);
+    if (program.ok()) {
+      passes = mid;
+      continue;
+    }
+    why = program.diag();
+    if (failedNode < mid) return failedNode;
+    fails = mid;
+  }
+  return fails - 1;
 }
 
 }  // namespace
@@ -220,7 +260,9 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
 
   std::map<const Node *, int64_t> nodeIndex;
   for (const auto &node : model.graph->nodes()) nodeIndex.emplace(node.get(), static_cast<int64_t>(nodeIndex.size()));
-  std::vector<std::string> forceHost;
+  // A device stage that fails to lower or compile moves the node responsible to the host, with the
+  // error as its reason, and the model is partitioned again: a valid model always compiles.
+  std::map<const Node *, std::string> forceHost;
   Partition partition;
   for (;;) {
     partition = partitionGraph(*model.graph, options.lowering, forceHost);
@@ -228,8 +270,8 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
     exe->stages_.clear();
     exe->nodeNames_.clear();
     std::map<std::string, int32_t> nodeIds;
-    std::optional<Diagnostic> retry;
-    for (size_t s = 0; s < partition.stages.size() && !retry; ++s) {
+    const Node *failed = nullptr;
+    for (size_t s = 0; s < partition.stages.size() && !failed; ++s) {
       const Stage &stage = partition.stages[s];
       NcExecutable::StageRef ref;
       ref.onDevice = stage.onDevice;
@@ -238,27 +280,26 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
       } else {
         ref.program = static_cast<int>(exe->programs_.size());
         ref.cores = options.lowering.cores;
-        for (int core = 0; core < options.lowering.cores && !retry; ++core) {
+        for (int core = 0; core < options.lowering.cores && !failed; ++core) {
           LoweringOptions perCore = options.lowering;
           perCore.core = core;
-          auto program = lowerStage(stage, s, exe->profile_, perCore, nodeIds, exe->nodeNames_);
-          if (!program.ok()) {
-            if (program.diag().code != ErrorCode::UnsupportedOp || program.diag().loc.node.empty()) return program.diag();
-            retry = program.diag();
-            break;
+          size_t failedNode = 0;
+          auto program = lowerStage(stage, s, exe->profile_, perCore, nodeIds, exe->nodeNames_, failedNode);
+          if (program.ok()) {
+            exe->programs_.push_back(std::move(*program));
+            continue;
           }
-          exe->programs_.push_back(std::move(*program));
+          Diagnostic why = program.diag();
+          if (failedNode >= stage.nodes.size()) failedNode = bisectFailure(stage, s, exe->profile_, perCore, why);
+          failed = stage.nodes[failedNode];
+          forceHost[failed] = fmt::format("its device lowering failed: {}", why.message);
         }
-        if (retry) break;
       }
       exe->stages_.push_back(std::move(ref));
     }
-    if (!retry) break;
-    forceHost.push_back(retry->loc.node);
-    exe->fallbacks_.push_back(Fallback{retry->loc.node, retry->loc.opType, retry->message});
+    if (!failed) break;
   }
-  for (const Fallback &f : partition.fallbacks)
-    if (std::find(forceHost.begin(), forceHost.end(), f.node) == forceHost.end()) exe->fallbacks_.push_back(f);
+  exe->fallbacks_ = partition.fallbacks;
   exe->passTimes_.push_back(PassTime{"nc: partition, lower, allocate, schedule", msSince(t0)});
   for (size_t s = 0; s < partition.stages.size(); ++s) {
     const Stage &stage = partition.stages[s];
@@ -298,6 +339,7 @@ std::string NcExecutable::report() const {
         bytesText(prog.constantBytes), bytesText(profile_.hbm.bytesPerCore), prog.spilledActivations,
         prog.estimatedNs / 1000.0);
   }
+  if (programs_.empty()) text += "no device program: every node runs on the host (the fallbacks say why)\n";
   text += fmt::format("host fallbacks: {}\n", fallbacks_.size());
   for (const Fallback &f : fallbacks_) text += fmt::format("  {} ({}): {}\n", f.node, f.opType, f.reason);
   return text;
@@ -326,8 +368,7 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
           return makeError(ErrorCode::InvalidModel, "host stage names node #{}; the graph has {}", index, nodes.size());
         const Node *node = nodes[static_cast<size_t>(index)];
         std::vector<std::pair<const Value *, RuntimeValue>> values;
-        for (const Value *in : node->inputs()) {
-          if (!in) continue;
+        for (const Value *in : valuesRead(*node, graph)) {  // A subgraph's captures too.
           TESSEL_ASSIGN_OR_RETURN(RuntimeValue v, valueOf(in));
           values.emplace_back(in, std::move(v));
         }
@@ -389,7 +430,13 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
       for (int64_t d : p->shape) numel *= d;
       std::vector<uint8_t> bytes(static_cast<size_t>(numel) * 4);
       TESSEL_RETURN_IF_ERROR(states[0]->readHbm(p->offsetBytes, bytes));
-      env[name] = RuntimeValue(Tensor::fromVector<float>(p->shape, kernels::decodeValues(DType::F32, bytes)));
+      // The HBM shape may differ from the value's (hbmShape: 0-d, more than 4 dims); the host sees its own.
+      const Value *value = graph.findValue(name);
+      std::vector<int64_t> shape = p->shape;
+      if (auto sizes = value && value->type().isTensor() ? value->type().shape().sizes() : std::nullopt;
+          sizes && std::accumulate(sizes->begin(), sizes->end(), int64_t{1}, std::multiplies<>()) == numel)
+        shape = *sizes;
+      env[name] = RuntimeValue(Tensor::fromVector<float>(shape, kernels::decodeValues(DType::F32, bytes)));
     }
   }
   if (timingOnly) return result;

@@ -105,8 +105,9 @@ class NcExecutable {
 };
 
 /// Optimizes `model` (static input shapes) at options.optLevel, partitions it, lowers and compiles
-/// every device stage. Errors: a model whose constants exceed the core's HBM (saying by how much), a
-/// device stage that does not fit SBUF/PSUM, a profile that does not load.
+/// every device stage. A node whose device lowering or kernel compile fails (SBUF does not fit, a
+/// tile rule) runs on the host instead, with the error as its fallback reason. Errors: a model whose
+/// constants exceed the core's HBM (saying by how much), a profile that does not load.
 Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOptions &options);
 
 /// Loads an artifact written by NcExecutable::save.

@@ -70,6 +70,17 @@ std::vector<int64_t> countsOf(const std::vector<FreeDim> &dims) {
 
 }  // namespace
 
+std::vector<int64_t> hbmShape(const std::vector<int64_t> &shape) {
+  if (shape.empty()) return {1};
+  // Row-major storage: merging leading dims changes no element's place.
+  std::vector<int64_t> merged(shape.begin(), shape.end());
+  while (merged.size() > static_cast<size_t>(kMaxFreeDims)) {
+    merged[1] *= merged[0];
+    merged.erase(merged.begin());
+  }
+  return merged;
+}
+
 std::vector<int64_t> staticShape(const Value *value) {
   std::vector<int64_t> shape;
   for (const Dim &d : value->type().shape().dims()) shape.push_back(d.size);
@@ -139,6 +150,41 @@ void loadIntoStandard(LoweringContext &ctx, const DeviceTensor &dst, const HbmVi
 
 }  // namespace
 
+namespace {
+
+/// T6 (section 4.2): whether `count` partitions may start at partition `start` of a block.
+bool partitionStartAllowed(int64_t start, int64_t count, int64_t P) {
+  const int64_t align = count > P / 2 ? P : count > P / 4 ? P / 2 : P / 4;
+  return start % align == 0;
+}
+
+/// Global partitions [g, g + count) of `t` (free pattern `dims` from t.freeBase) on partitions
+/// [0, count) of a new tile, row-major over `dims`, for a run whose start T6 forbids (a slice along
+/// the partition axis): the window from the block's first partition, which any count may start at,
+/// goes to HBM scratch, and the rows wanted come back.
+TileView movedToPartitionZero(LoweringContext &ctx, const DeviceTensor &t, int64_t g, int64_t count,
+                              const std::vector<FreeDim> &dims) {
+  KernelBuilder &b = ctx.builder();
+  const int64_t local = g % ctx.profile().partitions, window = local + count;
+  int64_t freeSize = 1;
+  for (const FreeDim &d : dims) freeSize *= d.count;
+  HbmView scratch = b.output(fmt::format("scratch/partition-move#{}", b.kernel().tensors.size()), t.dtype,
+                             {window, freeSize});
+  b.store(scratch, t.partitions(g - local, window).pattern(t.freeBase, dims));
+  TileView moved = b.sbuf("partition-move", t.dtype, count, {freeSize});
+  b.load(moved, scratch.pattern(local * freeSize, {FreeDim{freeSize, static_cast<uint32_t>(count)},
+                                                   FreeDim{1, static_cast<uint32_t>(freeSize)}}));
+  std::vector<FreeDim> rowMajor(dims.size());
+  int64_t stride = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    rowMajor[i] = FreeDim{stride, dims[i].count};
+    stride *= dims[i].count;
+  }
+  return moved.pattern(0, rowMajor);
+}
+
+}  // namespace
+
 /// Stores any DeviceTensor to row-major `dst`: one DMA per run of partitions along the innermost
 /// partition axis.
 static void storeAny(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst) {
@@ -154,8 +200,17 @@ static void storeAny(LoweringContext &ctx, const DeviceTensor &t, const HbmView 
             [&](int64_t a, int64_t c) { return t.axes[a].freeStride > t.axes[c].freeStride; });
   std::vector<FreeDim> tileDims, hbmFree;
   for (int64_t a : freeAxes) {
-    tileDims.push_back(FreeDim{t.axes[a].freeStride, static_cast<uint32_t>(t.shape[a])});
-    hbmFree.push_back(FreeDim{strides[a], static_cast<uint32_t>(t.shape[a])});
+    const FreeDim tileDim{t.axes[a].freeStride, static_cast<uint32_t>(t.shape[a])};
+    const FreeDim hbmDim{strides[a], static_cast<uint32_t>(t.shape[a])};
+    // An axis that continues the one before it on both sides merges with it (patterns have <= 4 dims).
+    if (!tileDims.empty() && tileDims.back().strideElements == tileDim.strideElements * tileDim.count &&
+        hbmFree.back().strideElements == hbmDim.strideElements * hbmDim.count) {
+      tileDims.back() = FreeDim{tileDim.strideElements, tileDims.back().count * tileDim.count};
+      hbmFree.back() = FreeDim{hbmDim.strideElements, hbmFree.back().count * hbmDim.count};
+      continue;
+    }
+    tileDims.push_back(tileDim);
+    hbmFree.push_back(hbmDim);
   }
   if (tileDims.empty()) {
     tileDims.push_back(FreeDim{1, 1});
@@ -181,7 +236,8 @@ static void storeAny(LoweringContext &ctx, const DeviceTensor &t, const HbmView 
       const int64_t g = partition + i * innerPStride;
       int64_t run = 1;
       if (innerPStride == 1) run = std::min(innerCount - i, P - g % P);
-      TileView src = t.partitions(g, run).pattern(t.freeBase, tileDims);
+      TileView src = partitionStartAllowed(g % P, run, P) ? t.partitions(g, run).pattern(t.freeBase, tileDims)
+                                                           : movedToPartitionZero(ctx, t, g, run, tileDims);
       std::vector<FreeDim> hbmDims{FreeDim{inner < 0 ? 1 : strides[inner], static_cast<uint32_t>(run)}};
       hbmDims.insert(hbmDims.end(), hbmFree.begin(), hbmFree.end());
       b.store(dst.pattern(hbmOffset + (inner < 0 ? 0 : i * strides[inner]), hbmDims), src);
@@ -191,7 +247,7 @@ static void storeAny(LoweringContext &ctx, const DeviceTensor &t, const HbmView 
 }
 
 Expected<DeviceTensor> LoweringContext::relayout(const DeviceTensor &tensor, int64_t axis, const std::string &name) {
-  HbmView scratch = builder_.output(fmt::format("scratch/{}#{}", name, scratchCount_++), tensor.dtype, tensor.shape);
+  HbmView scratch = builder_.output(fmt::format("scratch/{}#{}", name, scratchCount_++), tensor.dtype, hbmShape(tensor.shape));
   storeAny(*this, tensor, scratch);
   DeviceTensor out = allocateStandard(builder_, name, tensor.shape, tensor.dtype, axis);
   loadIntoStandard(*this, out, scratch, axis);
@@ -201,7 +257,7 @@ Expected<DeviceTensor> LoweringContext::relayout(const DeviceTensor &tensor, int
 // ---- Activations ----------------------------------------------------------------------------------
 
 void LoweringContext::bindInput(const Value *value, DType dtype) {
-  inputs_[value] = builder_.input(value->name(), dtype, staticShape(value));
+  inputs_[value] = builder_.input(value->name(), dtype, hbmShape(staticShape(value)));
 }
 
 Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
@@ -320,7 +376,7 @@ Status LoweringContext::spill(const Value *value) {
   if (!hbmCache_.count(value) && !inputs_.count(value)) {
     // Stored as f32 whatever its SBUF dtype, so the reload reads the same values back.
     const DeviceTensor &t = it->second;
-    HbmView scratch = builder_.output(fmt::format("spill/{}#{}", value->name(), scratchCount_++), t.dtype, t.shape);
+    HbmView scratch = builder_.output(fmt::format("spill/{}#{}", value->name(), scratchCount_++), t.dtype, hbmShape(t.shape));
     storeAny(*this, t, scratch);
     hbmCache_[value] = scratch;
   }
@@ -348,7 +404,7 @@ Expected<HbmView> LoweringContext::hbmOf(const Value *value) {
   if (auto it = inputs_.find(value); it != inputs_.end()) return it->second;
   if (auto it = hbmCache_.find(value); it != hbmCache_.end()) return it->second;
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, activation(value));
-  HbmView scratch = builder_.output(fmt::format("scratch/{}#{}", value->name(), scratchCount_++), t.dtype, t.shape);
+  HbmView scratch = builder_.output(fmt::format("scratch/{}#{}", value->name(), scratchCount_++), t.dtype, hbmShape(t.shape));
   storeAny(*this, t, scratch);
   hbmCache_[value] = scratch;
   return scratch;
@@ -401,7 +457,7 @@ std::vector<float> LoweringContext::constantFloats(const Value *value) const {
 
 HbmView LoweringContext::constantHbm(const std::string &name, DType dtype, const std::vector<int64_t> &shape,
                                      std::vector<float> values) {
-  HbmView view = builder_.input(name, dtype, shape);
+  HbmView view = builder_.input(name, dtype, hbmShape(shape));
   constants_.push_back(ConstantData{view.tensor(), dtype, std::move(values)});
   return view;
 }
@@ -484,6 +540,8 @@ std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &opt
     if (!type.shape().rankKnown()) return fmt::format("{} '{}' has an unknown rank", what, v->name());
     for (const Dim &d : type.shape().dims())
       if (!d.isStatic()) return fmt::format("{} '{}' has a dynamic shape {}", what, v->name(), type.str());
+    for (const Dim &d : type.shape().dims())  // SBUF and HBM tensors have no empty dims.
+      if (d.size == 0) return fmt::format("{} '{}' is empty ({})", what, v->name(), type.str());
     return "";
   };
   for (const Value *in : node.inputs()) {

@@ -128,6 +128,9 @@ class LoweringContext {
 
 /// The sizes of a value of static shape (partitioning admits no other on the device).
 std::vector<int64_t> staticShape(const Value *value);
+/// The shape of a value's HBM tensor: its own, [1] for a 0-d value, leading dims merged for one of
+/// more than 4 dims (an HBM tensor has 1..4 dims; in SBUF a 0-d value is one element on one partition).
+std::vector<int64_t> hbmShape(const std::vector<int64_t> &shape);
 
 /// Stores `tensor` (any placement) to row-major `dst` in HBM.
 Status storeToHbm(LoweringContext &ctx, const DeviceTensor &tensor, const tile::HbmView &dst);

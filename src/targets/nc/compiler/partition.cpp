@@ -8,6 +8,27 @@
 #include <fmt/format.h>
 
 namespace tessel::nc::compiler {
+namespace {
+
+void collectCaptures(const Node &node, const Graph &graph, std::vector<const Value *> &out) {
+  for (const Graph *sub : node.subgraphs()) {
+    for (const auto &inner : sub->nodes()) {
+      for (const Value *in : inner->inputs())
+        if (in && in->graph() == &graph && std::find(out.begin(), out.end(), in) == out.end()) out.push_back(in);
+      collectCaptures(*inner, graph, out);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<const Value *> valuesRead(const Node &node, const Graph &graph) {
+  std::vector<const Value *> read;
+  for (const Value *in : node.inputs())
+    if (in && std::find(read.begin(), read.end(), in) == read.end()) read.push_back(in);
+  collectCaptures(node, graph, read);
+  return read;
+}
 
 void inlineConstantNodes(Graph &graph) {
   std::vector<Node *> constants;
@@ -24,15 +45,15 @@ void inlineConstantNodes(Graph &graph) {
   }
 }
 
-Partition partitionGraph(const Graph &graph, const LoweringOptions &options, const std::vector<std::string> &forceHost) {
+Partition partitionGraph(const Graph &graph, const LoweringOptions &options,
+                         const std::map<const Node *, std::string> &forceHost) {
   Partition result;
   std::vector<const Node *> nodes;
   std::map<const Node *, size_t> index;
   std::vector<bool> device;
   for (const auto &node : graph.nodes()) {
     std::string reason = deviceUnsupportedReason(*node, options);
-    if (reason.empty() && std::find(forceHost.begin(), forceHost.end(), node->name()) != forceHost.end())
-      reason = "its lowering failed (see the compile log)";
+    if (auto forced = forceHost.find(node.get()); reason.empty() && forced != forceHost.end()) reason = forced->second;
     index[node.get()] = nodes.size();
     nodes.push_back(node.get());
     device.push_back(reason.empty());
@@ -44,13 +65,16 @@ Partition partitionGraph(const Graph &graph, const LoweringOptions &options, con
     }
   }
 
-  // List scheduling that stays on one target while it has ready nodes.
+  // List scheduling that stays on one target while it has ready nodes. A subgraph's captures are
+  // dependences like inputs: the node that owns the subgraph runs after their producers.
+  std::vector<std::vector<const Value *>> reads(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) reads[i] = valuesRead(*nodes[i], graph);
   std::vector<int> pending(nodes.size(), 0);
   std::vector<std::vector<size_t>> users(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::set<size_t> producers;
-    for (const Value *in : nodes[i]->inputs())
-      if (in && in->producer() && index.count(in->producer())) producers.insert(index[in->producer()]);
+    for (const Value *in : reads[i])
+      if (in->producer() && index.count(in->producer())) producers.insert(index[in->producer()]);
     pending[i] = static_cast<int>(producers.size());
     for (size_t p : producers) users[p].push_back(i);
   }
@@ -71,39 +95,52 @@ Partition partitionGraph(const Graph &graph, const LoweringOptions &options, con
       if (--pending[u] == 0) ready[device[u]].insert(u);
   }
 
-  // Transfers: values crossing stage boundaries.
+  // Transfers: values crossing stage boundaries (captures included).
   std::map<const Value *, size_t> producedIn;
-  std::map<const Node *, size_t> stageOf;
   for (size_t s = 0; s < result.stages.size(); ++s)
-    for (const Node *n : result.stages[s].nodes) {
-      stageOf[n] = s;
+    for (const Node *n : result.stages[s].nodes)
       for (const Value *out : n->outputs())
         if (out) producedIn[out] = s;
-    }
-  std::set<const Value *> graphOutputs(graph.outputs().begin(), graph.outputs().end());
+  std::set<const Value *> crossing(graph.outputs().begin(), graph.outputs().end());
   for (size_t s = 0; s < result.stages.size(); ++s) {
     Stage &stage = result.stages[s];
     std::set<const Value *> seen;
     for (const Node *n : stage.nodes) {
-      for (const Value *in : n->inputs()) {
-        if (!in || in->hasInitializer() || seen.count(in)) continue;
+      for (const Value *in : reads[index[n]]) {
+        if (in->hasInitializer() || seen.count(in)) continue;
         auto it = producedIn.find(in);
         if (it != producedIn.end() && it->second == s) continue;
         seen.insert(in);
         stage.inputs.push_back(in);
-      }
-    }
-    for (const Node *n : stage.nodes) {
-      for (const Value *out : n->outputs()) {
-        if (!out) continue;
-        bool crosses = graphOutputs.count(out) > 0;
-        for (const Use &use : out->uses())
-          if (use.user && stageOf.count(use.user) && stageOf[use.user] != s) crosses = true;
-        if (crosses) stage.outputs.push_back(out);
+        crossing.insert(in);
       }
     }
   }
+  for (Stage &stage : result.stages)
+    for (const Node *n : stage.nodes)
+      for (const Value *out : n->outputs())
+        if (out && crossing.count(out)) stage.outputs.push_back(out);
   return result;
+}
+
+Stage stagePrefix(const Stage &stage, size_t count) {
+  Stage prefix{stage.onDevice, {stage.nodes.begin(), stage.nodes.begin() + static_cast<std::ptrdiff_t>(count)}, {}, {}};
+  std::set<const Value *> made, readLater(stage.outputs.begin(), stage.outputs.end());
+  for (size_t i = count; i < stage.nodes.size(); ++i)
+    for (const Value *in : stage.nodes[i]->inputs())
+      if (in) readLater.insert(in);
+  for (const Node *n : prefix.nodes) {
+    for (const Value *in : n->inputs())
+      if (in && !in->hasInitializer() && !made.count(in) &&
+          std::find(prefix.inputs.begin(), prefix.inputs.end(), in) == prefix.inputs.end())
+        prefix.inputs.push_back(in);
+    for (const Value *out : n->outputs()) {
+      if (!out) continue;
+      made.insert(out);
+      if (readLater.count(out)) prefix.outputs.push_back(out);
+    }
+  }
+  return prefix;
 }
 
 std::string printPartition(const Partition &partition) {

@@ -4,6 +4,7 @@
 // next is an explicit host <-> device transfer (a device stage's HBM input or output).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,12 +30,21 @@ struct Partition {
   int deviceNodes = 0, hostNodes = 0;
 };
 
+/// Every value of `graph` that `node` reads: its inputs and, for a node with subgraphs (If, Loop, Scan),
+/// the values of `graph` its subgraphs read (implicit captures), each once, inputs first.
+std::vector<const Value *> valuesRead(const Node &node, const Graph &graph);
+
 /// Turns Constant nodes into initializers, so that emitters see their values (Reshape's shape, ...).
 void inlineConstantNodes(Graph &graph);
 
-/// Partitions `graph` (topologically sorted, static shapes). `forceHost` names nodes to keep on the host.
+/// Partitions `graph` (topologically sorted, static shapes). `forceHost` holds nodes to keep on the
+/// host, each with the reason recorded as its fallback.
 Partition partitionGraph(const Graph &graph, const LoweringOptions &options,
-                         const std::vector<std::string> &forceHost = {});
+                         const std::map<const Node *, std::string> &forceHost = {});
+
+/// The first `count` nodes of device stage `stage` as a stage of their own: its inputs those they
+/// read, its outputs what they make that the stage's other nodes or later stages read.
+Stage stagePrefix(const Stage &stage, size_t count);
 
 /// The partition as text: one line per stage, its nodes and transfers; then the fallbacks.
 std::string printPartition(const Partition &partition);

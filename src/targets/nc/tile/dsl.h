@@ -179,6 +179,8 @@ class KernelBuilder {
 
   /// Records a shape error (the first one wins); used by views and ops.
   void fail(std::string message);
+  /// Whether an error has been recorded (callers that record many ops use it to tell which failed).
+  bool failed() const { return error_.has_value(); }
 
   /// The recorded kernel, or the first error (InvalidArgument, "kernel 'name': op #i (matmul): ...").
   Expected<Kernel> finish();
