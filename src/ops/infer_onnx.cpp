@@ -352,11 +352,11 @@ bool lacksDType(const Type &type) {
 /// Checks input types against the schema's type constraints, then runs the schema's inference (or,
 /// for ops defined by a function body, infers through the body). Returns false when the schema has
 /// neither, so nothing can be inferred.
-bool runSchemaInference(const onnx::OpSchema &schema, const Node &node, NodeContext &context) {
+bool runSchemaInference(const onnx::OpSchema &schema, const Node &node, NodeContext &context, bool checkTypes) {
   // ONNX's check cannot judge a tensor of unknown element type (it throws on one); inference can.
   bool checkable = std::none_of(node.inputs().begin(), node.inputs().end(),
                                 [](const Value *v) { return v && lacksDType(v->type()); });
-  if (checkable) schema.CheckInputOutputType(context);
+  if (checkable && checkTypes) schema.CheckInputOutputType(context);
   if (schema.has_type_and_shape_inference_function()) {
     schema.GetTypeAndShapeInferenceFunction()(context);
     return true;
@@ -373,19 +373,13 @@ bool runSchemaInference(const onnx::OpSchema &schema, const Node &node, NodeCont
   return true;
 }
 
-Status inferNode(Node &node, const OpsetHint &opset) {
-  const std::string domain = canonicalDomain(node.domain());
-  const int version = opset.versionFor(domain);
-  const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(node.opType(), version, domain);
-  if (!schema) {
-    return nodeDiagnostic(node, ErrorCode::UnsupportedOp,
-                          fmt::format("ONNX has no schema for {} in domain '{}' at opset {}", node.opType(),
-                                      domain.empty() ? "ai.onnx" : domain,
-                                      version == INT_MAX ? std::string("(any)") : std::to_string(version)));
-  }
+/// Runs `schema`'s inference on `node` and merges the result into the node's outputs. With
+/// `checkTypes` false the schema's type constraints are not applied (a borrowed schema's list may
+/// be narrower than the op's own).
+Status inferWithSchema(Node &node, const OpsetHint &opset, const onnx::OpSchema &schema, bool checkTypes) {
   NodeContext context(node, opset);
   try {
-    if (!runSchemaInference(*schema, node, context)) return Status::success();
+    if (!runSchemaInference(schema, node, context, checkTypes)) return Status::success();
   } catch (const onnx::checker::ValidationError &error) {
     return nodeDiagnostic(node, ErrorCode::TypeMismatch,
                           fmt::format("{} input types do not fit its ONNX schema: {}", node.opType(), error.what()));
@@ -411,10 +405,41 @@ Status inferNode(Node &node, const OpsetHint &opset) {
   return Status::success();
 }
 
+Status inferNode(Node &node, const OpsetHint &opset) {
+  const std::string domain = canonicalDomain(node.domain());
+  const int version = opset.versionFor(domain);
+  // Versions newer than the linked ONNX library knows (opset 18 rows) carry their own inference;
+  // ONNX's older schema would give the older semantics.
+  if (version != INT_MAX) {
+    const OpInfo *row = findOp(domain, node.opType(), version);
+    if (row && row->infer && row->infer != &inferOnnx) return row->infer(node, version);
+  }
+  const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(node.opType(), version, domain);
+  if (!schema) {
+    return nodeDiagnostic(node, ErrorCode::UnsupportedOp,
+                          fmt::format("ONNX has no schema for {} in domain '{}' at opset {}", node.opType(),
+                                      domain.empty() ? "ai.onnx" : domain,
+                                      version == INT_MAX ? std::string("(any)") : std::to_string(version)));
+  }
+  return inferWithSchema(node, opset, *schema, /*checkTypes=*/true);
+}
+
 }  // namespace
 
 Status inferOnnx(Node &node, int64_t opset) {
   return inferNode(node, OpsetHint{canonicalDomain(node.domain()), opset});
+}
+
+Status inferOnnxAs(Node &node, int64_t opset, const std::string &schemaOp, int schemaVersion) {
+  const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(schemaOp, schemaVersion, "");
+  TESSEL_CHECK(schema != nullptr, "ONNX has no schema {}-{}", schemaOp, schemaVersion);
+  return inferWithSchema(node, OpsetHint{canonicalDomain(node.domain()), opset}, *schema, /*checkTypes=*/false);
+}
+
+std::optional<Tensor> constantInputValue(const Value &value) { return constantValue(value); }
+
+int64_t onnxLibraryMaxOpset() {
+  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
 }
 
 }  // namespace tessel

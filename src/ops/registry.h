@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,26 @@ const OpInfo *findOpAnyVersion(std::string_view domain, std::string_view opType)
 /// Every registered op, sorted by domain then name.
 const std::vector<OpInfo> &allOps();
 
-/// Shape and type inference delegated to the op's schema in ONNX's own library.
+/// Shape and type inference delegated to the op's schema in ONNX's own library. A row whose opset
+/// is newer than that library knows carries its own inference, which this calls instead.
 Status inferOnnx(Node &node, int64_t opset);
+/// Inference of `node` by the schema of another op (`schemaOp` at `schemaVersion`) whose shape rules
+/// are the same, without that schema's type constraints: for opset-18 rows the linked ONNX library
+/// predates (ReduceMean-18 infers as ReduceSum-13 does).
+Status inferOnnxAs(Node &node, int64_t opset, const std::string &schemaOp, int schemaVersion);
+/// What a node of an opset-18 row that ONNX's linked library predates may hold: input and output
+/// counts and attribute names. The importer checks these where ONNX's schema would.
+struct Opset18Signature {
+  std::string_view op;
+  int minInputs, maxInputs, minOutputs, maxOutputs;
+  std::vector<std::string_view> attributes;
+};
+/// The signature of `opType`'s opset-18 form, or nullptr for ops ONNX's library describes.
+const Opset18Signature *opset18Signature(std::string_view opType);
+/// The newest ai.onnx opset the linked ONNX library has schemas for.
+int64_t onnxLibraryMaxOpset();
+/// The value of `value` when it cannot change between runs: an initializer that is not also a
+/// graph input, or a Constant node's output.
+std::optional<Tensor> constantInputValue(const Value &value);
 
 }  // namespace tessel

@@ -3,6 +3,7 @@
 // subgraphs can read outer values, and finally sort each graph topologically (rejecting cycles).
 #include "frontend/onnx/importer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <fstream>
@@ -151,6 +152,20 @@ class Importer {
                        domain);
     }
     if (findOp(domain, node.op_type(), opset)) return Status::success();
+    if (domain.empty() && opset > onnxLibraryMaxOpset()) {
+      // ONNX's library knows only older schemas here, whose semantics may have changed since.
+      const OpInfo *known = findOpAnyVersion(domain, node.op_type());
+      if (known) {
+        int64_t newest = known->untilVersion;
+        for (const OpInfo &row : allOps()) {
+          if (row.domain == known->domain && row.name == known->name) newest = std::max(newest, row.untilVersion);
+        }
+        return makeError(ErrorCode::UnsupportedOp, "op {} is not supported at opset {}: tessel implements it up to "
+                         "opset {}", node.op_type(), opset, newest);
+      }
+      return makeError(ErrorCode::UnsupportedOp, "op {} is not supported at opset {} (tessel's registry lacks it)",
+                       node.op_type(), opset);
+    }
     const onnx::OpSchema *schema =
         onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), domain);
     if (schema && !schema->Deprecated()) return Status::success();  // Loadable; running reports unsupported.
@@ -315,6 +330,11 @@ class NodeValidator {
     auto opset = opsets_.find(domain);
     if (opset == opsets_.end()) return Status::success();  // Reported with context during conversion.
     const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset->second), domain);
+    // A registry row newer than ONNX's library (opset 18) has its own signature.
+    const OpInfo *row = findOp(domain, node.op_type(), opset->second);
+    if (domain.empty() && row && row->sinceVersion > onnxLibraryMaxOpset()) {
+      return checkOpset18Signature(node, opset->second);
+    }
     if (!schema) return Status::success();  // Unknown ops are reported during conversion.
     try {
       schema->Verify(node);
@@ -326,6 +346,30 @@ class NodeValidator {
   }
 
   static std::string firstLine(const std::string &text) { return text.substr(0, text.find('\n')); }
+
+  /// Input and output counts and attribute names of a node whose opset-18 form ONNX's library lacks.
+  static Status checkOpset18Signature(const onnx::NodeProto &node, int64_t opset) {
+    const Opset18Signature *signature = opset18Signature(node.op_type());
+    TESSEL_CHECK(signature != nullptr, "the opset-18 row of {} has no signature", node.op_type());
+    int inputs = node.input_size();
+    while (inputs > 0 && node.input(inputs - 1).empty()) --inputs;  // Trailing omitted inputs.
+    if (inputs < signature->minInputs || inputs > signature->maxInputs) {
+      return makeError(ErrorCode::InvalidModel, "{} at opset {} takes {} to {} inputs; the node has {}", node.op_type(),
+                       opset, signature->minInputs, signature->maxInputs, inputs);
+    }
+    if (node.output_size() < signature->minOutputs || node.output_size() > signature->maxOutputs) {
+      return makeError(ErrorCode::InvalidModel, "{} at opset {} has {} outputs; expected {} to {}", node.op_type(), opset,
+                       node.output_size(), signature->minOutputs, signature->maxOutputs);
+    }
+    for (const auto &attr : node.attribute()) {
+      const auto &names = signature->attributes;
+      if (std::find(names.begin(), names.end(), attr.name()) == names.end()) {
+        return makeError(ErrorCode::InvalidModel, "{} at opset {} has no attribute '{}'", node.op_type(), opset,
+                         attr.name());
+      }
+    }
+    return Status::success();
+  }
 
   std::string path_;
   const std::map<std::string, int64_t> &opsets_;
@@ -365,6 +409,16 @@ void inferShapesInPlace(onnx::ModelProto &proto) {
   restore(proto);
 }
 
+/// In place of ONNX's whole-model inference for opsets its library predates: the registry's
+/// per-node inference in topological order. As there, a node that cannot be inferred keeps the
+/// types it has; the kernels report what is wrong with it.
+void inferTypesPerNode(Model &model) {
+  for (const auto &node : model.graph->nodes()) {
+    const int64_t opset = model.opsetFor(node->domain());
+    if (opset >= 0) (void)inferOnnx(*node, opset);
+  }
+}
+
 }  // namespace
 
 Expected<Model> importOnnxBytes(const std::string &bytes, const std::string &path, const ImportOptions &options) {
@@ -378,8 +432,13 @@ Expected<Model> importOnnxBytes(const std::string &bytes, const std::string &pat
   Importer importer(path, model);
   TESSEL_RETURN_IF_ERROR(importer.importOpsets(proto));
   if (proto.has_graph()) TESSEL_RETURN_IF_ERROR(NodeValidator(path, model.opsetImports).validateGraph(proto.graph()));
-  if (options.inferShapes) inferShapesInPlace(proto);
+  // ONNX's whole-model inference would read opset-18 nodes by their older schemas; tessel's own
+  // per-node inference (the infer-shapes pass) types those models instead.
+  auto onnxOpset = model.opsetImports.find("");
+  const bool onnxKnowsOpset = onnxOpset == model.opsetImports.end() || onnxOpset->second <= onnxLibraryMaxOpset();
+  if (options.inferShapes && onnxKnowsOpset) inferShapesInPlace(proto);
   TESSEL_RETURN_IF_ERROR(importer.importModel(proto));
+  if (options.inferShapes && !onnxKnowsOpset) inferTypesPerNode(model);
   return model;
 }
 

@@ -24,6 +24,6 @@ Expected<Model> importOnnxBytes(const std::string &bytes, const std::string &pat
 
 /// Lowest and highest ai.onnx opset versions the importer accepts.
 inline constexpr int64_t kMinOnnxOpset = 1;
-inline constexpr int64_t kMaxOnnxOpset = 17;
+inline constexpr int64_t kMaxOnnxOpset = 18;
 
 }  // namespace tessel

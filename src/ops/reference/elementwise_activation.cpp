@@ -1,5 +1,5 @@
 // Reference kernels of the activation functions: Relu, LeakyRelu, PRelu (slope broadcast to the
-// input), Sigmoid, HardSigmoid, HardSwish, Elu, Selu, Celu, Softplus, Softsign, ThresholdedRelu and
+// input), Sigmoid, HardSigmoid, HardSwish, Elu, Selu, Celu, Softplus, Mish, Softsign, ThresholdedRelu and
 // Shrink. Each reads its attributes with the ONNX defaults and computes floats in double.
 #include <algorithm>
 #include <functional>
@@ -107,6 +107,11 @@ Status refCelu(KernelContext &ctx) {
 Status refSoftplus(KernelContext &ctx) {
   // log(1 + e^x), arranged so that large |x| neither overflows nor loses the small term.
   return activation(ctx, [](double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); });
+}
+
+Status refMish(KernelContext &ctx) {
+  // x * tanh(softplus(x)) (opset 18), with softplus arranged as in refSoftplus.
+  return activation(ctx, [](double x) { return x * std::tanh(x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x))); });
 }
 
 Status refSoftsign(KernelContext &ctx) {

@@ -1,4 +1,5 @@
-// Reference kernels of the binary arithmetic ops: Add, Sub, Mul, Div, Pow, Mod and BitShift, with
+// Reference kernels of the binary arithmetic ops: Add, Sub, Mul, Div, Pow, Mod, BitShift and the
+// Bitwise ops of opset 18 (BitwiseNot, their one unary member, lives here with them), with
 // numpy broadcasting (and the pre-opset-7 `broadcast`/`axis` form). Floats compute in double and
 // round once; integers compute in their own type and wrap on overflow; division by zero is an error.
 #include <algorithm>
@@ -154,6 +155,26 @@ Status refBitShift(KernelContext &ctx) {
   return sameTypeBinary<kUnsigned>(ctx, [left]<class T>(T x, T y) -> T {
     if (y >= sizeof(T) * 8) return T(0);  // Shifting every bit out; C++ leaves this undefined.
     return static_cast<T>(left ? static_cast<WrapType<T>>(x) << y : x >> y);
+  });
+}
+
+Status refBitwiseAnd(KernelContext &ctx) {
+  return sameTypeBinary<kInts>(ctx, []<class T>(T x, T y) -> T { return static_cast<T>(x & y); });
+}
+
+Status refBitwiseOr(KernelContext &ctx) {
+  return sameTypeBinary<kInts>(ctx, []<class T>(T x, T y) -> T { return static_cast<T>(x | y); });
+}
+
+Status refBitwiseXor(KernelContext &ctx) {
+  return sameTypeBinary<kInts>(ctx, []<class T>(T x, T y) -> T { return static_cast<T>(x ^ y); });
+}
+
+Status refBitwiseNot(KernelContext &ctx) {
+  const Tensor &x = ctx.tensor(0);
+  return dispatch<kInts>(ctx, x.dtype(), [&]<class T>(TypeTag<T>) -> Status {
+    ctx.setOutput(0, mapUnary<T, T>(x, [](T v) { return static_cast<T>(~v); }));
+    return Status::success();
   });
 }
 

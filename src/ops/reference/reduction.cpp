@@ -22,7 +22,13 @@ struct ReducePlan {
 
 /// The axes a Reduce node reduces over: from input 1 when the node has one (ReduceSum from
 /// opset 13, all Reduce ops from 18), else from the `axes` attribute. Empty means "not given".
-std::vector<int64_t> requestedAxes(const KernelContext &ctx) {
+Expected<std::vector<int64_t>> requestedAxes(const KernelContext &ctx) {
+  const bool axesInput = ctx.opset() >= 18 || (ctx.opset() >= 13 && ctx.node().opType() == "ReduceSum");
+  if (axesInput && ctx.node().hasAttr("axes")) {
+    // The attribute of older opsets; reading it would give their meaning to a newer node.
+    return makeError(ErrorCode::InvalidModel, "{} at opset {} takes axes as input 1, not as an attribute",
+                     ctx.node().opType(), ctx.opset());
+  }
   if (ctx.numInputs() >= 2 && ctx.hasInput(1)) return ctx.tensor(1).toInt64Vector();
   return ctx.node().attrInts("axes", {});
 }
@@ -60,7 +66,8 @@ Status reduce(KernelContext &ctx) {
   const Tensor &x = ctx.tensor(0);
   const bool keepDims = ctx.node().attrInt("keepdims", 1) != 0;
   const bool noop = ctx.node().attrInt("noop_with_empty_axes", 0) != 0;
-  TESSEL_ASSIGN_OR_RETURN(ReducePlan plan, planReduce(x.sizes(), requestedAxes(ctx), keepDims, noop));
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, requestedAxes(ctx));
+  TESSEL_ASSIGN_OR_RETURN(ReducePlan plan, planReduce(x.sizes(), axes, keepDims, noop));
   Tensor out(x.dtype(), plan.outSizes);
   Status status;
   bool handled = visitDType(x.dtype(), [&]<class T>(TypeTag<T>) {
@@ -164,7 +171,8 @@ Status refReduceLogSumExp(KernelContext &ctx) {
   }
   const bool keepDims = ctx.node().attrInt("keepdims", 1) != 0;
   const bool noop = ctx.node().attrInt("noop_with_empty_axes", 0) != 0;
-  TESSEL_ASSIGN_OR_RETURN(ReducePlan plan, planReduce(x.sizes(), requestedAxes(ctx), keepDims, noop));
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, requestedAxes(ctx));
+  TESSEL_ASSIGN_OR_RETURN(ReducePlan plan, planReduce(x.sizes(), axes, keepDims, noop));
   Tensor out(x.dtype(), plan.outSizes);
   visitDType(x.dtype(), [&]<class T>(TypeTag<T>) {
     if constexpr (kIsNumeric<T>) {

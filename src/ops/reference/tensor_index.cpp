@@ -30,6 +30,10 @@ Expected<Reduction> readReduction(const KernelContext &ctx) {
   if (name == "none") return Reduction::None;
   if (name == "add") return Reduction::Add;
   if (name == "mul") return Reduction::Mul;
+  if ((name == "max" || name == "min") && ctx.opset() < 18) {
+    return makeError(ErrorCode::InvalidArgument, "reduction '{}' needs opset 18; the model imports opset {}", name,
+                     ctx.opset());
+  }
   if (name == "max") return Reduction::Max;
   if (name == "min") return Reduction::Min;
   return makeError(ErrorCode::InvalidArgument, "unknown reduction '{}'", name);
@@ -62,12 +66,15 @@ Expected<Tensor> scatterPairs(const Tensor &data, const Tensor &updates,
           // Integers combine in their own type so int64 keeps every bit.
           if (reduction == Reduction::Add) o[dst] = wrappingAdd(o[dst], u[src]);
           if (reduction == Reduction::Mul) o[dst] = wrappingMul(o[dst], u[src]);
+          if (reduction == Reduction::Max && u[src] > o[dst]) o[dst] = u[src];
+          if (reduction == Reduction::Min && u[src] < o[dst]) o[dst] = u[src];
         } else {
           if (reduction == Reduction::Add) o[dst] = fromDouble<T>(a + b);
           if (reduction == Reduction::Mul) o[dst] = fromDouble<T>(a * b);
+          // NaN propagates, as numpy's maximum and minimum do.
+          if (reduction == Reduction::Max && (b > a || b != b)) o[dst] = u[src];
+          if (reduction == Reduction::Min && (b < a || b != b)) o[dst] = u[src];
         }
-        if (reduction == Reduction::Max && b > a) o[dst] = u[src];
-        if (reduction == Reduction::Min && b < a) o[dst] = u[src];
       }
     }
   });

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ops/reference/shape_rules.h"
 #include "ops/reference/tensor_copy.h"
 
 namespace tessel::ref {
@@ -125,6 +126,19 @@ Status refConcat(KernelContext &ctx) {
   return Status::success();
 }
 
+Expected<std::vector<int64_t>> splitIntoChunks(int64_t size, int64_t parts) {
+  if (parts <= 0) return makeError(ErrorCode::InvalidArgument, "num_outputs must be positive; got {}", parts);
+  const int64_t chunk = (size + parts - 1) / parts;
+  const int64_t last = size - chunk * (parts - 1);
+  if (last < 0) {
+    return makeError(ErrorCode::ShapeMismatch, "an axis of size {} does not split into {} chunks of {}", size, parts,
+                     chunk);
+  }
+  std::vector<int64_t> sizes(static_cast<size_t>(parts), chunk);
+  sizes.back() = last;
+  return sizes;
+}
+
 Status refSplit(KernelContext &ctx) {
   const Tensor &x = ctx.tensor(0);
   TESSEL_ASSIGN_OR_RETURN(int64_t axis, readAxisAttr(ctx, x.rank(), 0));
@@ -137,6 +151,16 @@ Status refSplit(KernelContext &ctx) {
     }
   } else {
     split = ctx.node().attrInts("split");
+  }
+  if (ctx.opset() >= 18 && ctx.hasInput(1) && ctx.node().hasAttr("num_outputs")) {
+    return makeError(ErrorCode::InvalidModel, "Split takes the split input or num_outputs, not both");
+  }
+  if (split.empty() && ctx.opset() >= 18 && ctx.node().hasAttr("num_outputs")) {
+    if (ctx.node().attrInt("num_outputs", 0) != parts) {
+      return makeError(ErrorCode::InvalidArgument, "num_outputs is {} but the node has {} outputs",
+                       ctx.node().attrInt("num_outputs", 0), parts);
+    }
+    TESSEL_ASSIGN_OR_RETURN(split, splitIntoChunks(dim, parts));
   }
   if (split.empty()) {
     if (parts == 0 || dim % parts != 0) {
@@ -280,6 +304,32 @@ Status refTile(KernelContext &ctx) {
   return Status::success();
 }
 
+namespace {
+
+/// Pad-18 with `axes` (input 3): pads holds begins then ends of those axes only; the others get 0.
+Expected<std::vector<int64_t>> padsForEveryAxis(const KernelContext &ctx, size_t rank) {
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> given, readIntInput(ctx, 1, "pads"));
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, readIntInput(ctx, 3, "axes"));
+  if (given.size() != 2 * axes.size()) {
+    return makeError(ErrorCode::InvalidArgument, "pads has {} values; expected {} for the {} axes {}", given.size(),
+                     2 * axes.size(), axes.size(), formatSizes(axes));
+  }
+  std::vector<int64_t> pads(2 * rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    TESSEL_ASSIGN_OR_RETURN(int64_t a, normalizeAxis(axes[k], static_cast<int64_t>(rank), "axes"));
+    if (seen[static_cast<size_t>(a)]) {
+      return makeError(ErrorCode::InvalidArgument, "axes {} name axis {} twice", formatSizes(axes), a);
+    }
+    seen[static_cast<size_t>(a)] = true;
+    pads[static_cast<size_t>(a)] = given[k];
+    pads[static_cast<size_t>(a) + rank] = given[k + axes.size()];
+  }
+  return pads;
+}
+
+}  // namespace
+
 Status refPad(KernelContext &ctx) {
   const Tensor &x = ctx.tensor(0);
   const size_t rank = x.rank();
@@ -288,7 +338,9 @@ Status refPad(KernelContext &ctx) {
     return makeError(ErrorCode::InvalidArgument, "unknown Pad mode '{}'", mode);
   }
   std::vector<int64_t> pads;
-  if (ctx.opset() >= 11) {
+  if (ctx.opset() >= 18 && ctx.hasInput(3)) {
+    TESSEL_ASSIGN_OR_RETURN(pads, padsForEveryAxis(ctx, rank));
+  } else if (ctx.opset() >= 11) {
     TESSEL_ASSIGN_OR_RETURN(pads, readIntInput(ctx, 1, "pads"));
   } else {
     pads = ctx.node().attrInts(ctx.opset() < 2 ? "paddings" : "pads");

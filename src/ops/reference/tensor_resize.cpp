@@ -1,12 +1,14 @@
-// Reference kernels of the tensor family that resample: Resize (opset 10, 11 and 13 forms) and
+// Reference kernels of the tensor family that resample: Resize (opset 10, 11, 13 and 18 forms) and
 // the older Upsample. Follows ONNX's numpy reference (onnx/backend/test/case/node/resize.py): each
 // axis maps an output coordinate back to a fractional input coordinate, picks 2 (nearest,
 // linear) or 4 (cubic) neighbouring input indices with edge clamping and weights them; the
 // output element is the weighted sum over the product of every axis's taps, in double.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
+#include "ops/reference/shape_rules.h"
 #include "ops/reference/tensor_copy.h"
 
 namespace tessel::ref {
@@ -19,6 +21,7 @@ struct ResizeOptions {
   std::string nearestMode = "round_prefer_floor";
   double cubicA = -0.75;
   bool excludeOutside = false;
+  bool antialias = false;  // Resize-18: widen linear and cubic filters when downscaling.
   double extrapolationValue = 0.0;
 };
 
@@ -54,8 +57,35 @@ Expected<std::optional<double>> inputCoordinate(double x, int64_t inSize, double
   return makeError(ErrorCode::InvalidArgument, "unknown coordinate_transformation_mode '{}'", mode);
 }
 
-/// Interpolation weights for a fractional offset `ratio` in (0, 1] from the left neighbour.
-std::vector<double> coefficients(double ratio, const ResizeOptions &options) {
+/// The cubic convolution kernel of Keys with parameter `a`, at distance `x`.
+double cubicKernel(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+/// Antialiased weights (Resize-18 `antialias`) when downscaling by `scale` < 1: the linear or
+/// cubic kernel stretched by 1 / scale, normalized, over the 2 * (1 - start) neighbours from
+/// left + start, as ONNX's reference computes them.
+std::vector<double> antialiasCoefficients(double ratio, double scale, const ResizeOptions &options) {
+  const bool cubic = options.mode == "cubic";
+  const auto start = static_cast<int64_t>(std::floor((cubic ? -2.0 : -1.0) / scale) + 1);
+  std::vector<double> coeffs;
+  double sum = 0;
+  for (int64_t i = start; i < 2 - start; ++i) {
+    const double x = scale * (static_cast<double>(i) - ratio);
+    coeffs.push_back(cubic ? cubicKernel(x, options.cubicA) : std::clamp(1 - std::fabs(x), 0.0, 1.0));
+    sum += coeffs.back();
+  }
+  for (double &c : coeffs) c /= sum;
+  return coeffs;
+}
+
+/// Interpolation weights for a fractional offset `ratio` in (0, 1] from the left neighbour; an
+/// even count n, for the neighbours left - n/2 + 1 .. left + n/2.
+std::vector<double> coefficients(double ratio, double scale, const ResizeOptions &options) {
+  if (options.antialias && scale < 1 && options.mode != "nearest") return antialiasCoefficients(ratio, scale, options);
   if (options.mode == "linear") return {1 - ratio, ratio};
   if (options.mode == "cubic") {
     const double a = options.cubicA;
@@ -88,9 +118,8 @@ Expected<AxisTaps> axisTaps(int64_t inSize, int64_t outSize, double scale, doubl
     double left = std::floor(*original);
     if (left == *original) left -= 1;
     const double ratio = *original - left;
-    std::vector<double> coeffs = coefficients(ratio, options);
-    // Cubic takes one more neighbour on each side than linear and nearest.
-    const int64_t first = static_cast<int64_t>(left) - (coeffs.size() == 4 ? 1 : 0);
+    std::vector<double> coeffs = coefficients(ratio, scale, options);
+    const int64_t first = static_cast<int64_t>(left) - static_cast<int64_t>(coeffs.size() / 2 - 1);
     if (options.excludeOutside) {
       double sum = 0;
       for (size_t i = 0; i < coeffs.size(); ++i) {
@@ -110,26 +139,13 @@ Expected<AxisTaps> axisTaps(int64_t inSize, int64_t outSize, double scale, doubl
   return taps;
 }
 
-/// Output sizes and per-axis scales from either `scales` or `sizes` (exactly one non-empty).
-Status resolveScales(const Tensor &x, const std::vector<double> &scalesIn, const std::vector<int64_t> &sizesIn,
-                     std::vector<int64_t> &outSizes, std::vector<double> &scales) {
+/// Output sizes and per-axis scales from either `scales` or `sizes` (exactly one non-empty), for
+/// every axis (Upsample, Resize-10).
+Status resolveScales(const Tensor &x, const std::vector<double> &scalesIn, std::vector<int64_t> &outSizes,
+                     std::vector<double> &scales) {
   const size_t rank = x.rank();
-  if (!sizesIn.empty()) {
-    if (sizesIn.size() != rank) {
-      return makeError(ErrorCode::InvalidArgument, "sizes has {} values for rank {}", sizesIn.size(), rank);
-    }
-    TESSEL_RETURN_IF_ERROR(checkOutputSize(x.dtype(), sizesIn, "Resize output"));
-    outSizes = sizesIn;
-    scales.resize(rank);
-    for (size_t a = 0; a < rank; ++a) {
-      if (x.size(a) == 0) return makeError(ErrorCode::ShapeMismatch, "cannot resize the empty axis {}", a);
-      scales[a] = static_cast<double>(outSizes[a]) / static_cast<double>(x.size(a));
-    }
-    return Status::success();
-  }
   if (scalesIn.size() != rank) {
-    return makeError(ErrorCode::InvalidArgument, "scales has {} values for rank {} (or give sizes)", scalesIn.size(),
-                     rank);
+    return makeError(ErrorCode::InvalidArgument, "scales has {} values for rank {}", scalesIn.size(), rank);
   }
   scales = scalesIn;
   outSizes.resize(rank);
@@ -240,11 +256,97 @@ Status resizeWithScales(KernelContext &ctx, const std::vector<double> &scalesIn)
   options.nearestMode = "floor";
   std::vector<int64_t> outSizes;
   std::vector<double> scales;
-  TESSEL_RETURN_IF_ERROR(resolveScales(x, scalesIn, {}, outSizes, scales));
+  TESSEL_RETURN_IF_ERROR(resolveScales(x, scalesIn, outSizes, scales));
   return resample(ctx, x, outSizes, scales, {}, options);
 }
 
+/// The axes Resize's scales, sizes and roi name: the `axes` attribute (opset 18), else all.
+Expected<std::vector<size_t>> resizeAxes(const Node &node, size_t rank) {
+  const std::vector<int64_t> given = node.attrInts("axes", {});
+  std::vector<size_t> axes;
+  if (given.empty()) {
+    for (size_t a = 0; a < rank; ++a) axes.push_back(a);
+    return axes;
+  }
+  for (int64_t axis : given) {
+    TESSEL_ASSIGN_OR_RETURN(int64_t a, normalizeAxis(axis, static_cast<int64_t>(rank), "axes"));
+    if (std::find(axes.begin(), axes.end(), static_cast<size_t>(a)) != axes.end()) {
+      return makeError(ErrorCode::InvalidArgument, "axes {} name axis {} twice", formatSizes(given), a);
+    }
+    axes.push_back(static_cast<size_t>(a));
+  }
+  return axes;
+}
+
+/// `roi` (starts then ends of the named axes) widened to every axis; other axes get [0, 1].
+Expected<std::vector<double>> roiForEveryAxis(const std::vector<double> &roi, size_t rank, const Node &node) {
+  if (roi.empty()) return roi;
+  TESSEL_ASSIGN_OR_RETURN(std::vector<size_t> axes, resizeAxes(node, rank));
+  if (roi.size() != 2 * axes.size()) {
+    return makeError(ErrorCode::InvalidArgument, "roi has {} values; expected {} for {} axes", roi.size(),
+                     2 * axes.size(), axes.size());
+  }
+  std::vector<double> full(2 * rank, 0.0);
+  for (size_t a = 0; a < rank; ++a) full[rank + a] = 1.0;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    full[axes[k]] = roi[k];
+    full[rank + axes[k]] = roi[axes.size() + k];
+  }
+  return full;
+}
+
 }  // namespace
+
+Status resolveResizeTarget(const std::vector<int64_t> &inSizes, const std::vector<double> &scalesIn,
+                           const std::vector<int64_t> &sizesIn, const Node &node, ResizeTarget &target) {
+  TESSEL_ASSIGN_OR_RETURN(std::vector<size_t> axes, resizeAxes(node, inSizes.size()));
+  const std::string policy = node.attrString("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
+    return makeError(ErrorCode::InvalidArgument, "unknown keep_aspect_ratio_policy '{}'", policy);
+  }
+  if (!sizesIn.empty() && !scalesIn.empty()) {
+    return makeError(ErrorCode::InvalidArgument, "give scales or sizes, not both");
+  }
+  target.outSizes = inSizes;
+  target.scales.assign(inSizes.size(), 1.0);
+  if (!sizesIn.empty()) {
+    if (sizesIn.size() != axes.size()) {
+      return makeError(ErrorCode::InvalidArgument, "sizes has {} values for {} axes", sizesIn.size(), axes.size());
+    }
+    // not_larger / not_smaller: one scale for every named axis, the smallest / largest asked for.
+    double common = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int64_t in = inSizes[axes[k]];
+      if (in == 0) return makeError(ErrorCode::ShapeMismatch, "cannot resize the empty axis {}", axes[k]);
+      if (sizesIn[k] < 0) return makeError(ErrorCode::InvalidArgument, "sizes {} holds a negative size", formatSizes(sizesIn));
+      const double ratio = static_cast<double>(sizesIn[k]) / static_cast<double>(in);
+      common = policy == "not_larger" ? std::min(common, ratio) : std::max(common, ratio);
+      target.outSizes[axes[k]] = sizesIn[k];
+      target.scales[axes[k]] = ratio;
+    }
+    if (policy == "stretch") return Status::success();
+    for (size_t a : axes) {
+      // Rounded half up, as ONNX's reference does.
+      target.outSizes[a] = static_cast<int64_t>(common * static_cast<double>(inSizes[a]) + 0.5);
+      target.scales[a] = common;
+    }
+    return Status::success();
+  }
+  if (scalesIn.size() != axes.size()) {
+    return makeError(ErrorCode::InvalidArgument, "scales has {} values for {} axes (or give sizes)", scalesIn.size(),
+                     axes.size());
+  }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const size_t a = axes[k];
+    const double size = std::floor(scalesIn[k] * static_cast<double>(inSizes[a]));
+    if (!(scalesIn[k] > 0) || !(size < 1e15)) {
+      return makeError(ErrorCode::InvalidArgument, "scale {} for axis {} must be positive and finite", scalesIn[k], a);
+    }
+    target.outSizes[a] = static_cast<int64_t>(size);
+    target.scales[a] = scalesIn[k];
+  }
+  return Status::success();
+}
 
 Status refResize(KernelContext &ctx) {
   if (ctx.opset() < 11) {
@@ -260,6 +362,7 @@ Status refResize(KernelContext &ctx) {
   options.cubicA = node.attrFloat("cubic_coeff_a", -0.75f);
   options.excludeOutside = node.attrInt("exclude_outside", 0) != 0;
   options.extrapolationValue = node.attrFloat("extrapolation_value", 0.0f);
+  options.antialias = node.attrInt("antialias", 0) != 0;
   const std::string &nm = options.nearestMode;
   if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil") {
     return makeError(ErrorCode::InvalidArgument, "unknown nearest_mode '{}'", nm);
@@ -270,13 +373,11 @@ Status refResize(KernelContext &ctx) {
   if (ctx.hasInput(3)) {
     TESSEL_ASSIGN_OR_RETURN(sizesIn, readIntInput(ctx, 3, "sizes"));
   }
-  if (!sizesIn.empty() && !scalesIn.empty()) {
-    return makeError(ErrorCode::InvalidArgument, "give scales or sizes, not both");
-  }
-  std::vector<int64_t> outSizes;
-  std::vector<double> scales;
-  TESSEL_RETURN_IF_ERROR(resolveScales(x, scalesIn, sizesIn, outSizes, scales));
-  return resample(ctx, x, outSizes, scales, roi, options);
+  ResizeTarget target;
+  TESSEL_RETURN_IF_ERROR(resolveResizeTarget(x.sizes(), scalesIn, sizesIn, node, target));
+  TESSEL_RETURN_IF_ERROR(checkOutputSize(x.dtype(), target.outSizes, "Resize output"));
+  TESSEL_ASSIGN_OR_RETURN(std::vector<double> fullRoi, roiForEveryAxis(roi, x.rank(), node));
+  return resample(ctx, x, target.outSizes, target.scales, fullRoi, options);
 }
 
 Status refUpsample(KernelContext &ctx) {

@@ -134,6 +134,12 @@ Expected<std::unique_ptr<Step>> lowerResize(LowerContext &ctx) {
     // The region of interest matters only to tf_crop_and_resize, which is not covered.
     scales = constantDoubles(ctx, 2);
     if (ctx.numInputs() > 3 && ctx.hasInput(3) && ctx.constantInput(3) == nullptr) return std::unique_ptr<Step>();
+    // Opset 18: antialiased filters, and sizes under an aspect-ratio policy (whose scale is not
+    // out / in), are the reference kernel's; so are scales for the `axes` subset only.
+    if (node.attrInt("antialias", 0) != 0 || node.attrString("keep_aspect_ratio_policy", "stretch") != "stretch" ||
+        (node.hasAttr("axes") && scales && !scales->empty())) {
+      return std::unique_ptr<Step>();
+    }
   }
   options.mode = node.attrString("mode", "nearest");
   if (!scales || (options.mode != "nearest" && options.mode != "linear")) return std::unique_ptr<Step>();
