@@ -1,4 +1,4 @@
-// Elementwise ops on DVE and ACT: single ONNX ops (Add, Mul, Relu, ...), tessel Gelu, and tessel
+// Elementwise ops on DVE and ACT: single ONNX ops (Add, Mul, Relu, HardSwish, ...), tessel Gelu, and tessel
 // FusedElementwise, whose body is evaluated op by op on each partition block of the output, so a
 // fused chain reads its inputs once and keeps its intermediates in SBUF.
 //
@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "targets/nc/compiler/epilogue.h"
 #include "targets/nc/compiler/lowering.h"
 #include "targets/nc/kernels/tiling.h"
 
@@ -50,7 +51,9 @@ std::vector<const Node *> opsOf(const Node &node) {
 
 std::string checkOp(const Node &op) {
   const std::string &t = op.opType();
-  if (unaryActFuncs().count(t) || binaryOps().count(t) || t == "Neg" || t == "Identity" || t == "Gelu") return "";
+  if (unaryActFuncs().count(t) || binaryOps().count(t) || t == "Neg" || t == "Identity" || t == "Gelu" ||
+      t == "HardSigmoid" || t == "HardSwish")
+    return "";
   if (t == "Clip") {
     for (size_t i = 1; i < op.inputs().size(); ++i)
       if (op.input(i) && !op.input(i)->hasInitializer()) return "Clip bounds are not constants";
@@ -240,6 +243,16 @@ class Evaluator {
       b_.tensorScalar(dst, a.view, AluOp::Multiply, -1.0f);
       return fullOf(dst);
     }
+    if (t == "HardSigmoid") {
+      emitHardSigmoid(b_, dst, a.view, op.attrFloat("alpha", 0.2f), op.attrFloat("beta", 0.5f));
+      return fullOf(dst);
+    }
+    if (t == "HardSwish") {
+      TileView gate = b_.sbuf(node_.name() + "/gate", DType::F32, dst.partitions(), dst.freeShape());
+      emitHardSigmoid(b_, gate, a.view, 1.0f / 6.0f, 0.5f);
+      b_.tensorTensor(dst, a.view, gate, AluOp::Multiply);
+      return fullOf(dst);
+    }
     if (t == "Clip") {
       float lo = -INFINITY, hi = INFINITY;
       if (op.input(1)) lo = ctx_.constantFloats(op.input(1))[0];
@@ -309,7 +322,7 @@ std::vector<OpLowering> elementwiseLowerings() {
   std::vector<OpLowering> v;
   for (const auto &[op, func] : unaryActFuncs()) v.push_back({"", op, checkElementwise, emitElementwise});
   for (const std::string &op : binaryOps()) v.push_back({"", op, checkElementwise, emitElementwise});
-  for (const char *op : {"Neg", "Clip"}) v.push_back({"", op, checkElementwise, emitElementwise});
+  for (const char *op : {"Neg", "Clip", "HardSigmoid", "HardSwish"}) v.push_back({"", op, checkElementwise, emitElementwise});
   v.push_back({"tessel", "Gelu", checkElementwise, emitElementwise});
   v.push_back({"tessel", "FusedElementwise", checkElementwise, emitElementwise});
   return v;

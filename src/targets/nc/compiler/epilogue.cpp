@@ -1,6 +1,7 @@
 // The fused epilogue on PSUM eviction; see epilogue.h. ACT computes func(x * scale + bias) with a
 // per-partition bias in one pass, so a bias and an ACT function cost one instruction; a residual adds
-// one DVE pass before it; Clip and LeakyRelu, which ACT has no function for, run on DVE after it.
+// one DVE pass before it; Clip, LeakyRelu, HardSigmoid and HardSwish, which ACT has no function for,
+// run on DVE after it.
 #include "targets/nc/compiler/epilogue.h"
 
 #include <map>
@@ -14,6 +15,7 @@ namespace {
 std::optional<ActFunc> actFuncOf(const std::string &activation) {
   static const std::map<std::string, ActFunc> kFuncs = {
       {"", ActFunc::Copy},          {"Clip", ActFunc::Copy},       {"LeakyRelu", ActFunc::Copy},
+      {"HardSigmoid", ActFunc::Copy}, {"HardSwish", ActFunc::Copy},
       {"Relu", ActFunc::Relu},      {"Sigmoid", ActFunc::Sigmoid}, {"Tanh", ActFunc::Tanh},
       {"Silu", ActFunc::Silu},      {"Gelu", ActFunc::Gelu},       {"GeluTanh", ActFunc::GeluApprxTanh}};
   auto it = kFuncs.find(activation);
@@ -33,6 +35,7 @@ std::string epilogueUnsupportedReason(const Node &node) {
   if (e.activation == "Clip" && e.params.size() != 2) return "Clip takes 2 activation_params";
   if (e.activation == "LeakyRelu" && (e.params.size() != 1 || e.params[0] < 0 || e.params[0] > 1))
     return "LeakyRelu needs one alpha in [0, 1]";
+  if (e.activation == "HardSigmoid" && e.params.size() != 2) return "HardSigmoid takes 2 activation_params";
   return "";
 }
 
@@ -65,7 +68,19 @@ void emitEpilogue(LoweringContext &ctx, const tile::TileView &dst, const tile::T
     tile::TileView scaled = b.sbuf("leaky", dst.dtype(), dst.partitions(), dst.freeShape());
     b.tensorScalar(scaled, dst, AluOp::Multiply, epilogue.params[0]);
     b.tensorTensor(dst, dst, scaled, AluOp::Maximum);
+  } else if (epilogue.activation == "HardSigmoid") {
+    emitHardSigmoid(b, dst, dst, epilogue.params[0], epilogue.params[1]);
+  } else if (epilogue.activation == "HardSwish") {
+    tile::TileView gate = b.sbuf("hardswish", dst.dtype(), dst.partitions(), dst.freeShape());
+    emitHardSigmoid(b, gate, dst, 1.0f / 6.0f, 0.5f);
+    b.tensorTensor(dst, dst, gate, AluOp::Multiply);
   }
+}
+
+void emitHardSigmoid(tile::KernelBuilder &b, const tile::TileView &dst, const tile::TileView &src, float alpha,
+                     float beta) {
+  b.tensorScalar(dst, src, AluOp::Multiply, alpha, AluOp::Add, beta);
+  b.tensorScalar(dst, dst, AluOp::Maximum, 0.0f, AluOp::Minimum, 1.0f, Engine::DVE);
 }
 
 }  // namespace tessel::nc::compiler

@@ -14,7 +14,7 @@ namespace tessel::nc::compiler {
 
 /// A fused op's `activation` and `activation_params` (docs/cpu.md).
 struct Epilogue {
-  std::string activation;  // "", Relu, Clip, Sigmoid, Tanh, Silu, Gelu, GeluTanh, LeakyRelu.
+  std::string activation;  // "", Relu, Clip, Sigmoid, Tanh, Silu, Gelu, GeluTanh, LeakyRelu, HardSigmoid, HardSwish.
   std::vector<float> params;
 };
 
@@ -28,5 +28,9 @@ std::string epilogueUnsupportedReason(const Node &node);
 void emitEpilogue(LoweringContext &ctx, const tile::TileView &dst, const tile::TileView &src,
                   const std::optional<tile::TileView> &bias, const std::optional<tile::TileView> &residual,
                   const Epilogue &epilogue);
+
+/// Records dst = clamp(alpha * src + beta, 0, 1) (ONNX HardSigmoid; HardSwish's gate with 1/6, 1/2).
+void emitHardSigmoid(tile::KernelBuilder &b, const tile::TileView &dst, const tile::TileView &src, float alpha,
+                     float beta);
 
 }  // namespace tessel::nc::compiler
