@@ -5,8 +5,11 @@
 #include "passes/assign_layout.h"
 
 #include <optional>
+#include <set>
 #include <unordered_set>
 #include <vector>
+
+#include "ops/reference/helpers.h"
 
 #include "passes/constant_values.h"
 #include "passes/fusion_utils.h"
@@ -57,6 +60,50 @@ bool composeToIdentity(const std::vector<int64_t> &first, const std::vector<int6
   return true;
 }
 
+/// The elementwise ops that compute the same thing on any layout of their operands, as long as
+/// every operand with more than one element is laid out like the output.
+bool isLayoutFreeElementwise(const Node &node) {
+  static const std::set<std::string, std::less<>> kOnnx = {
+      "Abs",  "Neg",   "Exp",       "Log",         "Sqrt",      "Reciprocal", "Relu", "Sigmoid", "Tanh",
+      "Erf",  "Floor", "Ceil",      "Round",       "Softplus",  "Softsign",   "Elu",  "Selu",    "Celu",
+      "Mish", "LeakyRelu", "HardSigmoid", "HardSwish", "ThresholdedRelu", "Add", "Sub", "Mul",  "Div",
+      "Pow",  "Max",   "Min",       "PRelu",       "Clip",      "Identity"};
+  if (node.outputs().size() != 1) return false;
+  if (node.domain() == "tessel") return node.opType() == "FusedElementwise" || node.opType() == "Gelu";
+  return (node.domain().empty() || node.domain() == "ai.onnx") && kOnnx.count(node.opType()) > 0;
+}
+
+/// Whether `value` is known to hold one element (it broadcasts the same in any layout).
+bool isOneElement(const Value *value) {
+  std::optional<std::vector<int64_t>> sizes = passes::staticSizes(value);
+  if (!sizes) return false;
+  for (int64_t size : *sizes) {
+    if (size != 1) return false;
+  }
+  return true;
+}
+
+/// `tensor` (rank <= 4, broadcasting against a rank-4 NCHW value) as the rank-4 NHWC constant that
+/// broadcasts the same way against its channels-last form.
+Tensor toChannelsLastConstant(const Tensor &tensor) {
+  std::vector<int64_t> sizes(4 - tensor.rank(), 1);
+  for (size_t d = 0; d < tensor.rank(); ++d) sizes.push_back(tensor.size(d));
+  const std::vector<double> in = ref::toDoubles(tensor);
+  std::vector<double> out(in.size());
+  const int64_t n = sizes[0], c = sizes[1], h = sizes[2], w = sizes[3];
+  for (int64_t i0 = 0; i0 < n; ++i0) {
+    for (int64_t i1 = 0; i1 < c; ++i1) {
+      for (int64_t i2 = 0; i2 < h; ++i2) {
+        for (int64_t i3 = 0; i3 < w; ++i3) {
+          out[static_cast<size_t>(((i0 * h + i2) * w + i3) * c + i1)] =
+              in[static_cast<size_t>(((i0 * c + i1) * h + i2) * w + i3)];
+        }
+      }
+    }
+  }
+  return ref::fromDoubles(tensor.dtype(), {n, h, w, c}, out);
+}
+
 class LayoutAssigner {
  public:
   explicit LayoutAssigner(Model &model)
@@ -73,6 +120,9 @@ class LayoutAssigner {
         changed = true;
       } else if (isConvertiblePool(*node)) {
         convertPool(node);
+        changed = true;
+      } else if (isConvertibleElementwise(*node)) {
+        convertElementwise(node);
         changed = true;
       }
     }
@@ -94,8 +144,10 @@ class LayoutAssigner {
     if (fused && node.attrInt("channels_last", 0) != 0) return false;
     const Value *x = node.input(0), *w = node.input(1);
     if (!isRank4F32(x) || !outputIsReplaceable(node)) return false;
-    if (!w || !w->hasInitializer() || w->isGraphInput()) return false;
-    const Tensor &weight = w->initializer();
+    // An initializer or a Constant node's output (paddle2onnx writes weights as Constant nodes).
+    const std::optional<Tensor> constantWeight = w ? passes::constantValueOf(model_, *w) : std::nullopt;
+    if (!constantWeight) return false;
+    const Tensor &weight = *constantWeight;
     if (weight.dtype() != DType::Float32 || weight.rank() != 4) return false;
     if (fused && node.input(3) && !isRank4F32(node.input(3))) return false;
     const int64_t group = node.attrInt("group", 1);
@@ -123,6 +175,53 @@ class LayoutAssigner {
     return true;
   }
 
+  /// An elementwise op reading at least one converted output, whose other operands are one-element,
+  /// constant (rank <= 4), or rank-4 values that need a Transpose, no more of those than of the
+  /// converted ones.
+  bool isConvertibleElementwise(const Node &node) const {
+    if (!isLayoutFreeElementwise(node) || !outputIsReplaceable(node)) return false;
+    int fromRegion = 0, others = 0;
+    for (const Value *input : node.inputs()) {
+      if (!input || isOneElement(input)) continue;
+      if (std::optional<Tensor> constant = passes::constantValueOf(model_, *input)) {
+        if (constant->rank() > 4) return false;
+        continue;
+      }
+      if (!isRank4F32(input)) return false;
+      const Node *producer = input->producer();
+      if (producer && toChannelsFirst_.count(producer)) {
+        ++fromRegion;
+      } else {
+        ++others;
+      }
+    }
+    return fromRegion > 0 && others <= fromRegion;
+  }
+
+  /// The same op on channels-last operands: one-element ones as they are, other constants
+  /// permuted, the rest through a Transpose. A FusedElementwise body's rank-4 values are retyped.
+  void convertElementwise(Node *node) {
+    std::vector<Value *> inputs = node->inputs();
+    for (Value *&input : inputs) {
+      if (!input || isOneElement(input)) continue;
+      if (std::optional<Tensor> constant = passes::constantValueOf(model_, *input)) {
+        input = passes::addConstant(graph_, input->name() + "_nhwc", toChannelsLastConstant(*constant));
+        continue;
+      }
+      input = transposed(input, kToChannelsLast, node->name());
+    }
+    Node *nhwc = replaceWithChannelsLast(node, node->opType(), inputs, node->domain(), /*markChannelsLast=*/false);
+    for (Graph *body : nhwc->subgraphs()) {
+      body->setParentNode(nhwc);
+      for (const auto &value : body->values()) {
+        if (!value->hasInitializer() && value->type().isTensor() && value->type().shape().rankKnown() &&
+            value->type().shape().rank() == 4) {
+          value->setType(permutedType(value->type(), kToChannelsLast));
+        }
+      }
+    }
+  }
+
   void convertConv(Node *conv) {
     std::vector<Value *> inputs = conv->inputs();
     inputs[0] = transposed(inputs[0], kToChannelsLast, conv->name());
@@ -135,13 +234,15 @@ class LayoutAssigner {
     replaceWithChannelsLast(pool, pool->opType(), {transposed(pool->input(0), kToChannelsLast, pool->name())});
   }
 
-  /// Replaces `node` with tessel `opType` of channels_last = 1 reading `inputs`, whose NHWC output
-  /// a new Transpose turns back into `node`'s output value (its name, type and readers).
-  void replaceWithChannelsLast(Node *node, const std::string &opType, const std::vector<Value *> &inputs) {
+  /// Replaces `node` with `opType` of `domain` reading `inputs` (with channels_last = 1 when
+  /// `markChannelsLast`), whose NHWC output a new Transpose turns back into `node`'s output value
+  /// (its name, type and readers). Returns the new node.
+  Node *replaceWithChannelsLast(Node *node, const std::string &opType, const std::vector<Value *> &inputs,
+                                const std::string &domain = "tessel", bool markChannelsLast = true) {
     Value *y = node->output(0);
-    Node *nhwc = graph_.addNode(opType, inputs, {graph_.uniqueName(y->name() + "_nhwc")}, node->name(), "tessel");
+    Node *nhwc = graph_.addNode(opType, inputs, {graph_.uniqueName(y->name() + "_nhwc")}, node->name(), domain);
     for (const auto &[name, value] : node->attributes()) nhwc->setAttr(name, value);
-    nhwc->setAttr("channels_last", Attribute(int64_t{1}));
+    if (markChannelsLast) nhwc->setAttr("channels_last", Attribute(int64_t{1}));
     nhwc->setSourceIndex(node->sourceIndex());
     nhwc->output(0)->setType(permutedType(y->type(), kToChannelsLast));
     // The new output takes y's name now; y keeps it only until its producer is erased below.
@@ -152,7 +253,8 @@ class LayoutAssigner {
     graph_.eraseNode(node);
     toChannelsFirst_.insert(back);
     added_.insert(back);
-    passes::importTesselOpset(model_);
+    if (domain == "tessel") passes::importTesselOpset(model_);
+    return nhwc;
   }
 
   /// `value` transposed by `perm`: the output of a Transpose that already does it, or of a new one.

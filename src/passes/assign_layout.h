@@ -9,12 +9,18 @@ namespace tessel {
 
 /// Rewrites, in the top-level graph and in topological order:
 ///  - each Conv and tessel FusedConv of f32 whose X has a known rank-4 type and whose W is a rank-4
-///    initializer, when it is a plain (group 1) or a depthwise (group = Cin = Cout, W [C,1,KH,KW])
+///    constant (an initializer or a Constant node's output), when it is a plain (group 1) or a depthwise (group = Cin = Cout, W [C,1,KH,KW])
 ///    convolution, into tessel FusedConv with channels_last = 1 (a Conv keeps its inputs and
 ///    attributes and gets no activation);
 ///  - each MaxPool (only Y read, storage_order 0), AveragePool and GlobalAveragePool of rank-4 f32
 ///    whose X is the channels-first side of an output converted here, into the tessel op of the same
-///    name with channels_last = 1; pools elsewhere stay, as converting them alone adds two Transposes.
+///    name with channels_last = 1; pools elsewhere stay, as converting them alone adds two Transposes;
+///  - each layout-free elementwise op (unary activations, Add/Sub/Mul/Div/Pow/Max/Min/PRelu, Clip,
+///    tessel FusedElementwise and Gelu) with a rank-4 f32 output that reads at least one output
+///    converted here, whose other operands are one-element values, constants of rank <= 4, or
+///    rank-4 values (no more of those than of converted ones): the same op on the channels-last
+///    operands (constants permuted, one-element ones kept, the rest transposed), the body of a
+///    FusedElementwise retyped.
 /// X (and FusedConv's residual Z) is read through a Transpose perm [0,2,3,1]; the new NHWC output is
 /// followed by a Transpose perm [0,3,1,2] that produces the original value under its name and type,
 /// so consumers and graph outputs do not change. A value transposed the same way twice is

@@ -3,6 +3,7 @@
 #include "passes/fuse_epilogues.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_set>
 
@@ -66,12 +67,73 @@ std::optional<std::pair<std::string, std::vector<float>>> activationOf(const Mod
     }
     return std::pair{std::string("Clip"), std::vector<float>{lo, hi}};
   }
+  if (passes::isOnnxOp(&node, "HardSigmoid")) {
+    return std::pair{std::string("HardSigmoid"),
+                     std::vector<float>{node.attrFloat("alpha", 0.2f), node.attrFloat("beta", 0.5f)}};
+  }
+  if (passes::isOnnxOp(&node, "HardSwish")) return std::pair{std::string("HardSwish"), std::vector<float>{}};
   if (node.domain() == "tessel" && node.opType() == "Gelu") {
     std::string approximate = node.attrString("approximate", "none");
     if (approximate != "none" && approximate != "tanh") return std::nullopt;
     return std::pair{std::string(approximate == "tanh" ? "GeluTanh" : "Gelu"), std::vector<float>{}};
   }
   return std::nullopt;
+}
+
+/// Whether `node` divides its input 0 by 6, or multiplies it by 1/6 (either operand order).
+bool scalesBySixth(const Model &model, const Node *node, const Value *x) {
+  if (passes::isOnnxOp(node, "Div")) return node->input(0) == x && passes::isScalarConstant(model, node->input(1), 6.0);
+  if (!passes::isOnnxOp(node, "Mul")) return false;
+  const Value *other = node->input(0) == x ? node->input(1) : node->input(0);
+  return (node->input(0) == x || node->input(1) == x) && passes::isScalarConstant(model, other, 1.0 / 6.0);
+}
+
+/// Whether `node` is Clip(x, 0, 6) (bounds as inputs, or attributes before opset 11).
+bool clipsToSix(const Model &model, const Node *node, const Value *x) {
+  if (!passes::isOnnxOp(node, "Clip") || node->input(0) != x) return false;
+  if (model.opsetFor("") < 11) return node->attrFloat("min", -1) == 0.0f && node->attrFloat("max", 0) == 6.0f;
+  return node->input(1) && node->input(2) && passes::isScalarConstant(model, node->input(1), 0.0) &&
+         passes::isScalarConstant(model, node->input(2), 6.0);
+}
+
+/// The nodes of x * Clip(x + 3, 0, 6) / 6 (the division before or after the product, or as a Mul
+/// by 1/6) or of x * HardSigmoid(x, 1/6, 1/2) reading `x` twice, ending at the last; empty when
+/// the two readers of `x` are not that.
+std::vector<Node *> matchHardSwish(const Model &model, const Value *x) {
+  const Graph &graph = *model.graph;
+  Node *gate = nullptr, *mul = nullptr;
+  for (const Use &use : x->uses()) {
+    Node *user = use.user;
+    if (passes::isOnnxOp(user, "Mul") && user->input(0) != user->input(1)) {
+      mul = user;
+    } else {
+      gate = user;
+    }
+  }
+  if (!gate || !mul) return {};
+  if (passes::isOnnxOp(gate, "HardSigmoid")) {
+    const bool sixth = std::abs(gate->attrFloat("alpha", 0.2f) - 1.0f / 6.0f) < 1e-6f && gate->attrFloat("beta", 0.5f) == 0.5f;
+    if (!sixth || passes::singleUser(graph, gate->output(0)) != mul) return {};
+    return {gate, mul};
+  }
+  // gate = Add(x, 3), then Clip to [0, 6].
+  if (!passes::isOnnxOp(gate, "Add")) return {};
+  const Value *three = gate->input(0) == x ? gate->input(1) : gate->input(0);
+  if (!passes::isScalarConstant(model, three, 3.0)) return {};
+  Node *clip = passes::singleUser(graph, gate->output(0));
+  if (!clipsToSix(model, clip, gate->output(0))) return {};
+  Node *afterClip = passes::singleUser(graph, clip->output(0));
+  if (afterClip == mul) {
+    // x * clip, then / 6.
+    Node *scale = passes::singleUser(graph, mul->output(0));
+    if (!scalesBySixth(model, scale, mul->output(0))) return {};
+    return {gate, clip, mul, scale};
+  }
+  // clip / 6, then x * that.
+  if (!scalesBySixth(model, afterClip, clip->output(0)) || passes::singleUser(graph, afterClip->output(0)) != mul) {
+    return {};
+  }
+  return {gate, clip, afterClip, mul};
 }
 
 /// Follows the chain after `y` (the anchor's output) and records what can be absorbed.
@@ -121,6 +183,12 @@ Epilogue matchEpilogue(const Model &model, Value *y, bool isConv, bool acceptBia
       e.result = next->output(0);
     }
   } else if (current->uses().size() == 2 && !passes::isGraphOutput(graph, current)) {
+    if (std::vector<Node *> hardSwish = matchHardSwish(model, current); !hardSwish.empty()) {
+      e.activation = "HardSwish";
+      e.nodes.insert(e.nodes.end(), hardSwish.begin(), hardSwish.end());
+      e.result = hardSwish.back()->output(0);
+      return e;
+    }
     Node *sigmoid = nullptr, *mul = nullptr;
     for (const Use &use : current->uses()) {
       if (passes::isOnnxOp(use.user, "Sigmoid")) sigmoid = use.user;

@@ -12,7 +12,9 @@ namespace tessel {
 ///    MatMul: [N] or [1..,N]), added to the Conv's constant bias or becoming FusedMatMul's Bias;
 ///  - an Add of a residual Z with Y's shape;
 ///  - an activation: Relu, Clip (constant min/max), Sigmoid, Tanh, x*Sigmoid(x) (Silu), LeakyRelu,
-///    tessel Gelu (erf or tanh form).
+///    HardSigmoid, HardSwish (the op, or x*Clip(x+3,0,6)/6 with the division before or after the
+///    product or as a Mul by 1/6, or x*HardSigmoid(x) with alpha 1/6 and beta 1/2), tessel Gelu
+///    (erf or tanh form).
 /// into tessel FusedConv / FusedMatMul, which takes the name of the last absorbed value. Every
 /// value inside the chain must have a single reader and not be a graph output. Fires only when
 /// something is absorbed (or a Gemm has a bias). Requires: shapes inferred. Returns whether any

@@ -36,6 +36,9 @@ const PipelineSpec kO2Pipeline = [] {
       {"eliminate-dead-code"},
       {"infer-shapes"},
       {"fold-batch-norm"},       // First: leaves a Conv whose activation fuse-epilogues then takes.
+      {"fold-conv-affine"},      // After it, for the scales and shifts it leaves (paddle2onnx's learned
+                                 // w * conv + b, a BatchNormalization after a ConvTranspose), so the
+                                 // activation after them reaches fuse-epilogues.
       {"recognize-gelu"},        // Before fuse-epilogues, which takes the Gelu as an activation.
       {"recognize-layer-norm"},
       {"recognize-softmax"},     // Before recognize-attention, which starts from the Softmax.

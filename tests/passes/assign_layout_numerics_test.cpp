@@ -31,6 +31,13 @@ std::string constant(const std::string &name, const std::vector<int64_t> &sizes,
   return fmt::format("  const %{} = dense<f32[{}]: {}>\n", name, fmt::join(sizes, ","), fmt::join(values, ", "));
 }
 
+/// The same values as `constant`, as the output of a Constant node (as paddle2onnx writes weights).
+std::string constantNode(const std::string &name, const std::vector<int64_t> &sizes, unsigned seed) {
+  const std::string line = constant(name, sizes, seed);
+  const size_t dense = line.find("dense<");
+  return fmt::format("  %{} = Constant() {{value = {}}}\n", name, line.substr(dense, line.size() - dense - 1));
+}
+
 /// Floats in [-2, 2] for every graph input without an initializer.
 NamedValues randomFeeds(const Graph &graph, unsigned seed) {
   std::mt19937 rng(seed);
@@ -146,6 +153,55 @@ TEST(AssignLayoutNumerics, RegionBoundariesAroundGroupedConvAndGraphOutputs) {
       "  return %y, %mid\n}\n}\n";
   // In: x and g each transposed to NHWC; out: mid (graph output, read by the grouped conv) and y.
   expectSameOutputsAfterO3(text, {.channelsLast = 2, .transposes = 4});
+}
+
+TEST(AssignLayoutNumerics, PaddleStyleBlocksMatchUnoptimized) {
+  // paddle2onnx's shapes: weights as Constant nodes, a learned scalar scale and shift after each
+  // conv, HardSwish as x*Clip(x+3,0,6)/6, a depthwise conv, a squeeze-excite block (global average
+  // pool, two 1x1 convs, HardSigmoid, Mul), then a ConvTranspose with a bias Add and a
+  // BatchNormalization, and a nearest Resize.
+  std::string text = "model opset(ai.onnx=11) ir_version=8 {\nfunc @main(%x: f32[1,3,12,10]) -> (%y: ?, %z: ?) {\n";
+  text += constant("b0", {8}, 21) + constant("wd", {8, 1, 3, 3}, 22) + constant("we1", {4, 8, 1, 1}, 23) +
+          constant("be1", {4}, 24) + constant("we2", {8, 4, 1, 1}, 25) + constant("be2", {8}, 26) +
+          constant("wt", {8, 6, 2, 2}, 27) + constant("bt", {1, 6, 1, 1}, 28) + constant("bns", {6}, 29, 0.5, 1.5) +
+          constant("bnb", {6}, 30) + constant("bnm", {6}, 31) + constant("bnv", {6}, 32, 0.5, 1.5);
+  text += constantNode("w0", {8, 3, 3, 3}, 20);
+  text +=
+      "  const %s0 = dense<f32[1]: 0.9>\n  const %t0 = dense<f32[1]: 0.1>\n"
+      "  const %s1 = dense<f32[1]: 1.1>\n  const %t1 = dense<f32[1]: -0.2>\n"
+      "  const %three = dense<f32[]: 3>\n  const %zero = dense<f32[]: 0>\n  const %six = dense<f32[]: 6>\n"
+      "  const %scales = dense<f32[4]: 1, 1, 2, 2>\n"
+      "  %c0 = Conv(%x, %w0, %b0) {pads = [1, 1, 1, 1], strides = [2, 2]}\n"
+      "  %m0 = Mul(%s0, %c0)\n  %a0 = Add(%m0, %t0)\n"
+      "  %h1 = Add(%a0, %three)\n  %h2 = Clip(%h1, %zero, %six)\n  %h3 = Mul(%a0, %h2)\n  %h = Div(%h3, %six)\n"
+      "  %m1 = Mul(%s1, %h)\n  %a1 = Add(%m1, %t1)\n"
+      "  %d = Conv(%a1, %wd) {group = 8, pads = [1, 1, 1, 1]}\n"
+      "  %g = GlobalAveragePool(%d)\n  %e1 = Conv(%g, %we1, %be1)\n  %r = Relu(%e1)\n"
+      "  %e2 = Conv(%r, %we2, %be2)\n  %hs = HardSigmoid(%e2) {alpha = 0.2, beta = 0.5}\n  %se = Mul(%d, %hs)\n"
+      "  %u = ConvTranspose(%se, %wt) {kernel_shape = [2, 2], strides = [2, 2]}\n  %ub = Add(%u, %bt)\n"
+      "  %y = BatchNormalization(%ub, %bns, %bnb, %bnm, %bnv)\n"
+      "  %z = Resize(%se, _, %scales) {mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", "
+      "nearest_mode = \"floor\"}\n"
+      "  return %y, %z\n}\n}\n";
+  // 4 convs and the pool; a Transpose at the input and one back before the ConvTranspose and Resize.
+  expectSameOutputsAfterO3(text, {.channelsLast = 5, .transposes = 2});
+}
+
+TEST(AssignLayoutNumerics, Tf2onnxMaxFeatureMapMatchesUnoptimized) {
+  // tf2onnx's speech embedding: Conv + LeakyRelu, a Max with a one-element constant, a Max of two
+  // conv outputs, a max pool, and an NHWC input reshaped to NCHW.
+  std::string text = "model opset(ai.onnx=13) ir_version=8 {\nfunc @main(%x: f32[1,2,9,8]) -> (%y: ?) {\n";
+  text += constant("w1", {6, 2, 3, 3}, 41) + constant("b1", {6}, 42) + constant("w2", {6, 2, 3, 3}, 43) +
+          constant("w3", {5, 6, 1, 3}, 44) + constant("b3", {5}, 45);
+  text +=
+      "  const %floor = dense<f32[1,1,1,1]: -0.4>\n"
+      "  %c1 = Conv(%x, %w1, %b1) {pads = [1, 1, 1, 1]}\n  %l1 = LeakyRelu(%c1) {alpha = 0.2}\n"
+      "  %m1 = Max(%l1, %floor)\n"
+      "  %c2 = Conv(%x, %w2) {pads = [1, 1, 1, 1]}\n  %f = Max(%m1, %c2)\n"
+      "  %p = MaxPool(%f) {kernel_shape = [2, 2], strides = [2, 2]}\n"
+      "  %c3 = Conv(%p, %w3, %b3) {pads = [0, 1, 0, 1]}\n  %y = LeakyRelu(%c3) {alpha = 0.2}\n"
+      "  return %y\n}\n}\n";
+  expectSameOutputsAfterO3(text, {.channelsLast = 4, .transposes = 2});
 }
 
 }  // namespace

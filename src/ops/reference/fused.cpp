@@ -52,15 +52,17 @@ struct ActivationRef {
     if (kind == "Silu") return x * sigmoid(x);
     if (kind == "Gelu") return geluErf(x);
     if (kind == "GeluTanh") return geluTanh(x);
+    if (kind == "HardSigmoid") return std::clamp(static_cast<double>(params[0]) * x + params[1], 0.0, 1.0);
+    if (kind == "HardSwish") return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
     return x >= 0 ? x : x * static_cast<double>(params[0]);  // LeakyRelu.
   }
 };
 
 Expected<ActivationRef> readActivation(const Node &node) {
   ActivationRef act{node.attrString("activation", ""), node.attrFloats("activation_params")};
-  static const char *const kNoParams[] = {"", "Relu", "Sigmoid", "Tanh", "Silu", "Gelu", "GeluTanh"};
+  static const char *const kNoParams[] = {"", "Relu", "Sigmoid", "Tanh", "Silu", "Gelu", "GeluTanh", "HardSwish"};
   size_t expected = 0;
-  if (act.kind == "Clip") {
+  if (act.kind == "Clip" || act.kind == "HardSigmoid") {
     expected = 2;
   } else if (act.kind == "LeakyRelu") {
     expected = 1;

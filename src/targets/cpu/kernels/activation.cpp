@@ -32,6 +32,11 @@ Expected<ActivationSpec> parseActivation(std::string_view name, const float *par
   } else if (name == "LeakyRelu") {
     TESSEL_RETURN_IF_ERROR(need(1));
     spec = {Activation::LeakyRelu, params[0], 0};
+  } else if (name == "HardSigmoid") {
+    TESSEL_RETURN_IF_ERROR(need(2));
+    spec = {Activation::HardSigmoid, params[0], params[1]};
+  } else if (name == "HardSwish") {
+    spec.kind = Activation::HardSwish;
   } else {
     return makeError(ErrorCode::InvalidArgument, "unknown activation '{}'", name);
   }
@@ -50,6 +55,8 @@ UnaryOp unaryOpOf(const ActivationSpec &spec, UnaryParams *params) {
     case Activation::Gelu: return UnaryOp::Gelu;
     case Activation::GeluTanh: return UnaryOp::GeluTanh;
     case Activation::LeakyRelu: return UnaryOp::LeakyRelu;
+    case Activation::HardSigmoid: return UnaryOp::HardSigmoid;
+    case Activation::HardSwish: return UnaryOp::HardSwish;
   }
   return UnaryOp::Identity;
 }

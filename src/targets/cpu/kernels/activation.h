@@ -10,12 +10,12 @@
 
 namespace tessel::cpu {
 
-enum class Activation : uint8_t { None, Relu, Clip, Sigmoid, Tanh, Silu, Gelu, GeluTanh, LeakyRelu };
+enum class Activation : uint8_t { None, Relu, Clip, Sigmoid, Tanh, Silu, Gelu, GeluTanh, LeakyRelu, HardSigmoid, HardSwish };
 
 struct ActivationSpec {
   Activation kind = Activation::None;
-  float alpha = 0;  // Clip: min; LeakyRelu: slope.
-  float beta = 0;   // Clip: max.
+  float alpha = 0;  // Clip: min; LeakyRelu: slope; HardSigmoid: slope.
+  float beta = 0;   // Clip: max; HardSigmoid: offset.
 };
 
 /// Parses a fused op's `activation` / `activation_params` attributes.

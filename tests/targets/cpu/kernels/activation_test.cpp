@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -193,6 +194,25 @@ TEST(Activation, ParseAndApply) {
   y = x;
   applyActivation(*gelu, y.data(), int64_t(y.size()));
   for (size_t i = 0; i < x.size(); ++i) expectClose(geluRef(x[i]), y[i], 2e-6, "gelu");
+
+  const float hardSigmoidParams[] = {0.25f, 0.4f};
+  auto hardSigmoid = parseActivation("HardSigmoid", hardSigmoidParams, 2);
+  ASSERT_TRUE(hardSigmoid.ok());
+  EXPECT_FALSE(parseActivation("HardSigmoid", hardSigmoidParams, 1).ok());
+  y = x;
+  applyActivation(*hardSigmoid, y.data(), int64_t(y.size()));
+  // Absolute slack where the affine term cancels to about zero in float.
+  for (size_t i = 0; i < x.size(); ++i) {
+    expectClose(std::clamp(0.25 * x[i] + 0.4, 0.0, 1.0), y[i], 1e-6, "hardsigmoid", /*absolute=*/5e-7);
+  }
+
+  auto hardSwish = parseActivation("HardSwish", nullptr, 0);
+  ASSERT_TRUE(hardSwish.ok());
+  y = x;
+  applyActivation(*hardSwish, y.data(), int64_t(y.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    expectClose(x[i] * std::clamp(x[i] / 6.0 + 0.5, 0.0, 1.0), y[i], 1e-6, "hardswish", /*absolute=*/5e-7);
+  }
 
   auto none = parseActivation("", nullptr, 0);
   ASSERT_TRUE(none.ok());
