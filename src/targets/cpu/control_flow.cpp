@@ -30,7 +30,7 @@ class ScopedConstants final : public ConstantStore {
   std::string prefix_;
 };
 
-Status runPipeline(Model &model, int optLevel) {
+Status runPasses(Model &model, int optLevel) {
   if (optLevel == 0) {
     // Best effort, as compileCpu does at -O0: a model inference rejects runs with the types it has.
     (void)inferShapes(model);
@@ -41,25 +41,50 @@ Status runPipeline(Model &model, int optLevel) {
   return passes.run(model).status();
 }
 
+/// The pipeline, through Ifs that inference rejects once shapes are static. ONNX's inference of
+/// an If checks both branches, and the branch a static shape rules out may be invalid for that
+/// shape (torch's `if x.dim() == 3: x = x.squeeze(1)`). Inference has typed the nodes before the
+/// If by then, so folding shapes and constants usually settles its condition: inline it, retry.
+Status runPipeline(Model &model, int optLevel) {
+  Status status = runPasses(model, optLevel);
+  for (int round = 0; !status.ok() && round < kMaxOptimizeRounds; ++round) {
+    PassManager folds;
+    TESSEL_RETURN_IF_ERROR(folds.addPass("fold-shapes"));
+    TESSEL_RETURN_IF_ERROR(folds.addPass("fold-constants"));
+    if (!folds.run(model).ok()) return status;
+    auto inlined = inlineConstantIfs(model);
+    if (!inlined.ok() || !*inlined) return status;
+    status = runPasses(model, optLevel);
+  }
+  return status;
+}
+
 bool isStaticTensor(const Type &type) { return type.isTensor() && type.shape().sizes().has_value(); }
 
-/// The output types of `branch` once optimized as a standalone model, or none when one is not static.
-std::optional<std::vector<Type>> plannedOutputTypes(const Model &outer, const Graph &branch, int optLevel) {
+/// What optimizing a branch as a standalone model tells about its outputs.
+struct BranchTypes {
+  bool invalid = false;             // The branch does not optimize for these shapes (an error).
+  std::optional<std::vector<Type>> types;  // Its output types, when every one is static.
+};
+
+BranchTypes plannedOutputTypes(const Model &outer, const Graph &branch, int optLevel) {
   std::vector<const Value *> inputsFrom;
   Model model = branchModel(outer, branch, inputsFrom);
   for (const Value *input : model.graph->inputs()) {
-    if (!isStaticTensor(input->type())) return std::nullopt;
+    if (!isStaticTensor(input->type())) return {};
   }
-  if (!optimizeForCpu(model, optLevel).ok()) return std::nullopt;
+  if (!optimizeForCpu(model, optLevel).ok()) return {.invalid = true};
   std::vector<Type> types;
   for (const Value *output : model.graph->outputs()) {
-    if (!isStaticTensor(output->type())) return std::nullopt;
+    if (!isStaticTensor(output->type())) return {};
     types.push_back(output->type());
   }
-  return types;
+  return {.types = std::move(types)};
 }
 
-/// Gives the outputs of each If the static types both branches agree on. Returns whether any changed.
+/// Gives the outputs of each If the static types its branches agree on, or those of the one
+/// branch that is valid for these shapes (the other fails where it runs). Returns whether any
+/// changed.
 bool typeIfOutputs(Model &model, int optLevel) {
   bool changed = false;
   for (const auto &node : model.graph->nodes()) {
@@ -70,13 +95,16 @@ bool typeIfOutputs(Model &model, int optLevel) {
     const Graph *thenBranch = node->attrGraph("then_branch");
     const Graph *elseBranch = node->attrGraph("else_branch");
     if (!thenBranch || !elseBranch) continue;
-    auto thenTypes = plannedOutputTypes(model, *thenBranch, optLevel);
-    auto elseTypes = thenTypes ? plannedOutputTypes(model, *elseBranch, optLevel) : std::nullopt;
-    if (!elseTypes || *thenTypes != *elseTypes || thenTypes->size() != node->outputs().size()) continue;
+    BranchTypes thenTypes = plannedOutputTypes(model, *thenBranch, optLevel);
+    BranchTypes elseTypes = plannedOutputTypes(model, *elseBranch, optLevel);
+    std::optional<std::vector<Type>> types;
+    if (thenTypes.types && (elseTypes.invalid || thenTypes.types == elseTypes.types)) types = thenTypes.types;
+    if (elseTypes.types && thenTypes.invalid) types = elseTypes.types;
+    if (!types || types->size() != node->outputs().size()) continue;
     for (size_t o = 0; o < node->outputs().size(); ++o) {
       Value *output = node->output(o);
       if (output && !isStaticTensor(output->type())) {
-        output->setType((*thenTypes)[o]);
+        output->setType((*types)[o]);
         changed = true;
       }
     }
@@ -116,10 +144,12 @@ void nameNodesUniquely(Model &model) {
   }
 }
 
-IfStep::IfStep(Branch thenBranch, Branch elseBranch) : branches_{std::move(thenBranch), std::move(elseBranch)} {}
+IfStep::IfStep(Branch thenBranch, Branch elseBranch, CpuExecutable::Impl &outer, size_t stepIndex)
+    : branches_{std::move(thenBranch), std::move(elseBranch)}, outer_(outer), stepIndex_(stepIndex) {}
 
 Status IfStep::run(const StepIo &io) const {
   const Branch &taken = branches_[*static_cast<const uint8_t *>(io.inputs[0]) != 0 ? 0 : 1];
+  if (!taken.plan) return outer_.runReferenceStep(outer_.steps[stepIndex_]);
   CpuExecutable::Impl &plan = *taken.plan;
   for (size_t i = 0; i < plan.inputSlots.size(); ++i) {
     const Slot &slot = plan.slots[plan.inputSlots[i]];
@@ -132,7 +162,7 @@ Status IfStep::run(const StepIo &io) const {
   return Status::success();
 }
 
-Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const PlannedStep &planned,
+Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const PlannedStep &planned, size_t stepIndex,
                                        const std::vector<const Value *> &captures, std::string &reason) {
   const Node &node = *planned.node;
   if (planned.inputs.empty() || planned.inputs[0] < 0 || outer.slots[planned.inputs[0]].dtype != DType::Bool ||
@@ -142,7 +172,7 @@ Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const Planned
   }
   IfStep::Branch branches[2];
   std::vector<std::string> fallbacks;
-  int fallbackSteps = 0;
+  int fallbackSteps = 0, invalid = 0;
   for (int b = 0; b < 2; ++b) {
     IfStep::Branch &branch = branches[b];
     branch.name = b == 0 ? "then_branch" : "else_branch";
@@ -155,8 +185,14 @@ Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const Planned
     Model model = branchModel(outer.model, *graph, inputsFrom);
     Status optimized = optimizeForCpu(model, outer.options.optLevel);
     if (!optimized.ok()) {
-      reason = fmt::format("its {} does not optimize: {}", branch.name, optimized.diag().message);
-      return std::unique_ptr<Step>();
+      // Invalid for these shapes (a torch branch for other input ranks, say): where it is taken,
+      // the reference interpreter runs the If and reports what is wrong.
+      ++invalid;
+      fallbacks.push_back(fmt::format("node '{}' (If) {}: runs on the reference interpreter where taken, as it "
+                                      "does not plan for these shapes: {}",
+                                      node.name(), branch.name, optimized.diag().message));
+      ++fallbackSteps;
+      continue;
     }
     for (const Value *output : model.graph->outputs()) {
       if (!isStaticTensor(output->type())) {
@@ -200,9 +236,14 @@ Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const Planned
     fallbackSteps += plan->summary.fallbackSteps;
     branch.plan = std::move(plan);
   }
+  if (invalid == 2) {
+    reason = "neither branch plans for these shapes";
+    return std::unique_ptr<Step>();
+  }
   outer.summary.fallbacks.insert(outer.summary.fallbacks.end(), fallbacks.begin(), fallbacks.end());
   outer.summary.fallbackSteps += fallbackSteps;
-  return std::unique_ptr<Step>(std::make_unique<IfStep>(std::move(branches[0]), std::move(branches[1])));
+  return std::unique_ptr<Step>(
+      std::make_unique<IfStep>(std::move(branches[0]), std::move(branches[1]), outer, stepIndex));
 }
 
 }  // namespace tessel::cpu

@@ -25,11 +25,13 @@ class IfStep final : public Step {
  public:
   struct Branch {
     std::string name;  // "then_branch" or "else_branch".
-    std::unique_ptr<CpuExecutable::Impl> plan;
+    std::unique_ptr<CpuExecutable::Impl> plan;  // Null: the reference interpreter runs the If.
     std::vector<int> captureOf;  // Per input of the plan: its index among the step's captured values.
   };
 
-  IfStep(Branch thenBranch, Branch elseBranch);
+  /// A branch without a plan (invalid for the planned shapes) runs as step `stepIndex` of `outer`
+  /// on the reference interpreter.
+  IfStep(Branch thenBranch, Branch elseBranch, CpuExecutable::Impl &outer, size_t stepIndex);
   /// io.inputs: the condition, then the captured values in the planner's order.
   Status run(const StepIo &io) const override;
   std::string kernelName() const override { return "if (nested plans)"; }
@@ -37,12 +39,15 @@ class IfStep final : public Step {
 
  private:
   Branch branches_[2];
+  CpuExecutable::Impl &outer_;
+  size_t stepIndex_;
 };
 
-/// Plans `planned.node` (an If) as an IfStep, its captured values being `captures` (planned.captured
-/// holds their slots). Returns null and sets `reason` when a branch cannot be planned statically:
-/// it reads or returns a value without a static shape, or its outputs differ from the If's.
-Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const PlannedStep &planned,
+/// Plans `planned.node` (an If, to be step `stepIndex` of `outer`) as an IfStep, its captured values
+/// being `captures` (planned.captured holds their slots). Returns null and sets `reason` when a
+/// branch cannot be planned statically: it reads or returns a value without a static shape, or
+/// its outputs differ from the If's. A branch that fails to optimize for these shapes gets no plan.
+Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const PlannedStep &planned, size_t stepIndex,
                                        const std::vector<const Value *> &captures, std::string &reason);
 
 }  // namespace tessel::cpu

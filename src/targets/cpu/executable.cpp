@@ -207,7 +207,7 @@ Status CpuExecutable::Impl::plan() {
     } else if (anyDynamic(planned.inputs) || anyDynamic(planned.outputs) || anyDynamic(planned.captured)) {
       reason = "a value has no static shape";
     } else if (isIf) {
-      TESSEL_ASSIGN_OR_RETURN(planned.step, planIf(*this, planned, captures, reason));
+      TESSEL_ASSIGN_OR_RETURN(planned.step, planIf(*this, planned, steps.size(), captures, reason));
     } else if (lower && !declaredTypesHold(*nodePtr, model.opsetFor(node.domain()))) {
       reason = "its declared output types disagree with the op's shape inference";
     } else if (lower) {
@@ -469,7 +469,9 @@ void setStepProfiling(CpuExecutable::Impl &impl, bool on) {
     planned.totalMs = 0;
     planned.runs = 0;
     if (const auto *ifStep = dynamic_cast<const IfStep *>(planned.step.get())) {
-      for (int b = 0; b < 2; ++b) setStepProfiling(*ifStep->branch(b).plan, on);
+      for (int b = 0; b < 2; ++b) {
+        if (ifStep->branch(b).plan) setStepProfiling(*ifStep->branch(b).plan, on);
+      }
     }
   }
 }
@@ -494,6 +496,7 @@ void collectProfile(const CpuExecutable::Impl &impl, const std::string &prefix, 
     if (const auto *ifStep = dynamic_cast<const IfStep *>(planned.step.get())) {
       for (int b = 0; b < 2; ++b) {
         const IfStep::Branch &branch = ifStep->branch(b);
+        if (!branch.plan) continue;
         collectProfile(*branch.plan, fmt::format("{}{}/{}/", prefix, planned.node->name(), branch.name), result);
       }
       // The If's own entry keeps only its own time (picking, copying), so that times add up.
