@@ -1,7 +1,7 @@
 // Footprints of access patterns; see footprint.h. The innermost dim, when it has unit stride, is one
 // contiguous run; the outer dims are enumerated (odometer order) to place the runs, which are then
 // sorted and merged.
-#include "targets/nc/sim/footprint.h"
+#include "targets/nc/isa/footprint.h"
 
 #include <algorithm>
 

@@ -1,10 +1,10 @@
 // Port conflict rules; see ports.h.
-#include "targets/nc/sim/timing/ports.h"
+#include "targets/nc/isa/ports.h"
 
 #include <optional>
 #include <string_view>
 
-#include "targets/nc/sim/footprint.h"
+#include "targets/nc/isa/footprint.h"
 
 namespace tessel::nc {
 namespace {
@@ -67,9 +67,9 @@ Expected<std::vector<PortRule>> parsePortRules(const MachineProfile &profile) {
   return rules;
 }
 
-PortUse portUseOf(const Instruction &insn, bool dvePerfMode, const MachineProfile &profile) {
+PortUse portUseOf(const Instruction &insn, Engine engine, bool dvePerfMode, const MachineProfile &profile) {
   PortUse use;
-  use.engine = insn.engine;
+  use.engine = engine;
   use.dvePerfMode = dvePerfMode;
   const uint64_t bankBytes =
       profile.psum.banks > 0 ? static_cast<uint64_t>(profile.psum.bytesPerPartition / profile.psum.banks) : 0;

@@ -1,4 +1,5 @@
-// Shared SBUF/PSUM ports (accelerator-model.md sections 4.4 and 9.3). The profile lists pairs of
+// Shared SBUF/PSUM ports (accelerator-model.md sections 4.4 and 9.3), the one statement of the rules
+// that both the scheduler (tile/schedule.cpp) and the timing simulator apply. The profile lists pairs of
 // engines that cannot use a resource at the same time, e.g. nc-v2 ["dve", "pool", "sbuf"] and
 // ["dve", "act", "psum"], nc-v3 ["dve_perf_mode", "pool", "sbuf_bus"] and
 // ["dve", "act", "same_psum_bank"]. An instruction holds the ports it uses for its busy time
@@ -41,8 +42,9 @@ struct PortRule {
 /// sbuf_bus, same_psum_bank. An unknown name is an InvalidArgument error naming the profile and entry.
 Expected<std::vector<PortRule>> parsePortRules(const MachineProfile &profile);
 
-/// The port use of `insn` (`dvePerfMode` from its cost).
-PortUse portUseOf(const Instruction &insn, bool dvePerfMode, const MachineProfile &profile);
+/// The port use of `insn` when it runs on `engine` (`dvePerfMode` from its cost). The scheduler asks
+/// before it has placed the instruction; the simulator passes insn.engine.
+PortUse portUseOf(const Instruction &insn, Engine engine, bool dvePerfMode, const MachineProfile &profile);
 
 /// True when an instruction using `a` and one using `b` (on different engines) cannot overlap.
 bool portsConflict(const std::vector<PortRule> &rules, const PortUse &a, const PortUse &b);

@@ -21,7 +21,7 @@
 
 #include "targets/nc/isa/instruction.h"
 #include "targets/nc/machine/profile.h"
-#include "targets/nc/sim/footprint.h"
+#include "targets/nc/isa/footprint.h"
 #include "targets/nc/sim/simulator.h"
 
 namespace tessel::nc {

@@ -74,7 +74,7 @@ Expected<CompiledKernel> compileKernel(const Kernel &kernel, const MachineProfil
   DependenceGraph deps = computeDependences(kernel, insns, allocation);
   int queues = static_cast<int>(profile.dma.queuesPerEngine);
   if (options.dmaQueues > 0) queues = std::min(queues, options.dmaQueues);
-  Schedule schedule = scheduleOps(insns, candidates, deps, profile, queues);
+  TESSEL_ASSIGN_OR_RETURN(Schedule schedule, scheduleOps(insns, candidates, deps, profile, queues));
 
   compiled.program.reserve(numOps);
   compiled.timing.reserve(numOps);

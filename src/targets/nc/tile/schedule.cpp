@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <queue>
 
 #include <fmt/format.h>
 
+#include "targets/nc/isa/ports.h"
 #include "targets/nc/tile/estimate.h"
 
 namespace tessel::nc::tile {
@@ -57,109 +59,31 @@ struct StreamState {
   }
 };
 
-/// The shared-port rules of the profile (section 9.3): an instruction on one side of a rule that uses
-/// the rule's resource starts after the other side's last instruction using it has ended. Engines
-/// run in order, so the last such instruction per engine is all that needs remembering.
+/// The shared ports (section 9.3), by the rules the simulator applies (isa/ports.h): an instruction
+/// that needs a port another engine's instruction holds starts when that one ends. Engines run in
+/// order, so the holder on each other engine is the last instruction placed there.
 class PortTracker {
  public:
-  struct Use {
-    bool sbuf = false, psum = false;
-    uint32_t psumBanks = 0;
-  };
+  explicit PortTracker(std::vector<PortRule> rules) : rules_(std::move(rules)) {}
 
-  explicit PortTracker(const MachineProfile &profile) {
-    for (const PortConflict &conflict : profile.portConflicts) {
-      int a = role(conflict.first), b = role(conflict.second), r = resource(conflict.resource);
-      if (a >= 0 && b >= 0 && r >= 0) rules_.push_back(Rule{a, b, r});
-    }
-  }
-
-  static Use useOf(const Instruction &insn, uint64_t bankBytes) {
-    Use use;
-    for (const auto &ap : insn.operands) {
-      if (!ap) continue;
-      use.sbuf |= ap->space == MemSpace::SBUF;
-      if (ap->space != MemSpace::PSUM) continue;
-      use.psum = true;
-      uint64_t bytes = std::max<uint64_t>(1, freeSizeElements(*ap) * dtypeSizeBytes(ap->dtype));
-      for (uint64_t bank = ap->offsetBytes / bankBytes; bank <= (ap->offsetBytes + bytes - 1) / bankBytes && bank < 32;
-           ++bank)
-        use.psumBanks |= 1u << bank;
-    }
-    return use;
-  }
-
-  /// The earliest start the ports allow an instruction on `engine` using `use`.
-  double readyNs(Engine engine, bool perfMode, const Use &use) const {
+  /// The earliest start the ports allow an instruction using `use`.
+  double readyNs(const PortUse &use) const {
     double ready = 0;
-    for (const Rule &rule : rules_) {
-      int other = -1;
-      if (hasRole(engine, perfMode, rule.a))
-        other = rule.b;
-      else if (hasRole(engine, perfMode, rule.b))
-        other = rule.a;
-      if (other < 0) continue;
-      const Ends &ends = ends_[other];
-      if (rule.resource == kSbuf && use.sbuf) ready = std::max(ready, ends.sbuf);
-      if (rule.resource == kPsum && use.psum) ready = std::max(ready, ends.psum);
-      if (rule.resource == kSameBank)
-        for (int bank = 0; bank < 32; ++bank)
-          if (use.psumBanks & (1u << bank)) ready = std::max(ready, ends.banks[bank]);
-    }
+    for (const Holder &last : last_)
+      if (last.valid && last.endNs > ready && portsConflict(rules_, use, last.use)) ready = last.endNs;
     return ready;
   }
 
-  void record(Engine engine, bool perfMode, const Use &use, double endNs) {
-    for (int r = 0; r < kNumRoles; ++r) {
-      if (!hasRole(engine, perfMode, r)) continue;
-      Ends &ends = ends_[r];
-      if (use.sbuf) ends.sbuf = std::max(ends.sbuf, endNs);
-      if (use.psum) ends.psum = std::max(ends.psum, endNs);
-      for (int bank = 0; bank < 32; ++bank)
-        if (use.psumBanks & (1u << bank)) ends.banks[bank] = std::max(ends.banks[bank], endNs);
-    }
-  }
+  void record(const PortUse &use, double endNs) { last_[static_cast<int>(use.engine)] = {true, use, endNs}; }
 
  private:
-  enum Role { kPe, kDve, kDvePerfMode, kAct, kPool, kSp, kNumRoles };
-  enum Resource { kSbuf, kPsum, kSameBank };
-  struct Rule {
-    int a, b, resource;
+  struct Holder {
+    bool valid = false;
+    PortUse use;
+    double endNs = 0;
   };
-  struct Ends {
-    double sbuf = 0, psum = 0;
-    double banks[32] = {};
-  };
-
-  static int role(const std::string &name) {
-    if (name == "pe") return kPe;
-    if (name == "dve") return kDve;
-    if (name == "dve_perf_mode") return kDvePerfMode;
-    if (name == "act") return kAct;
-    if (name == "pool") return kPool;
-    if (name == "sp") return kSp;
-    return -1;
-  }
-  static int resource(const std::string &name) {
-    if (name == "sbuf" || name == "sbuf_bus") return kSbuf;
-    if (name == "psum") return kPsum;
-    if (name == "same_psum_bank") return kSameBank;
-    return -1;
-  }
-  static bool hasRole(Engine engine, bool perfMode, int r) {
-    switch (r) {
-      case kPe: return engine == Engine::PE;
-      case kDve: return engine == Engine::DVE;
-      case kDvePerfMode: return engine == Engine::DVE && perfMode;
-      case kAct: return engine == Engine::ACT;
-      case kPool: return engine == Engine::POOL;
-      case kSp: return engine == Engine::SP;
-    }
-    return false;
-  }
-
-  std::vector<Rule> rules_;
-  Ends ends_[kNumRoles];
+  std::vector<PortRule> rules_;
+  Holder last_[kNumEngines];
 };
 
 }  // namespace
@@ -175,9 +99,10 @@ namespace {
 class ListScheduler {
  public:
   ListScheduler(const std::vector<Instruction> &insns, const std::vector<uint8_t> &candidates,
-                const DependenceGraph &deps, const MachineProfile &profile, int dmaQueues)
+                const DependenceGraph &deps, const MachineProfile &profile, std::vector<PortRule> portRules,
+                int dmaQueues)
       : insns_(insns), candidates_(candidates), deps_(deps), profile_(profile), dmaQueues_(dmaQueues),
-        n_(static_cast<int32_t>(insns.size())), ports_(profile) {
+        n_(static_cast<int32_t>(insns.size())), ports_(std::move(portRules)) {
     schedule_.ops.resize(n_);
     schedule_.numStreams = kFirstDmaStream + dmaQueues;
     streams_.resize(schedule_.numStreams);
@@ -213,6 +138,13 @@ class ListScheduler {
     return estimates_[static_cast<size_t>(op) * kNumEngines + static_cast<int>(engine)];
   }
 
+  /// What op uses of the shared ports on `engine`; collectives move data through the collective
+  /// engines and take none (as in the simulator).
+  std::optional<PortUse> portUse(int32_t op, Engine engine, bool dvePerfMode) const {
+    if (isCollective(insns_[op].opcode)) return std::nullopt;
+    return portUseOf(insns_[op], engine, dvePerfMode, profile_);
+  }
+
   /// Estimates every op on each engine it may use; remembers the cheapest.
   void estimateAll() {
     estimates_.resize(static_cast<size_t>(n_) * kNumEngines);
@@ -220,10 +152,7 @@ class ListScheduler {
     for (int e = 0; e < kNumEngines; ++e)
       semNs_[e] = semaphoreLatencyNs(profile_, static_cast<Engine>(e));
     cheapest_.assign(n_, Engine::DVE);
-    const uint64_t bankBytes = static_cast<uint64_t>(profile_.psum.bankFp32Elements) * dtypeSizeBytes(DType::F32);
-    uses_.resize(n_);
     for (int32_t i = 0; i < n_; ++i) {
-      uses_[i] = PortTracker::useOf(insns_[i], bankBytes);
       double best = kNever;
       for (int e = 0; e < kNumEngines; ++e) {
         if (!(candidates_[i] & engineBit(static_cast<Engine>(e)))) continue;
@@ -324,7 +253,8 @@ class ListScheduler {
       }
       const StreamState &state = streams_[e];
       const InstructionEstimate &cost = estimate(op, engine);
-      double portNs = ports_.readyNs(engine, cost.dvePerfMode, uses_[op]);
+      const std::optional<PortUse> use = portUse(op, engine, cost.dvePerfMode);
+      double portNs = use ? ports_.readyNs(*use) : 0;
       double finish = std::max({readyNs, state.availNs + state.queuedBusyNs, portNs}) + cost.busyNs;
       if (finish < bestFinish) bestFinish = finish, bestEngine = engine, bestReady = readyNs;
     }
@@ -358,9 +288,10 @@ class ListScheduler {
       // The queue triggers its next copy so that its data phase can follow this one's.
       state.availNs = std::max(now + cost.busyNs * 1e-3, dataEnd - cost.triggerNs);
     } else {
-      placed.startNs = std::max(now, ports_.readyNs(placed.engine, cost.dvePerfMode, uses_[op]));
+      const std::optional<PortUse> use = portUse(op, placed.engine, cost.dvePerfMode);
+      placed.startNs = std::max(now, use ? ports_.readyNs(*use) : 0);
       placed.endNs = placed.startNs + cost.busyNs;
-      ports_.record(placed.engine, cost.dvePerfMode, uses_[op], placed.endNs);
+      if (use) ports_.record(*use, placed.endNs);
       placed.completeNs = placed.endNs + cost.latencyNs;
       state.availNs = placed.endNs;
     }
@@ -381,7 +312,6 @@ class ListScheduler {
   std::vector<InstructionEstimate> estimates_;  // Per (op, engine).
   std::vector<double> semNs_;                   // Per consumer engine.
   std::vector<Engine> cheapest_;
-  std::vector<PortTracker::Use> uses_;
   std::vector<int32_t> succStart_, succ_, remaining_;
   std::vector<double> priority_;
   std::vector<StreamState> streams_;
@@ -393,9 +323,10 @@ class ListScheduler {
 
 }  // namespace
 
-Schedule scheduleOps(const std::vector<Instruction> &insns, const std::vector<uint8_t> &candidates,
-                     const DependenceGraph &deps, const MachineProfile &profile, int dmaQueues) {
-  return ListScheduler(insns, candidates, deps, profile, dmaQueues).run();
+Expected<Schedule> scheduleOps(const std::vector<Instruction> &insns, const std::vector<uint8_t> &candidates,
+                               const DependenceGraph &deps, const MachineProfile &profile, int dmaQueues) {
+  TESSEL_ASSIGN_OR_RETURN(std::vector<PortRule> rules, parsePortRules(profile));
+  return ListScheduler(insns, candidates, deps, profile, std::move(rules), dmaQueues).run();
 }
 
 }  // namespace tessel::nc::tile

@@ -42,7 +42,8 @@ struct Schedule {
 
 /// Schedules `insns` (one per op; operands placed). `candidates[i]` holds the engineBit()s op i may
 /// run on (one bit when fixed; kDMA for copies); `dmaQueues` queues carry the DMA copies.
-Schedule scheduleOps(const std::vector<Instruction> &insns, const std::vector<uint8_t> &candidates,
-                     const DependenceGraph &deps, const MachineProfile &profile, int dmaQueues);
+/// Fails only on a profile whose port rules do not parse.
+Expected<Schedule> scheduleOps(const std::vector<Instruction> &insns, const std::vector<uint8_t> &candidates,
+                               const DependenceGraph &deps, const MachineProfile &profile, int dmaQueues);
 
 }  // namespace tessel::nc::tile

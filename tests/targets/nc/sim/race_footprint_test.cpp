@@ -3,7 +3,7 @@
 // overlap / cover queries.
 #include <gtest/gtest.h>
 
-#include "targets/nc/sim/footprint.h"
+#include "targets/nc/isa/footprint.h"
 #include "timing_fixture.h"
 
 namespace tessel::nc::testing {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "targets/nc/machine/cost.h"
-#include "targets/nc/sim/footprint.h"
+#include "targets/nc/isa/footprint.h"
 
 namespace tessel::nc {
 namespace {

@@ -20,7 +20,7 @@
 #include "targets/nc/sim/timing/dma_transfer.h"
 #include "targets/nc/isa/instruction_cost.h"
 #include "targets/nc/sim/timing/pe_pipeline.h"
-#include "targets/nc/sim/timing/ports.h"
+#include "targets/nc/isa/ports.h"
 #include "targets/nc/sim/timing/semaphores.h"
 
 namespace tessel::nc {
@@ -175,7 +175,7 @@ Status TimingRun::prepare() {
     streams_[static_cast<size_t>(insn.engine)].push_back(i);
     TESSEL_ASSIGN_OR_RETURN(costs_[i], costInstruction(insn, i, profile_));
     // Collectives move data through the collective engines, not the compute engines' ports.
-    if (!portRules_.empty() && !isCollective(insn.opcode)) portUses_[i] = portUseOf(insn, costs_[i].dvePerfMode, profile_);
+    if (!portRules_.empty() && !isCollective(insn.opcode)) portUses_[i] = portUseOf(insn, insn.engine, costs_[i].dvePerfMode, profile_);
   }
   for (int stream = 0; stream < numStreams; ++stream)
     if (!streams_[static_cast<size_t>(stream)].empty()) activeStreams_.push_back(stream);
