@@ -162,7 +162,11 @@ Status inferPadOpset18(Node &node, int64_t) {
         dims[a] = Dim();
         continue;
       }
-      const int64_t size = shape[a].size + (*pads)[k] + (*pads)[k + padded.size()];
+      int64_t size = 0;
+      if (__builtin_add_overflow(shape[a].size, (*pads)[k], &size) ||
+          __builtin_add_overflow(size, (*pads)[k + padded.size()], &size)) {
+        return makeError(ErrorCode::InvalidArgument, "Pad: pads {} are too large", formatSizes(*pads));
+      }
       if (size < 0) return makeError(ErrorCode::ShapeMismatch, "Pad: pads {} make axis {} negative", formatSizes(*pads), a);
       dims[a] = Dim(size);
     }
@@ -214,15 +218,19 @@ namespace tessel {
 
 const Opset18Signature *opset18Signature(std::string_view opType) {
   static const std::vector<Opset18Signature> kSignatures = [] {
+    // Attribute kinds: i int, f float, s string, I ints.
     std::vector<Opset18Signature> rows = {
-        {"Split", 1, 2, 1, INT32_MAX, {"axis", "num_outputs"}},
-        {"Pad", 2, 4, 1, 1, {"mode"}},
+        {"Split", 1, 2, 1, INT32_MAX, {{"axis", 'i'}, {"num_outputs", 'i'}}},
+        {"Pad", 2, 4, 1, 1, {{"mode", 's'}}},
         {"Resize", 1, 4, 1, 1,
-         {"antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
-          "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode"}},
-        {"ScatterElements", 3, 3, 1, 1, {"axis", "reduction"}},
-        {"ScatterND", 3, 3, 1, 1, {"reduction"}},
-        {"LpPool", 1, 1, 1, 1, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"}},
+         {{"antialias", 'i'}, {"axes", 'I'}, {"coordinate_transformation_mode", 's'}, {"cubic_coeff_a", 'f'},
+          {"exclude_outside", 'i'}, {"extrapolation_value", 'f'}, {"keep_aspect_ratio_policy", 's'}, {"mode", 's'},
+          {"nearest_mode", 's'}}},
+        {"ScatterElements", 3, 3, 1, 1, {{"axis", 'i'}, {"reduction", 's'}}},
+        {"ScatterND", 3, 3, 1, 1, {{"reduction", 's'}}},
+        {"LpPool", 1, 1, 1, 1,
+         {{"auto_pad", 's'}, {"ceil_mode", 'i'}, {"dilations", 'I'}, {"kernel_shape", 'I'}, {"p", 'i'}, {"pads", 'I'},
+          {"strides", 'I'}}},
         {"OptionalGetElement", 1, 1, 1, 1, {}},
         {"OptionalHasElement", 0, 1, 1, 1, {}},
         {"BitwiseAnd", 2, 2, 1, 1, {}},
@@ -233,7 +241,7 @@ const Opset18Signature *opset18Signature(std::string_view opType) {
     };
     for (std::string_view reduce : {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
                                     "ReduceMin", "ReduceProd", "ReduceSumSquare"}) {
-      rows.push_back({reduce, 1, 2, 1, 1, {"keepdims", "noop_with_empty_axes"}});
+      rows.push_back({reduce, 1, 2, 1, 1, {{"keepdims", 'i'}, {"noop_with_empty_axes", 'i'}}});
     }
     return rows;
   }();

@@ -45,9 +45,13 @@ Status inferOnnxAs(Node &node, int64_t opset, const std::string &schemaOp, int s
 /// What a node of an opset-18 row that ONNX's linked library predates may hold: input and output
 /// counts and attribute names. The importer checks these where ONNX's schema would.
 struct Opset18Signature {
+  struct Attr {
+    std::string_view name;
+    char kind;  // 'i' int, 'f' float, 's' string, 'I' ints.
+  };
   std::string_view op;
   int minInputs, maxInputs, minOutputs, maxOutputs;
-  std::vector<std::string_view> attributes;
+  std::vector<Attr> attributes;
 };
 /// The signature of `opType`'s opset-18 form, or nullptr for ops ONNX's library describes.
 const Opset18Signature *opset18Signature(std::string_view opType);

@@ -1,7 +1,7 @@
 // Importing opset-18 models, which the linked ONNX library (opsets up to 17) has no schemas for:
 // ReduceMean with axes as an input and Split with num_outputs import and are typed by tessel's own
-// inference; opset 19, an opset-18 op tessel leaves out, and an opset-17 attribute on an opset-18
-// node are Diagnostics naming the file, node and op.
+// inference; opset 19, an opset-18 op tessel leaves out, an opset-17 attribute on an opset-18 node
+// and an attribute of the wrong type are Diagnostics naming the file, node and op.
 #include <gtest/gtest.h>
 
 #include <onnx/onnx_pb.h>
@@ -104,6 +104,18 @@ TEST(OnnxOpset18, Opset17AttributeOnOpset18NodeIsAnError) {
   EXPECT_EQ(model.diag().loc.file, "old_axes.onnx");
   EXPECT_EQ(model.diag().loc.node, "mean_node");
   EXPECT_NE(model.diag().message.find("ReduceMean at opset 18 has no attribute 'axes'"), std::string::npos)
+      << model.diag().str();
+}
+
+TEST(OnnxOpset18, AttributeOfTheWrongTypeIsAnError) {
+  onnx::ModelProto proto = opset18Model();
+  auto *parts = proto.mutable_graph()->mutable_node(1)->mutable_attribute(1);
+  parts->set_type(onnx::AttributeProto::FLOAT);
+  parts->set_f(3.0f);
+  auto model = importOnnxBytes(proto.SerializeAsString(), "float_parts.onnx");
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.diag().loc.node, "split_node");
+  EXPECT_NE(model.diag().message.find("Split attribute 'num_outputs' has type FLOAT; expected INT"), std::string::npos)
       << model.diag().str();
 }
 

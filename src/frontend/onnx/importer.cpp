@@ -361,11 +361,21 @@ class NodeValidator {
       return makeError(ErrorCode::InvalidModel, "{} at opset {} has {} outputs; expected {} to {}", node.op_type(), opset,
                        node.output_size(), signature->minOutputs, signature->maxOutputs);
     }
+    using A = onnx::AttributeProto;
     for (const auto &attr : node.attribute()) {
-      const auto &names = signature->attributes;
-      if (std::find(names.begin(), names.end(), attr.name()) == names.end()) {
+      const auto &known = signature->attributes;
+      auto it = std::find_if(known.begin(), known.end(), [&](const auto &a) { return a.name == attr.name(); });
+      if (it == known.end()) {
         return makeError(ErrorCode::InvalidModel, "{} at opset {} has no attribute '{}'", node.op_type(), opset,
                          attr.name());
+      }
+      const A::AttributeType want = it->kind == 'i'   ? A::INT
+                                    : it->kind == 'f' ? A::FLOAT
+                                    : it->kind == 's' ? A::STRING
+                                                      : A::INTS;
+      if (attr.type() != want) {
+        return makeError(ErrorCode::InvalidModel, "{} attribute '{}' has type {}; expected {}", node.op_type(),
+                         attr.name(), A::AttributeType_Name(attr.type()), A::AttributeType_Name(want));
       }
     }
     return Status::success();

@@ -327,7 +327,9 @@ Status resolveResizeTarget(const std::vector<int64_t> &inSizes, const std::vecto
     if (policy == "stretch") return Status::success();
     for (size_t a : axes) {
       // Rounded half up, as ONNX's reference does.
-      target.outSizes[a] = static_cast<int64_t>(common * static_cast<double>(inSizes[a]) + 0.5);
+      const double size = common * static_cast<double>(inSizes[a]) + 0.5;
+      if (!(size < 1e15)) return makeError(ErrorCode::InvalidArgument, "sizes {} are too large", formatSizes(sizesIn));
+      target.outSizes[a] = static_cast<int64_t>(size);
       target.scales[a] = common;
     }
     return Status::success();
