@@ -196,6 +196,49 @@ Status inferResizeOpset18(Node &node, int64_t) {
   return Status::success();
 }
 
+/// CenterCropPad-18: the named axes (all by default) take the sizes of input 1.
+Status inferCenterCropPadOpset18(Node &node, int64_t) {
+  const Type *x = tensorInputType(node, 0);
+  if (!x || !x->shape().rankKnown()) return Status::success();
+  const Shape &shape = x->shape();
+  std::vector<int64_t> axisList = node.attrInts("axes", {});
+  if (axisList.empty()) {
+    for (size_t a = 0; a < shape.rank(); ++a) axisList.push_back(static_cast<int64_t>(a));
+  }
+  TESSEL_ASSIGN_OR_RETURN(std::vector<size_t> axes, normalizedAxes(axisList, shape.rank(), "CenterCropPad"));
+  std::optional<std::vector<int64_t>> target = constantInts(node, 1);
+  if (target && target->size() != axes.size()) {
+    return badInput(fmt::format("CenterCropPad: shape has {} values for {} axes", target->size(), axes.size()));
+  }
+  std::vector<Dim> dims = shape.dims();
+  for (size_t k = 0; k < axes.size(); ++k) dims[axes[k]] = target && (*target)[k] >= 0 ? Dim((*target)[k]) : Dim();
+  setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
+  return Status::success();
+}
+
+/// Col2Im-18: [N, C * prod(block_shape), L] to [N, C, image_shape...].
+Status inferCol2ImOpset18(Node &node, int64_t) {
+  const Type *x = tensorInputType(node, 0);
+  if (!x) return Status::success();
+  std::optional<std::vector<int64_t>> image = constantInts(node, 1);
+  std::optional<std::vector<int64_t>> block = constantInts(node, 2);
+  if (!image) {
+    setOutputType(node, 0, Type::tensor(x->dtype(), Shape()));
+    return Status::success();
+  }
+  std::vector<Dim> dims(2);
+  const Shape &xs = x->shape();
+  if (xs.rankKnown() && xs.rank() == 3) {
+    dims[0] = xs[0];
+    int64_t blockSize = 1;
+    for (int64_t b : block.value_or(std::vector<int64_t>{})) blockSize = b > 0 ? blockSize * b : 0;
+    if (block && blockSize > 0 && xs[1].isStatic() && xs[1].size % blockSize == 0) dims[1] = Dim(xs[1].size / blockSize);
+  }
+  for (int64_t size : *image) dims.push_back(size >= 0 ? Dim(size) : Dim());
+  setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
+  return Status::success();
+}
+
 /// OptionalGetElement-18 also takes a plain tensor or sequence, which it returns as it is.
 Status inferOptionalGetElementOpset18(Node &node, int64_t) {
   const Value *in = node.input(0);
@@ -231,6 +274,8 @@ const Opset18Signature *opset18Signature(std::string_view opType) {
         {"LpPool", 1, 1, 1, 1,
          {{"auto_pad", 's'}, {"ceil_mode", 'i'}, {"dilations", 'I'}, {"kernel_shape", 'I'}, {"p", 'i'}, {"pads", 'I'},
           {"strides", 'I'}}},
+        {"CenterCropPad", 2, 2, 1, 1, {{"axes", 'I'}}},
+        {"Col2Im", 3, 3, 1, 1, {{"dilations", 'I'}, {"pads", 'I'}, {"strides", 'I'}}},
         {"OptionalGetElement", 1, 1, 1, 1, {}},
         {"OptionalHasElement", 0, 1, 1, 1, {}},
         {"BitwiseAnd", 2, 2, 1, 1, {}},

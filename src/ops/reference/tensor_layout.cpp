@@ -1,5 +1,5 @@
 // Reference kernels of the tensor family that move whole slabs of elements around: Transpose,
-// Concat, Split, Slice, Tile, Pad, DepthToSpace, SpaceToDepth, Trilu and ReverseSequence. Most
+// Concat, Split, Slice, Tile, Pad, CenterCropPad, DepthToSpace, SpaceToDepth, Trilu and ReverseSequence. Most
 // build an index map (output element -> input element) and let takeElements copy by dtype size.
 #include <algorithm>
 #include <numeric>
@@ -379,6 +379,50 @@ Status refPad(KernelContext &ctx) {
     map.push_back(flat);
   });
   ctx.setOutput(0, takeElements(x, outSizes, map, fill.defined() ? &fill : nullptr));
+  return Status::success();
+}
+
+/// CenterCropPad (opset 18): each named axis cropped or zero-padded to its target size about the
+/// centre; an odd difference leaves the extra element at the end (as ONNX's function body slices
+/// and pads).
+Status refCenterCropPad(KernelContext &ctx) {
+  const Tensor &x = ctx.tensor(0);
+  const auto rank = static_cast<int64_t>(x.rank());
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> target, readIntInput(ctx, 1, "shape"));
+  std::vector<int64_t> axes = ctx.node().attrInts("axes", {});
+  if (axes.empty()) {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  if (target.size() != axes.size()) {
+    return makeError(ErrorCode::InvalidArgument, "shape has {} values for the {} axes {}", target.size(), axes.size(),
+                     formatSizes(axes));
+  }
+  std::vector<int64_t> outSizes = x.sizes();
+  std::vector<int64_t> shift(x.rank(), 0);  // Output index + shift = input index.
+  std::vector<bool> seen(x.rank(), false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    TESSEL_ASSIGN_OR_RETURN(int64_t a, normalizeAxis(axes[k], rank, "axes"));
+    const auto axis = static_cast<size_t>(a);
+    if (seen[axis]) return makeError(ErrorCode::InvalidArgument, "axes {} name axis {} twice", formatSizes(axes), a);
+    seen[axis] = true;
+    if (target[k] < 0) return makeError(ErrorCode::InvalidArgument, "shape {} has a negative size", formatSizes(target));
+    const int64_t in = x.size(axis);
+    shift[axis] = in >= target[k] ? (in - target[k]) / 2 : -((target[k] - in) / 2);
+    outSizes[axis] = target[k];
+  }
+  TESSEL_RETURN_IF_ERROR(checkOutputSize(x.dtype(), outSizes, "CenterCropPad output"));
+  const std::vector<int64_t> inStrides = stridesOf(x.sizes());
+  std::vector<int64_t> map;
+  map.reserve(static_cast<size_t>(numElements(outSizes)));
+  forEachIndex(outSizes, [&](const std::vector<int64_t> &index) {
+    int64_t flat = 0;
+    for (size_t a = 0; a < x.rank() && flat >= 0; ++a) {
+      const int64_t source = index[a] + shift[a];
+      flat = source < 0 || source >= x.size(a) ? -1 : flat + source * inStrides[a];
+    }
+    map.push_back(flat);
+  });
+  ctx.setOutput(0, takeElements(x, outSizes, map, nullptr));
   return Status::success();
 }
 

@@ -3,11 +3,12 @@
 lacks: every op whose schema changed at 18 in its new form (Reduce* with `axes` as an input and
 noop_with_empty_axes, Split's num_outputs with an uneven last chunk, Pad's `axes` input, Resize's
 antialias / axes / keep_aspect_ratio_policy, ScatterElements and ScatterND with max and min, LpPool
-with ceil_mode and dilations, OptionalGetElement/HasElement on plain tensors) and the new ops tessel
-implements (BitwiseAnd/Or/Xor/Not, Mish), each against an independent numpy reference. Inputs that
+with ceil_mode and dilations, OptionalGetElement/HasElement on plain tensors) and the new ops
+(BitwiseAnd/Or/Xor/Not, CenterCropPad, Col2Im, Mish), each against an independent numpy reference. Inputs that
 are initializers (axes, pads, split, sizes) let the cpu target's fast paths read them as constants;
 the same cases fed at run time go through the fallback. Invalid cases (error_*) must fail with a
-diagnostic: opset-18 ops tessel leaves out, and the opset-17 meaning asked of an opset-18 node.
+diagnostic: GroupNormalization (the opset-18 op tessel leaves out), and the opset-17 meaning asked of
+an opset-18 node.
 Usage: opset18_cases.py OUT_DIR"""
 import itertools, math, os, shutil, sys
 import numpy as np
@@ -277,9 +278,56 @@ case('mish_float64', 'Mish', [md], [md * np.tanh(np.log1p(np.exp(md)))])
 case('optional_has_element_tensor', 'OptionalHasElement', [x], [np.array(True)])
 case('optional_get_element_tensor', 'OptionalGetElement', [x], [x])
 
+# ---- CenterCropPad: crop or zero-pad each named axis about its centre (extra element at the end).
+def center_crop_pad_ref(a, shape, axes):
+    out = a
+    for ax, want in zip(axes, shape):
+        ax %= a.ndim
+        have = out.shape[ax]
+        if want < have:
+            start = (have - want) // 2
+            out = np.take(out, range(start, start + want), axis=ax)
+        elif want > have:
+            width = [(0, 0)] * a.ndim
+            width[ax] = ((want - have) // 2, want - have - (want - have) // 2)
+            out = np.pad(out, width)
+    return out
+cc = rng.standard_normal((2, 5, 6)).astype(f32)
+both('center_crop_pad_crop_and_pad', 'CenterCropPad', [cc, np.array([3, 9], i64)],
+     [center_crop_pad_ref(cc, [3, 9], [1, 2])], [1], axes=[1, 2])
+case('center_crop_pad_all_axes', 'CenterCropPad', [cc, np.array([3, 2, 3], i64)],
+     [center_crop_pad_ref(cc, [3, 2, 3], [0, 1, 2])])
+case('center_crop_pad_neg_axis_int64', 'CenterCropPad', [xi, np.array([1], i64)],
+     [center_crop_pad_ref(xi, [1], [-1])], axes=[-1])
+
+
+# ---- Col2Im: sum each block column back into the image (the inverse of im2col, as nn.Fold).
+def col2im_ref(col, image, block, strides, dils, pads):
+    R = len(image)
+    nblk = [(image[d] + pads[d] + pads[d + R] - dils[d] * (block[d] - 1) - 1) // strides[d] + 1 for d in range(R)]
+    N, CK, L = col.shape
+    K = int(np.prod(block))
+    out = np.zeros((N, CK // K, *image))
+    for c in range(CK // K):
+        for k, off in enumerate(itertools.product(*[range(b) for b in block])):
+            for l, pos in enumerate(itertools.product(*[range(v) for v in nblk])):
+                at = [pos[d] * strides[d] - pads[d] + off[d] * dils[d] for d in range(R)]
+                if all(0 <= at[d] < image[d] for d in range(R)):
+                    out[(slice(None), c, *at)] += col[:, c * K + k, l]
+    return out.astype(col.dtype)
+col = rng.standard_normal((2, 2 * 4, 12)).astype(f32)  # 2 channels, 2x2 blocks, 3x4 positions on 4x5.
+both('col2im_2d', 'Col2Im', [col, np.array([4, 5], i64), np.array([2, 2], i64)],
+     [col2im_ref(col, [4, 5], [2, 2], [1, 1], [1, 1], [0, 0, 0, 0])], [1, 2])
+col = rng.standard_normal((1, 3 * 6, 9)).astype(f32)  # 2x3 blocks, strides 2, dilation [1, 2], pads.
+case('col2im_strides_dilations_pads', 'Col2Im', [col, np.array([5, 6], i64), np.array([2, 3], i64)],
+     [col2im_ref(col, [5, 6], [2, 3], [2, 2], [1, 2], [1, 1, 0, 2])], strides=[2, 2], dilations=[1, 2],
+     pads=[1, 1, 0, 2])
+col = rng.standard_normal((1, 3, 5)).astype(f32)
+case('col2im_1d', 'Col2Im', [col, np.array([7], i64), np.array([3], i64)],
+     [col2im_ref(col, [7], [3], [1], [1], [0, 0])])
+case('error_col2im_positions', 'Col2Im', [rng.standard_normal((1, 4, 5)).astype(f32), np.array([3, 3], i64),
+     np.array([2, 2], i64)], [np.zeros((1, 1, 3, 3), f32)])
+
 # ---- What tessel leaves out at opset 18 must say so, never run the opset-17 meaning.
-case('error_center_crop_pad', 'CenterCropPad', [p, np.array([2, 2], i64)], [p[:, :2, :2]], axes=[1, 2])
-case('error_col2im', 'Col2Im', [np.zeros((1, 4, 4), f32), np.array([3, 3], i64), np.array([2, 2], i64)],
-     [np.zeros((1, 1, 3, 3), f32)])
 case('error_group_normalization', 'GroupNormalization', [img, np.ones(1, f32), np.zeros(1, f32)], [img], num_groups=1)
 case('error_reducemean_axes_attribute', 'ReduceMean', [x], [x.mean(1, keepdims=True)], axes=[1])
