@@ -69,7 +69,7 @@ struct BranchTypes {
 
 BranchTypes plannedOutputTypes(const Model &outer, const Graph &branch, int optLevel) {
   std::vector<const Value *> inputsFrom;
-  Model model = branchModel(outer, branch, inputsFrom);
+  Model model = subgraphModel(outer, branch, {}, inputsFrom);
   for (const Value *input : model.graph->inputs()) {
     if (!isStaticTensor(input->type())) return {};
   }
@@ -112,6 +112,81 @@ bool typeIfOutputs(Model &model, int optLevel) {
   return changed;
 }
 
+/// The static types of a Loop body's own inputs (iteration number, condition, carried values), or
+/// none when an initial carried value has no static type.
+std::optional<std::vector<Type>> loopBodyInputTypes(const Node &node) {
+  std::vector<Type> types = {Type::tensor(DType::Int64, Shape::fromSizes({})), Type::tensor(DType::Bool, Shape::fromSizes({}))};
+  for (size_t i = 2; i < node.inputs().size(); ++i) {
+    const Value *initial = node.input(i);
+    if (!initial || !isStaticTensor(initial->type())) return std::nullopt;
+    types.push_back(initial->type());
+  }
+  const Graph *body = node.attrGraph("body");
+  if (!body || body->inputs().size() != types.size()) return std::nullopt;
+  return types;
+}
+
+bool isConstantTrue(const Value *value) {
+  return value && value->hasInitializer() && !value->isGraphInput() && value->initializer().dtype() == DType::Bool &&
+         value->initializer().numel() == 1 && *static_cast<const uint8_t *>(value->initializer().rawData()) != 0;
+}
+
+/// The number of iterations a Loop runs, when known before it runs: a constant M, no condition
+/// or a constant true one, and a body (optimized, as `body`) whose condition output is constant
+/// true or its condition input passed through.
+std::optional<int64_t> fixedTripCount(const Node &node, const Model &body) {
+  const Value *m = node.input(0);
+  if (!m || !m->hasInitializer() || m->isGraphInput() || m->initializer().numel() != 1 ||
+      !isInteger(m->initializer().dtype())) {
+    return std::nullopt;
+  }
+  if (node.input(1) && !isConstantTrue(node.input(1))) return std::nullopt;
+  const Value *condOut = body.graph->outputs().empty() ? nullptr : body.graph->outputs()[0];
+  while (condOut && condOut->producer() && condOut->producer()->opType() == "Identity") {
+    condOut = condOut->producer()->input(0);
+  }
+  if (!isConstantTrue(condOut) && condOut != body.graph->inputs()[1]) return std::nullopt;
+  return std::max<int64_t>(0, m->initializer().scalarAsInt64());
+}
+
+/// Gives a Loop's outputs static types: the carried values keep their initial types when the body
+/// returns them unchanged in type, and scan outputs stack as many rows as a fixed trip count.
+bool typeLoopOutputs(Model &model, int optLevel) {
+  bool changed = false;
+  for (const auto &node : model.graph->nodes()) {
+    if (node->opType() != "Loop" || !node->domain().empty()) continue;
+    bool allStatic = true;
+    for (const Value *output : node->outputs()) allStatic = allStatic && (!output || isStaticTensor(output->type()));
+    auto ownTypes = loopBodyInputTypes(*node);
+    if (allStatic || !ownTypes) continue;
+    std::vector<const Value *> inputsFrom;
+    Model body = subgraphModel(model, *node->attrGraph("body"), *ownTypes, inputsFrom);
+    bool readsStatic = true;
+    for (const Value *input : body.graph->inputs()) readsStatic = readsStatic && isStaticTensor(input->type());
+    if (!readsStatic || !optimizeForCpu(body, optLevel).ok()) continue;
+    const size_t carried = ownTypes->size() - 2;
+    const auto &outputs = body.graph->outputs();
+    if (outputs.size() < carried + 1) continue;
+    const std::optional<int64_t> trips = fixedTripCount(*node, body);
+    for (size_t o = 0; o < node->outputs().size() && 1 + o < outputs.size(); ++o) {
+      Value *output = node->output(o);
+      const Type &inner = outputs[1 + o]->type();
+      if (!output || isStaticTensor(output->type()) || !isStaticTensor(inner)) continue;
+      if (o < carried) {
+        if (!(inner == (*ownTypes)[2 + o])) continue;
+        output->setType(inner);
+      } else {
+        if (!trips) continue;
+        std::vector<int64_t> sizes = *inner.shape().sizes();
+        sizes.insert(sizes.begin(), *trips);
+        output->setType(Type::tensor(inner.dtype(), Shape::fromSizes(sizes)));
+      }
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 const void *slotData(const CpuExecutable::Impl &impl, int s) {
   const Slot &slot = impl.slots[s];
   return slot.kind == Slot::Kind::Constant ? slot.constant : impl.arena.get() + slot.offset;
@@ -124,11 +199,13 @@ Status optimizeForCpu(Model &model, int optLevel) {
   for (int round = 0; round < kMaxOptimizeRounds; ++round) {
     TESSEL_ASSIGN_OR_RETURN(bool inlined, inlineConstantIfs(model));
     const bool typed = typeIfOutputs(model, optLevel);
-    if (!inlined && !typed) break;
+    const bool loopTyped = typeLoopOutputs(model, optLevel);
+    if (!inlined && !typed && !loopTyped) break;
     TESSEL_RETURN_IF_ERROR(runPipeline(model, optLevel));
   }
   // The pipeline's inference may have merged an If's types with its branches' symbolic ones.
   typeIfOutputs(model, optLevel);
+  typeLoopOutputs(model, optLevel);
   return Status::success();
 }
 
@@ -182,7 +259,7 @@ Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const Planned
       return std::unique_ptr<Step>();
     }
     std::vector<const Value *> inputsFrom;
-    Model model = branchModel(outer.model, *graph, inputsFrom);
+    Model model = subgraphModel(outer.model, *graph, {}, inputsFrom);
     Status optimized = optimizeForCpu(model, outer.options.optLevel);
     if (!optimized.ok()) {
       // Invalid for these shapes (a torch branch for other input ranks, say): where it is taken,
@@ -244,6 +321,172 @@ Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const Planned
   outer.summary.fallbackSteps += fallbackSteps;
   return std::unique_ptr<Step>(
       std::make_unique<IfStep>(std::move(branches[0]), std::move(branches[1]), outer, stepIndex));
+}
+
+namespace {
+
+// As the reference interpreter: a bound above this is no bound (PyTorch exports `while` loops
+// with M = INT64_MAX), so without a condition input it is an error, and with one the loop may
+// run at most this many iterations.
+constexpr int64_t kMaxTripCount = int64_t{1} << 31;
+
+void *slotMemory(CpuExecutable::Impl &impl, int s) { return impl.arena.get() + impl.slots[s].offset; }
+
+}  // namespace
+
+LoopStep::LoopStep(Body body, size_t nodeInputs, size_t carried, size_t scanOutputs, int64_t scanRows,
+                   DType tripCountType)
+    : body_(std::move(body)), nodeInputs_(nodeInputs), carried_(carried), scanOutputs_(scanOutputs),
+      scanRows_(scanRows), tripCountType_(tripCountType) {
+  size_t bytes = 0;
+  for (size_t c = 0; c < carried_; ++c) bytes += (body_.plan->slots[body_.plan->inputSlots[2 + c]].bytes + 63) / 64 * 64;
+  staging_.reset(static_cast<std::byte *>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
+}
+
+Status LoopStep::run(const StepIo &io) const {
+  CpuExecutable::Impl &body = *body_.plan;
+  std::optional<int64_t> trips;
+  if (const void *m = io.inputs[0]) {
+    trips = tripCountType_ == DType::Int32 ? *static_cast<const int32_t *>(m) : *static_cast<const int64_t *>(m);
+  }
+  bool cond = io.inputs[1] ? *static_cast<const uint8_t *>(io.inputs[1]) != 0 : true;
+  if (trips && *trips > kMaxTripCount && !io.inputs[1]) {
+    return makeError(ErrorCode::InvalidArgument, "Loop trip count M = {} exceeds the limit of {} iterations and "
+                     "there is no condition input to end it sooner", *trips, kMaxTripCount);
+  }
+  auto input = [&](size_t i) { return slotMemory(body, body.inputSlots[i]); };
+  auto output = [&](size_t i) { return slotData(body, body.outputSlots[i]); };
+  auto bytesOf = [&](int s) { return body.slots[s].bytes; };
+  for (size_t c = 0; c < carried_; ++c) std::memcpy(input(2 + c), io.inputs[2 + c], bytesOf(body.inputSlots[2 + c]));
+  int64_t iteration = 0;
+  for (; (!trips || iteration < *trips) && cond; ++iteration) {
+    if (iteration >= kMaxTripCount) {
+      return makeError(ErrorCode::RuntimeError, "Loop ran {} iterations and its condition is still true", iteration);
+    }
+    if (scanRows_ >= 0 && iteration >= scanRows_) {
+      return makeError(ErrorCode::RuntimeError, "Loop runs past the {} iterations its scan outputs were planned for",
+                       scanRows_);
+    }
+    *static_cast<int64_t *>(input(0)) = iteration;
+    *static_cast<uint8_t *>(input(1)) = cond ? 1 : 0;
+    // Every iteration: a step of the body may have written over an input it read last.
+    for (size_t j = 0; j < body_.captureOf.size(); ++j) {
+      const size_t i = 2 + carried_ + j;
+      std::memcpy(input(i), io.inputs[nodeInputs_ + body_.captureOf[j]], bytesOf(body.inputSlots[i]));
+    }
+    TESSEL_RETURN_IF_ERROR(body.execute());
+    cond = *static_cast<const uint8_t *>(output(0)) != 0;
+    for (size_t k = 0; k < scanOutputs_; ++k) {
+      const size_t bytes = bytesOf(body.outputSlots[1 + carried_ + k]);
+      if (void *stacked = carried_ + k < io.outputs.size() ? io.outputs[carried_ + k] : nullptr) {
+        std::memcpy(static_cast<std::byte *>(stacked) + iteration * bytes, output(1 + carried_ + k), bytes);
+      }
+    }
+    // Through a staging copy: a carried output may share memory with another carried input.
+    size_t offset = 0;
+    for (size_t c = 0; c < carried_; ++c) {
+      std::memcpy(staging_.get() + offset, output(1 + c), bytesOf(body.inputSlots[2 + c]));
+      offset += (bytesOf(body.inputSlots[2 + c]) + 63) / 64 * 64;
+    }
+    offset = 0;
+    for (size_t c = 0; c < carried_; ++c) {
+      std::memcpy(input(2 + c), staging_.get() + offset, bytesOf(body.inputSlots[2 + c]));
+      offset += (bytesOf(body.inputSlots[2 + c]) + 63) / 64 * 64;
+    }
+  }
+  if (scanRows_ >= 0 && iteration != scanRows_) {
+    return makeError(ErrorCode::RuntimeError, "Loop ran {} iterations; its scan outputs were planned for {}", iteration,
+                     scanRows_);
+  }
+  for (size_t c = 0; c < carried_; ++c) {
+    if (io.outputs[c]) std::memcpy(io.outputs[c], input(2 + c), bytesOf(body.inputSlots[2 + c]));
+  }
+  return Status::success();
+}
+
+Expected<std::unique_ptr<Step>> planLoop(CpuExecutable::Impl &outer, const PlannedStep &planned,
+                                         const std::vector<const Value *> &captures, std::string &reason) {
+  const Node &node = *planned.node;
+  auto notPlanned = [&](std::string why) {
+    reason = std::move(why);
+    return std::unique_ptr<Step>();
+  };
+  const Graph *graph = node.attrGraph("body");
+  auto ownTypes = loopBodyInputTypes(node);
+  if (!graph || !ownTypes || planned.inputs.size() < 2) return notPlanned("its body or loop-carried values are not static");
+  const size_t carried = ownTypes->size() - 2;
+  if (graph->outputs().size() < 1 + carried || node.outputs().size() > graph->outputs().size() - 1) {
+    return notPlanned("its body's outputs do not match the node's");
+  }
+  const size_t scanOutputs = graph->outputs().size() - 1 - carried;
+  DType tripCountType = DType::Undefined;
+  if (planned.inputs[0] >= 0) {
+    tripCountType = outer.slots[planned.inputs[0]].dtype;
+    if ((tripCountType != DType::Int64 && tripCountType != DType::Int32) || outer.slots[planned.inputs[0]].sizes.size() > 1) {
+      return notPlanned("its trip count is not one int64 or int32");
+    }
+  }
+  if (planned.inputs[1] >= 0 && (outer.slots[planned.inputs[1]].dtype != DType::Bool || outer.slots[planned.inputs[1]].bytes != 1)) {
+    return notPlanned("its condition is not one bool");
+  }
+  std::vector<const Value *> inputsFrom;
+  Model model = subgraphModel(outer.model, *graph, *ownTypes, inputsFrom);
+  Status optimized = optimizeForCpu(model, outer.options.optLevel);
+  if (!optimized.ok()) return notPlanned(fmt::format("its body does not optimize: {}", optimized.diag().message));
+  for (const Value *value : model.graph->outputs()) {
+    if (!isStaticTensor(value->type())) {
+      return notPlanned(fmt::format("its body returns '{}', which has no static shape", value->name()));
+    }
+  }
+  LoopStep::Body body;
+  for (const Value *from : inputsFrom) {
+    auto it = std::find(captures.begin(), captures.end(), from);
+    TESSEL_CHECK(it != captures.end(), "Loop '{}': '{}' is read by its body but not captured", node.name(), from->name());
+    body.captureOf.push_back(static_cast<int>(it - captures.begin()));
+  }
+  nameNodesUniquely(model);
+  auto plan = std::make_unique<CpuExecutable::Impl>();
+  plan->model = std::move(model);
+  plan->options = outer.options;
+  plan->pool = outer.pool;
+  plan->scopedStore = std::make_unique<ScopedConstants>(*outer.store, fmt::format("{}/body/", node.name()));
+  plan->store = plan->scopedStore.get();
+  TESSEL_RETURN_IF_ERROR(plan->plan());
+  for (int s : plan->inputSlots) {
+    if (plan->slots[s].kind != Slot::Kind::Arena) return notPlanned("its body reads a value without a static shape");
+  }
+  const Slot &condOut = plan->slots[plan->outputSlots[0]];
+  if (condOut.kind == Slot::Kind::Dynamic || condOut.dtype != DType::Bool || condOut.bytes != 1) {
+    return notPlanned("its body's condition output is not one bool");
+  }
+  for (size_t c = 0; c < carried; ++c) {
+    const Slot &in = plan->slots[plan->inputSlots[2 + c]], &out = plan->slots[plan->outputSlots[1 + c]];
+    if (out.kind == Slot::Kind::Dynamic || out.dtype != in.dtype || out.sizes != in.sizes) {
+      return notPlanned(fmt::format("its body returns carried value {} as {}{}; it comes in as {}{}", c,
+                                    dtypeName(out.dtype), formatSizes(out.sizes), dtypeName(in.dtype), formatSizes(in.sizes)));
+    }
+  }
+  int64_t scanRows = -1;
+  for (size_t k = 0; k < scanOutputs && carried + k < node.outputs().size(); ++k) {
+    if (planned.outputs[carried + k] < 0) continue;
+    const Slot &row = plan->slots[plan->outputSlots[1 + carried + k]];
+    const Slot &stacked = outer.slots[planned.outputs[carried + k]];
+    std::vector<int64_t> rowSizes = stacked.sizes;
+    if (!rowSizes.empty()) rowSizes.erase(rowSizes.begin());
+    if (row.kind == Slot::Kind::Dynamic || stacked.sizes.empty() || row.dtype != stacked.dtype || row.sizes != rowSizes ||
+        (scanRows >= 0 && stacked.sizes[0] != scanRows)) {
+      return notPlanned(fmt::format("its scan output {} does not stack to the planned {}{}", k, dtypeName(stacked.dtype),
+                                    formatSizes(stacked.sizes)));
+    }
+    scanRows = stacked.sizes[0];
+  }
+  for (const std::string &fallback : plan->summary.fallbacks) {
+    outer.summary.fallbacks.push_back(fmt::format("node '{}' (Loop) body: {}", node.name(), fallback));
+  }
+  outer.summary.fallbackSteps += plan->summary.fallbackSteps;
+  body.plan = std::move(plan);
+  return std::unique_ptr<Step>(std::make_unique<LoopStep>(std::move(body), node.inputs().size(), carried, scanOutputs,
+                                                          scanRows, tripCountType));
 }
 
 }  // namespace tessel::cpu

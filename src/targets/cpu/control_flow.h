@@ -43,6 +43,35 @@ class IfStep final : public Step {
   size_t stepIndex_;
 };
 
+class LoopStep final : public Step {
+ public:
+  struct Body {
+    std::unique_ptr<CpuExecutable::Impl> plan;  // Inputs: iteration, condition, carried, captured.
+    std::vector<int> captureOf;                 // Per captured input of the plan: its index among the step's.
+  };
+  /// `carried` values, `scanOutputs` stacked outputs of `scanRows` rows (-1: none used); `tripCountType`
+  /// is M's dtype (Undefined when omitted).
+  LoopStep(Body body, size_t nodeInputs, size_t carried, size_t scanOutputs, int64_t scanRows, DType tripCountType);
+  /// io.inputs: M, cond, the initial carried values (null where omitted), then the captured values.
+  Status run(const StepIo &io) const override;
+  std::string kernelName() const override { return "loop (nested plan)"; }
+  const Body &body() const { return body_; }
+
+ private:
+  Body body_;
+  size_t nodeInputs_, carried_, scanOutputs_;
+  int64_t scanRows_;
+  DType tripCountType_;
+  std::unique_ptr<std::byte, void (*)(void *)> staging_{nullptr, std::free};  // The carried values between iterations.
+};
+
+/// Plans `planned.node` (a Loop) as a LoopStep whose body plan is made once and run per
+/// iteration. Returns null and sets `reason` where the body cannot be planned statically: a value
+/// without a static shape, carried values that change type, or scan outputs whose length is known
+/// only at run time.
+Expected<std::unique_ptr<Step>> planLoop(CpuExecutable::Impl &outer, const PlannedStep &planned,
+                                         const std::vector<const Value *> &captures, std::string &reason);
+
 /// Plans `planned.node` (an If, to be step `stepIndex` of `outer`) as an IfStep, its captured values
 /// being `captures` (planned.captured holds their slots). Returns null and sets `reason` when a
 /// branch cannot be planned statically: it reads or returns a value without a static shape, or

@@ -201,13 +201,16 @@ Status CpuExecutable::Impl::plan() {
     auto dynamicSlot = [&](int s) { return s >= 0 && slots[s].kind == Slot::Kind::Dynamic; };
     auto anyDynamic = [&](const std::vector<int> &list) { return std::any_of(list.begin(), list.end(), dynamicSlot); };
     const bool isIf = node.opType() == "If" && node.domain().empty();
+    const bool isLoop = node.opType() == "Loop" && node.domain().empty();
     LowerFn lower = findLowering(node.domain(), node.opType());
-    if (!isIf && (!captures.empty() || (!lower && !node.subgraphs().empty()))) {
-      reason = fmt::format("{} runs on the reference interpreter (only If has nested cpu plans)", node.opType());
+    if (!isIf && !isLoop && (!captures.empty() || (!lower && !node.subgraphs().empty()))) {
+      reason = fmt::format("{} runs on the reference interpreter (If and Loop have nested cpu plans)", node.opType());
     } else if (anyDynamic(planned.inputs) || anyDynamic(planned.outputs) || anyDynamic(planned.captured)) {
       reason = "a value has no static shape";
     } else if (isIf) {
       TESSEL_ASSIGN_OR_RETURN(planned.step, planIf(*this, planned, steps.size(), captures, reason));
+    } else if (isLoop) {
+      TESSEL_ASSIGN_OR_RETURN(planned.step, planLoop(*this, planned, captures, reason));
     } else if (lower && !declaredTypesHold(*nodePtr, model.opsetFor(node.domain()))) {
       reason = "its declared output types disagree with the op's shape inference";
     } else if (lower) {
@@ -473,10 +476,14 @@ void setStepProfiling(CpuExecutable::Impl &impl, bool on) {
         if (ifStep->branch(b).plan) setStepProfiling(*ifStep->branch(b).plan, on);
       }
     }
+    if (const auto *loopStep = dynamic_cast<const LoopStep *>(planned.step.get())) {
+      setStepProfiling(*loopStep->body().plan, on);
+    }
   }
 }
 
-/// The steps of `impl` in plan order, those of an If's branches after it, named "If/branch/node".
+/// The steps of `impl` in plan order, those of an If's branches (a Loop's body) after it, named
+/// "If/branch/node" ("Loop/body/node"), timed over every iteration.
 void collectProfile(const CpuExecutable::Impl &impl, const std::string &prefix, std::vector<StepProfile> &result) {
   for (const PlannedStep &planned : impl.steps) {
     if (planned.step && planned.step->aliasInput() >= 0) continue;
@@ -499,9 +506,12 @@ void collectProfile(const CpuExecutable::Impl &impl, const std::string &prefix, 
         if (!branch.plan) continue;
         collectProfile(*branch.plan, fmt::format("{}{}/{}/", prefix, planned.node->name(), branch.name), result);
       }
-      // The If's own entry keeps only its own time (picking, copying), so that times add up.
-      for (size_t i = at + 1; i < result.size(); ++i) result[at].totalMs -= result[i].totalMs;
     }
+    if (const auto *loopStep = dynamic_cast<const LoopStep *>(planned.step.get())) {
+      collectProfile(*loopStep->body().plan, fmt::format("{}{}/body/", prefix, planned.node->name()), result);
+    }
+    // A control-flow step's own entry keeps only its own time (picking, copying): times add up.
+    for (size_t i = at + 1; i < result.size(); ++i) result[at].totalMs -= result[i].totalMs;
   }
 }
 

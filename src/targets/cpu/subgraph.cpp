@@ -141,26 +141,35 @@ Expected<bool> inlineConstantIfs(Model &model) {
   return changed;
 }
 
-Model branchModel(const Model &outer, const Graph &branch, std::vector<const Value *> &inputsFrom) {
+Model subgraphModel(const Model &outer, const Graph &source, const std::vector<Type> &ownInputTypes,
+                    std::vector<const Value *> &inputsFrom) {
+  TESSEL_CHECK(ownInputTypes.size() == source.inputs().size(), "subgraph '{}' has {} inputs; {} types given",
+               source.name(), source.inputs().size(), ownInputTypes.size());
   Model model;
   model.opsetImports = outer.opsetImports;
   model.irVersion = outer.irVersion;
   model.sourcePath = outer.sourcePath;
-  model.graph = std::make_shared<Graph>(branch.name());
+  model.graph = std::make_shared<Graph>(source.name());
   Graph &graph = *model.graph;
   ValueMap map;
+  for (size_t i = 0; i < source.inputs().size(); ++i) {
+    map[source.inputs()[i]] = graph.addInput(source.inputs()[i]->name(), ownInputTypes[i]);
+  }
   inputsFrom.clear();
-  for (const Value *read : outerReads(branch)) {
+  for (const Value *read : outerReads(source)) {
+    const std::string name = graph.uniqueName(read->name());
     if (read->hasInitializer() && !read->isGraphInput()) {
-      map[read] = graph.addInitializer(read->name(), read->initializer());
+      map[read] = graph.addInitializer(name, read->initializer());
     } else {
-      map[read] = graph.addInput(read->name(), read->type());
+      map[read] = graph.addInput(name, read->type());
       inputsFrom.push_back(read);
     }
   }
-  for (Value *init : branch.initializers()) map[init] = graph.addInitializer(graph.uniqueName(init->name()), init->initializer());
-  copyNodes(branch, graph, map);
-  for (Value *output : branch.outputs()) graph.addOutput(mapped(map, output));
+  for (Value *init : source.initializers()) {
+    if (!init->isGraphInput()) map[init] = graph.addInitializer(graph.uniqueName(init->name()), init->initializer());
+  }
+  copyNodes(source, graph, map);
+  for (Value *output : source.outputs()) graph.addOutput(mapped(map, output));
   return model;
 }
 

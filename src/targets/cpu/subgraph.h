@@ -18,10 +18,12 @@ Expected<bool> inlineConstantIfs(Model &model);
 /// Values that `graph`'s nodes read, at any depth, from scopes enclosing `graph`.
 std::vector<const Value *> outerReads(const Graph &graph);
 
-/// A model whose main graph is a copy of `branch` (a subgraph of `outer`'s main graph). Every
-/// value of `outerReads(branch)` becomes an initializer of the copy when it is a constant (and not
-/// a graph input), else an input with its type; `inputsFrom` receives the outer value behind each
-/// input, in order. Opsets and source path are `outer`'s.
-Model branchModel(const Model &outer, const Graph &branch, std::vector<const Value *> &inputsFrom);
+/// A model whose main graph is a copy of `graph` (a subgraph of `outer`'s main graph: an If
+/// branch, a Loop body). Its own inputs come first, typed `ownInputTypes` (one per input). Then
+/// every value of `outerReads(graph)` becomes an initializer of the copy when it is a constant
+/// (and not a graph input), else an input with its type; `inputsFrom` receives the outer value
+/// behind each of those inputs, in order. Opsets and source path are `outer`'s.
+Model subgraphModel(const Model &outer, const Graph &graph, const std::vector<Type> &ownInputTypes,
+                    std::vector<const Value *> &inputsFrom);
 
 }  // namespace tessel::cpu

@@ -91,6 +91,34 @@ func @main(%x: f32[4,6], %c: bool[]) -> (%out: ?) {
 }
 )";
 
+// A Loop over a carried value with a trip count fed at run time (0, 1 or 2 from the random
+// feeds), reading the outer %x; and one with a constant trip count whose scan output stacks.
+constexpr const char *kLoops = R"(
+model opset(ai.onnx=13) ir_version=8 {
+func @main(%x: f32[4,6], %m: i64[]) -> (%v: ?, %w: ?, %rows: ?) {
+  const %three = dense<i64[]: 3>
+  %v = Loop(%m, _, %x) {
+    body = func @body(%i: i64[], %c: bool[], %acc: f32[4,6]) -> (%co: bool[], %next: f32[4,6]) {
+      %co = Identity(%c)
+      %s = Sigmoid(%acc)
+      %next = Add(%s, %x)
+      return %co, %next
+    }
+  }
+  %w, %rows = Loop(%three, _, %x) {
+    body = func @scan_body(%i2: i64[], %c2: bool[], %acc2: f32[4,6]) -> (%co2: bool[], %next2: f32[4,6], %row: f32[4,6]) {
+      %co2 = Identity(%c2)
+      %t = Tanh(%acc2)
+      %next2 = Mul(%t, %x)
+      %row = Abs(%next2)
+      return %co2, %next2, %row
+    }
+  }
+  return %v, %w, %rows
+}
+}
+)";
+
 std::unique_ptr<CpuExecutable> compileOrDie(std::string_view text, int optLevel) {
   auto model = parseModel(text, "if.tsl.txt");
   EXPECT_TRUE(model.ok()) << model.diag().str();
@@ -180,6 +208,22 @@ TEST(CpuControlFlow, ABranchWithoutStaticShapesRunsOnTheReferenceWithItsReason) 
     const Tensor &w = (*want)[0].second.tensor(), &g = (*got)[0].second.tensor();
     ASSERT_EQ(g.sizes(), w.sizes());
     EXPECT_EQ(0, std::memcmp(g.rawData(), w.rawData(), w.numBytes()));
+  }
+}
+
+TEST(CpuControlFlow, LoopBodiesRunAsPlansAndMatchReference) {
+  for (int optLevel : {0, 3}) {
+    auto plan = compileOrDie(kLoops, optLevel);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->summary().fallbackSteps, 0) << fallbacksOf(*plan);
+    for (int64_t trips : {0, 1, 2, 5}) {
+      SCOPED_TRACE(fmt::format("-O{} M={}", optLevel, trips));
+      NamedValues feeds = testing::randomFeeds(plan->model(), 5);
+      for (auto &[name, value] : feeds) {
+        if (name == "m") value = RuntimeValue(Tensor::scalar<int64_t>(trips));
+      }
+      expectSameAsReference(*plan, kLoops, feeds);
+    }
   }
 }
 
