@@ -242,6 +242,10 @@ CaseResult runConformanceCase(const std::string &dir, const ConformanceOptions &
     }
     auto outputs = (*session)->run(feeds);
     if (!outputs.ok()) return failWith(outputs.diag());
+    const Session::Placement &placement = (*session)->lastPlacement();
+    result.deviceNodes = placement.deviceNodes;
+    result.hostNodes = placement.hostNodes;
+    result.fallbacks = placement.fallbacks;
     if (outputs->size() != outputFiles.size()) {
       return finish(CaseOutcome::Failed, fmt::format("{} outputs, expected {}", outputs->size(), outputFiles.size()));
     }

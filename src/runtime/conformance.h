@@ -27,6 +27,9 @@ struct CaseResult {
   CaseOutcome outcome = CaseOutcome::Failed;
   std::string reason;   // Empty when passed.
   double seconds = 0;
+  // Accelerator targets: nodes that ran in device and host stages, and why each host node is there.
+  int deviceNodes = 0, hostNodes = 0;
+  std::vector<std::string> fallbacks;
 };
 
 /// The default suite: Debian's libonnx-testdata folders node, pytorch-converted, pytorch-operator, simple.

@@ -1,5 +1,5 @@
-// End to end on the bundled example: import, run on the reference target, and compare with the
-// golden output that examples/make_small_cnn.py computed independently with numpy.
+// End to end on the bundled example: import, run on every target (the accelerator's at fp32), and
+// compare with the golden output that examples/make_small_cnn.py computed independently with numpy.
 #include <gtest/gtest.h>
 
 #include "ir/npy.h"
@@ -28,7 +28,18 @@ TEST_P(SmallCnn, MatchesNumpyGolden) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Targets, SmallCnn, ::testing::Values("ref", "cpu"));
+INSTANTIATE_TEST_SUITE_P(Targets, SmallCnn, ::testing::Values("ref", "cpu", "nc-v2", "nc-v3"));
+
+// On an accelerator the session says where the nodes ran: the small CNN runs on the device.
+TEST(SmallCnnPlacement, AcceleratorRunsTheModelOnTheDevice) {
+  auto session = Session::load(kExamples + "small_cnn.onnx", "nc-v2");
+  ASSERT_TRUE(session.ok()) << session.diag().str();
+  auto input = readNpy(kExamples + "small_cnn_input.npy");
+  ASSERT_TRUE(input.ok());
+  ASSERT_TRUE((*session)->run({{"image", *input}}).ok());
+  EXPECT_GT((*session)->lastPlacement().deviceNodes, 0);
+  EXPECT_EQ((*session)->lastPlacement().hostNodes, 0) << (*session)->lastPlacement().fallbacks.size();
+}
 
 }  // namespace
 }  // namespace tessel

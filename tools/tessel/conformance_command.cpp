@@ -43,13 +43,18 @@ void runConformance(const ConformanceArgs &args) {
   ConformanceOptions options;
   options.target = args.target;
   int passed = 0, failed = 0, unsupported = 0;
+  int onDevice = 0, mixed = 0, hostOnly = 0;  // Passing cases on an accelerator target, by placement.
+  const bool accelerator = args.target.rfind("nc-", 0) == 0;
   std::vector<std::string> unexpected, nowPassing;
   nlohmann::json report = nlohmann::json::array();
   for (const std::string &dir : *cases) {
     if (!args.filter.empty() && dir.find(args.filter) == std::string::npos) continue;
     CaseResult result = runConformanceCase(dir, options);
     switch (result.outcome) {
-      case CaseOutcome::Passed: ++passed; break;
+      case CaseOutcome::Passed:
+        ++passed;
+        if (accelerator) ++(result.hostNodes == 0 ? onDevice : result.deviceNodes == 0 ? hostOnly : mixed);
+        break;
       case CaseOutcome::Failed: ++failed; break;
       case CaseOutcome::Unsupported: ++unsupported; break;
     }
@@ -68,13 +73,21 @@ void runConformance(const ConformanceArgs &args) {
                   result.reason.c_str());
       std::fflush(stdout);
     }
-    report.push_back({{"name", result.name}, {"outcome", outcomeName(result.outcome)}, {"reason", result.reason},
-                      {"seconds", result.seconds}});
+    nlohmann::json entryJson = {{"name", result.name}, {"outcome", outcomeName(result.outcome)}, {"reason", result.reason},
+                                {"seconds", result.seconds}};
+    if (accelerator) {
+      entryJson["device_nodes"] = result.deviceNodes;
+      entryJson["host_nodes"] = result.hostNodes;
+      entryJson["fallbacks"] = result.fallbacks;
+    }
+    report.push_back(std::move(entryJson));
   }
   if (!args.jsonPath.empty()) {
     std::ofstream out(args.jsonPath);
-    out << nlohmann::json{{"target", args.target}, {"passed", passed}, {"failed", failed},
-                          {"unsupported", unsupported}, {"cases", report}}.dump(1)
+    nlohmann::json summary = {{"target", args.target}, {"passed", passed}, {"failed", failed},
+                              {"unsupported", unsupported}, {"cases", report}};
+    if (accelerator) summary["placement"] = {{"device", onDevice}, {"mixed", mixed}, {"host", hostOnly}};
+    out << summary.dump(1)
         << "\n";
   }
   if (!args.expectedFailuresPath.empty()) {
@@ -83,6 +96,10 @@ void runConformance(const ConformanceArgs &args) {
       std::printf("NOW PASSING %s (remove it from %s)\n", name.c_str(), args.expectedFailuresPath.c_str());
     }
     if (!unexpected.empty() || !nowPassing.empty()) exitCode() = 1;
+  }
+  if (accelerator) {
+    std::printf("%s: of %d passing cases, %d ran wholly on the device, %d with host fallbacks, %d wholly on the host\n",
+                args.target.c_str(), passed, onDevice, mixed, hostOnly);
   }
   std::printf("conformance: %d passed, %d failed, %d unsupported\n", passed, failed, unsupported);
 }

@@ -145,7 +145,7 @@ void addRunCommand(CLI::App &app) {
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy; inputs not given are seeded random");
   cmd->add_option("--dim", args->dims, "NAME=SIZE for a symbolic dimension of random inputs (default 1)");
   cmd->add_option("--output-dir", args->outputDir, "Folder for the outputs as NAME.npy");
-  cmd->add_option("--target", args->target, "Target to run on: ref or cpu")->capture_default_str();
+  cmd->add_option("--target", args->target, "Target to run on: ref, cpu, nc-v2 or nc-v3 (fp32 on the simulator)")->capture_default_str();
   cmd->add_option("-O", args->optLevel, "cpu: optimization level 0-3")->capture_default_str();
   cmd->add_option("--threads", args->threads, "cpu: threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
