@@ -37,22 +37,37 @@ std::optional<std::vector<double>> constantDoubles(const Node &node, size_t i) {
   return values;
 }
 
-/// Sets output `i` to `inferred`, keeping dims the output already knows (as ONNX's merge does).
-void setOutputType(Node &node, size_t i, const Type &inferred) {
+/// Sets output `i` to `inferred`, keeping dims the output already knows; a declared type that
+/// contradicts the inferred one is an error (as ONNX's merge reports it), so kernels that trust
+/// declared types never see a wrong one.
+Status setOutputType(Node &node, size_t i, const Type &inferred) {
   Value *out = node.output(i);
-  if (!out) return;
+  if (!out) return Status::success();
   const Type &existing = out->type();
-  if (!existing.isTensor() || !existing.shape().rankKnown() || !inferred.shape().rankKnown() ||
-      existing.shape().rank() != inferred.shape().rank()) {
+  if (!existing.isTensor()) {
     out->setType(inferred);
-    return;
+    return Status::success();
   }
+  auto conflict = [&] {
+    return makeError(ErrorCode::ShapeMismatch, "{} output {} ('{}') is declared {} but infers as {}", node.opType(), i,
+                     out->name(), existing.str(), inferred.str());
+  };
+  const DType dtype = existing.dtype() == DType::Undefined ? inferred.dtype() : existing.dtype();
+  if (inferred.dtype() != DType::Undefined && inferred.dtype() != dtype) return conflict();
+  const Shape &declared = existing.shape();
+  if (!inferred.shape().rankKnown() || !declared.rankKnown()) {
+    out->setType(Type::tensor(dtype, declared.rankKnown() ? declared : inferred.shape()));
+    return Status::success();
+  }
+  if (declared.rank() != inferred.shape().rank()) return conflict();
   std::vector<Dim> dims = inferred.shape().dims();
   for (size_t d = 0; d < dims.size(); ++d) {
-    const Dim &known = existing.shape()[d];
+    const Dim &known = declared[d];
+    if (known.isStatic() && dims[d].isStatic() && known.size != dims[d].size) return conflict();
     if (known.isStatic() || (!dims[d].isStatic() && known.isSymbolic())) dims[d] = known;
   }
-  out->setType(Type::tensor(inferred.dtype(), Shape(std::move(dims))));
+  out->setType(Type::tensor(dtype, Shape(std::move(dims))));
+  return Status::success();
 }
 
 Status badInput(std::string message) { return makeError(ErrorCode::InvalidModel, "{}", message); }
@@ -134,7 +149,7 @@ Status inferSplitOpset18(Node &node, int64_t) {
   for (size_t o = 0; o < outputs; ++o) {
     std::vector<Dim> dims = shape.dims();
     dims[axis] = pieces[o];
-    setOutputType(node, o, Type::tensor(x->dtype(), Shape(std::move(dims))));
+    TESSEL_RETURN_IF_ERROR(setOutputType(node, o, Type::tensor(x->dtype(), Shape(std::move(dims)))));
   }
   return Status::success();
 }
@@ -171,8 +186,7 @@ Status inferPadOpset18(Node &node, int64_t) {
       dims[a] = Dim(size);
     }
   }
-  setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
-  return Status::success();
+  return setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
 }
 
 /// Resize-18: scales (input 2) or sizes (input 3) for the `axes` attribute's axes, sizes adjusted
@@ -192,8 +206,7 @@ Status inferResizeOpset18(Node &node, int64_t) {
     TESSEL_RETURN_IF_ERROR(ref::resolveResizeTarget(inSizes, *scales, *sizes, node, target));
     for (size_t a = 0; a < dims.size(); ++a) dims[a] = Dim(target.outSizes[a]);
   }
-  setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
-  return Status::success();
+  return setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
 }
 
 /// CenterCropPad-18: the named axes (all by default) take the sizes of input 1.
@@ -212,8 +225,7 @@ Status inferCenterCropPadOpset18(Node &node, int64_t) {
   }
   std::vector<Dim> dims = shape.dims();
   for (size_t k = 0; k < axes.size(); ++k) dims[axes[k]] = target && (*target)[k] >= 0 ? Dim((*target)[k]) : Dim();
-  setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
-  return Status::success();
+  return setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
 }
 
 /// Col2Im-18: [N, C * prod(block_shape), L] to [N, C, image_shape...].
@@ -223,8 +235,7 @@ Status inferCol2ImOpset18(Node &node, int64_t) {
   std::optional<std::vector<int64_t>> image = constantInts(node, 1);
   std::optional<std::vector<int64_t>> block = constantInts(node, 2);
   if (!image) {
-    setOutputType(node, 0, Type::tensor(x->dtype(), Shape()));
-    return Status::success();
+    return setOutputType(node, 0, Type::tensor(x->dtype(), Shape()));
   }
   std::vector<Dim> dims(2);
   const Shape &xs = x->shape();
@@ -235,8 +246,7 @@ Status inferCol2ImOpset18(Node &node, int64_t) {
     if (block && blockSize > 0 && xs[1].isStatic() && xs[1].size % blockSize == 0) dims[1] = Dim(xs[1].size / blockSize);
   }
   for (int64_t size : *image) dims.push_back(size >= 0 ? Dim(size) : Dim());
-  setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
-  return Status::success();
+  return setOutputType(node, 0, Type::tensor(x->dtype(), Shape(std::move(dims))));
 }
 
 /// OptionalGetElement-18 also takes a plain tensor or sequence, which it returns as it is.

@@ -77,6 +77,13 @@ TEST(Opset18Infer, SplitNumOutputsUnevenLastChunk) {
   Status status = inferOnnx(*tooMany, kOpset);  // ceil(7 / 5) = 2: 2 + 2 + 2 + 2 > 7.
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.diag().message.find("does not split into 5 chunks of 2"), std::string::npos) << status.str();
+  // A declared output type that contradicts the inference is an error, not trusted.
+  Node *declared = b.node("Split", {x}, 2, {{"axis", int64_t{1}}, {"num_outputs", int64_t{2}}});
+  declared->output(1)->setType(f32({2, 4}));
+  Status mismatch = inferOnnx(*declared, kOpset);
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_NE(mismatch.diag().message.find("is declared f32[2,4] but infers as f32[2,3]"), std::string::npos)
+      << mismatch.str();
   Value *sizes = b.constant("sizes", Tensor::fromVector<int64_t>({2}, {5, 2}));
   Node *both = b.node("Split", {x, sizes}, 2, {{"axis", int64_t{1}}, {"num_outputs", int64_t{2}}});
   EXPECT_FALSE(inferOnnx(*both, kOpset).ok());
