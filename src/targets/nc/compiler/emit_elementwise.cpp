@@ -7,6 +7,7 @@
 // constants). Other constants are broadcast to the output's shape at compile time and loaded.
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include <fmt/format.h>
@@ -96,12 +97,15 @@ class Evaluator {
     int64_t axis = rank == 4 ? 1 : rank - 1;
     for (const Value *in : node_.inputs()) {
       if (!in || in->hasInitializer()) continue;
+      if (ctx_.isUnloadedInput(in)) {
+        axis = roomyAxis(shape, axis);
+        break;
+      }
       TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx_.activation(in));
       if (int64_t a = t.partitionAxis(); a >= 0 && t.isStandard(a)) axis = a;
       break;
     }
     if (rank == 0) axis = 0;
-    DeviceTensor out = ctx_.allocate(y, axis);
     const int64_t P = ctx_.profile().partitions;
 
     // Per input: its device form, or how the constant is read.
@@ -141,6 +145,7 @@ class Evaluator {
       tile::HbmView hbm = ctx_.constantHbm(fmt::format("{}/c{}", node_.name(), i), DType::F32, shape, expanded);
       full[i] = ctx_.loadStandard(fmt::format("{}/c{}", node_.name(), i), hbm, shape, axis, DType::F32);
     }
+    DeviceTensor out = outputTensor(y, axis, full);
 
     const std::vector<const Node *> ops = opsOf(node_);
     const Graph *body = node_.opType() == "FusedElementwise" ? node_.attrGraph("body") : nullptr;
@@ -200,6 +205,37 @@ class Evaluator {
       out[static_cast<size_t>(e)] = values[static_cast<size_t>(src)];
     }
     return out;
+  }
+
+  /// `axis`, unless it leaves a partition more than a quarter of SBUF while another axis spreads the
+  /// tensor over more partitions (a [1, 1, H, W] map: H rather than the one channel).
+  int64_t roomyAxis(const std::vector<int64_t> &shape, int64_t axis) const {
+    const int64_t P = ctx_.profile().partitions;
+    auto bytesPerPartition = [&](int64_t a) {
+      const int64_t numel = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+      return (shape[a] + P - 1) / P * (numel / shape[a]) * dtypeSizeBytes(ctx_.activationDtype());
+    };
+    if (shape.empty() || bytesPerPartition(axis) * 4 <= static_cast<int64_t>(ctx_.profile().sbuf.bytesPerPartition))
+      return axis;
+    int64_t best = axis;
+    for (int64_t a = 0; a < static_cast<int64_t>(shape.size()); ++a)
+      if (bytesPerPartition(a) < bytesPerPartition(best)) best = a;
+    return best;
+  }
+
+  /// The output's storage: that of an input read for the last time, when it has the output's form
+  /// (each chunk of it is read before the same chunk is written), so that an op on a tensor of more
+  /// than half of SBUF fits; else new tiles.
+  DeviceTensor outputTensor(const Value *y, int64_t axis, const std::vector<std::optional<DeviceTensor>> &full) {
+    const std::vector<int64_t> shape = staticShape(y);
+    for (size_t i = 0; i < full.size(); ++i) {
+      const Value *in = node_.input(i);
+      if (!full[i] || in->hasInitializer() || full[i]->shape != shape || !full[i]->isStandard(axis) ||
+          full[i]->dtype != ctx_.activationDtype() || !ctx_.canOverwrite(in, *full[i]))
+        continue;
+      return *full[i];
+    }
+    return ctx_.allocate(y, axis);
   }
 
   Operand fullOf(const TileView &view) { return Operand{Operand::Full, 0, view}; }

@@ -111,7 +111,12 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
   const int64_t budget = static_cast<int64_t>(profile.sbuf.bytesPerPartition * kActivationSbufShare);
   std::vector<const Value *> defined;
   std::vector<int32_t> opNode;
-  for (size_t index = 0; index < stage.nodes.size(); ++index) {
+  size_t index = 0;
+  ctx.setReadAfter([&](const Value *v) {
+    auto last = lastUse.find(v);
+    return last != lastUse.end() && last->second > index;
+  });
+  for (; index < stage.nodes.size(); ++index) {
     const Node *node = stage.nodes[index];
     const OpLowering *lowering = findOpLowering(*node);
     Status emitted = lowering ? lowering->emit(ctx, *node) : ctx.unsupported(*node, "no lowering");

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -329,7 +330,17 @@ std::optional<DeviceTensor> LoweringContext::standardByCopy(const DeviceTensor &
   return out;
 }
 
+bool LoweringContext::isUnloadedInput(const Value *value) const {
+  return inputs_.count(value) && !activations_.count(value) && !spilled_.count(value);
+}
+
 Expected<DeviceTensor> LoweringContext::standard(const Value *value, int64_t axis) {
+  if (isUnloadedInput(value)) {
+    const std::vector<int64_t> shape = staticShape(value);
+    DeviceTensor t = loadStandard(value->name(), inputs_.at(value), shape, axis, activationDtype());
+    activations_[value] = t;
+    return t;
+  }
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, activation(value));
   axis = normalizeAxis(axis, t.rank());
   if (t.rank() == 0 || t.isStandard(axis)) return t;
@@ -398,6 +409,22 @@ std::map<int32_t, int64_t> LoweringContext::sbufTilesOf(const Value *value) cons
     tiles[block.tile()] = elements * dtypeSizeBytes(decl.dtype);
   }
   return tiles;
+}
+
+bool LoweringContext::canOverwrite(const Value *value, const DeviceTensor &tensor) const {
+  if (!readAfter_ || readAfter_(value) || tensor.shardedCores > 1) return false;
+  std::set<int32_t> tiles;
+  for (const TileView &block : tensor.blocks) tiles.insert(block.tile());
+  auto sharesTile = [&](const DeviceTensor &t) {
+    return std::any_of(t.blocks.begin(), t.blocks.end(), [&](const TileView &b) { return tiles.count(b.tile()) > 0; });
+  };
+  for (const auto &[v, t] : activations_)
+    if (v != value && readAfter_(v) && sharesTile(t)) return false;
+  for (const auto &[key, t] : standardCache_)
+    if (key.first != value && readAfter_(key.first) && sharesTile(t)) return false;
+  for (const auto &[key, t] : castCache_)
+    if (std::get<0>(key) != value && readAfter_(std::get<0>(key)) && sharesTile(t)) return false;
+  return true;
 }
 
 Expected<HbmView> LoweringContext::hbmOf(const Value *value) {

@@ -54,8 +54,11 @@ class LoweringContext {
   /// The activation `value` as recorded (possibly a view). Segment inputs load on first use, in
   /// standard form with their last axis on partitions (the axis rank-4 NCHW tensors use is 1).
   Expected<DeviceTensor> activation(const Value *value);
-  /// `value` in standard form with `axis` on partitions, relaid out (and cached) when it is not.
+  /// `value` in standard form with `axis` on partitions, relaid out (and cached) when it is not. A
+  /// segment input not loaded yet loads straight into that form.
   Expected<DeviceTensor> standard(const Value *value, int64_t axis);
+  /// Whether `value` is a segment input that no node has read yet (its layout is still open).
+  bool isUnloadedInput(const Value *value) const;
   /// `value` in standard form with `axis` on partitions, in `dtype` (a cast copy, cached).
   Expected<DeviceTensor> standardAs(const Value *value, int64_t axis, DType dtype);
   /// Records the device form of a node output.
@@ -69,6 +72,10 @@ class LoweringContext {
   Status spill(const Value *value);
   /// Bytes per partition of the SBUF tiles holding `value`'s activation (0 when it has none).
   std::map<int32_t, int64_t> sbufTilesOf(const Value *value) const;
+  /// Whether the node being lowered may write its output over the tiles of input `value`'s device
+  /// form `tensor`: nothing read after this node (`value` itself, a view or a relayout sharing a
+  /// tile) needs them. False until the driver says what is read later (setReadAfter).
+  bool canOverwrite(const Value *value, const DeviceTensor &tensor) const;
   /// Loads row-major `src` (of `shape`) into a new standard-form tensor with `axis` on partitions.
   DeviceTensor loadStandard(const std::string &name, const tile::HbmView &src, const std::vector<int64_t> &shape,
                             int64_t axis, DType dtype);
@@ -95,6 +102,8 @@ class LoweringContext {
   // --- Used by the driver ----------------------------------------------------------------------
   /// A segment input, fed in HBM row-major as `dtype`.
   void bindInput(const Value *value, DType dtype);
+  /// Whether a value is read after the node being lowered (by a later node, or as a segment output).
+  void setReadAfter(std::function<bool(const Value *)> readAfter) { readAfter_ = std::move(readAfter); }
   struct ConstantData {
     int32_t tensor = -1;          // HBM tensor id in the kernel.
     DType dtype = DType::F32;
@@ -117,6 +126,7 @@ class LoweringContext {
   std::map<const Value *, tile::HbmView> spilled_;
   std::map<std::pair<float, DType>, tile::TileView> constantTiles_;
   std::vector<ConstantData> constants_;
+  std::function<bool(const Value *)> readAfter_;
   int scratchCount_ = 0;
   struct VectorPool {
     tile::TileView tile;

@@ -1,12 +1,14 @@
 // Elementwise ops on the accelerator checked against the reference: HardSigmoid and HardSwish (DVE
 // scale, shift and clamp; HardSwish multiplies by that gate), alone and after other ops, on a
-// tensor of two partition blocks and on an NCHW one.
+// tensor of two partition blocks and on an NCHW one; an output written over an input read for the
+// last time; a one-channel map laid out with its rows on partitions.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include <fmt/format.h>
 
+#include "ir/parser.h"
 #include "targets/nc/compiler/nc_model_check.h"
 
 namespace tessel::nc::compiler {
@@ -34,6 +36,43 @@ func @main(%x: f32{0}) -> (%s: f32{0}, %w: f32{0}) {{
 }})",
                                          shape));
   }
+}
+
+TEST(ElementwiseLowering, DyingInputIsOverwritten) {
+  // Unfused (-O1), each op reads the last op's output for the last time and writes over it: the
+  // chain needs one 16 KiB tile per partition, not an input and an output.
+  const std::string ir = R"(model opset(ai.onnx=17) ir_version=8 {
+func @main(%x: f32[1,32,64,64]) -> (%y: f32[1,32,64,64]) {
+  %a = Relu(%x)
+  %b = Sigmoid(%a)
+  %c = Tanh(%b)
+  %y = Abs(%c)
+  return %y
+}
+})";
+  NcCompileOptions options;
+  options.optLevel = 1;
+  auto check = checkModelOnNc(ir, options);
+  ASSERT_TRUE(check.ok()) << check.diag().str();
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+  EXPECT_EQ(check->hostNodes, 0);
+  auto model = parseModel(ir, "<test model>");
+  ASSERT_TRUE(model.ok()) << model.diag().str();
+  auto exe = compileNc(std::move(*model), options);
+  ASSERT_TRUE(exe.ok()) << exe.diag().str();
+  ASSERT_EQ((*exe)->programs().size(), 1u);
+  EXPECT_LT((*exe)->programs()[0].peakSbufBytesPerPartition, 2u * 64 * 64 * 4) << (*exe)->report();
+}
+
+TEST(ElementwiseLowering, OneChannelMapSpreadsOverPartitions) {
+  // A [1, 1, 320, 320] input with its one channel on partitions would take 400 KiB of one
+  // partition; the rows go on partitions instead.
+  expectOnDeviceAndMatches(R"(model opset(ai.onnx=17) ir_version=8 {
+func @main(%x: f32[1,1,320,320]) -> (%y: f32[1,1,320,320]) {
+  %y = Sigmoid(%x)
+  return %y
+}
+})");
 }
 
 }  // namespace
