@@ -1,8 +1,8 @@
 // Convolutions and pools on the accelerator, whole small models checked against the reference: the
 // dense implicit GEMM (3x3 with pads, 1x1, strides, several channel tiles, several PSUM chunks per
-// image, several images per chunk), FusedConv epilogues (bias, residual, Relu, Clip), the folded stem
-// (top and bottom edge rows), depthwise stencils, MaxPool, AveragePool, GlobalAveragePool, and the
-// host fallback of a grouped convolution.
+// image, several images per chunk), FusedConv epilogues (bias, residual, Relu, Clip, HardSwish,
+// HardSigmoid), the folded stem (top and bottom edge rows), depthwise stencils, MaxPool, AveragePool,
+// GlobalAveragePool, and the host fallback of a grouped convolution.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -146,6 +146,17 @@ TEST(ConvLowering, DepthwiseClip) {
   ConvCase even = conv({1, 8, 7, 7}, {8, 1, 2, 2}, 1, 1);
   even.group = 8;
   expectMatches(convModel(even));
+}
+
+TEST(ConvLowering, HardSwishAndHardSigmoidEpilogues) {
+  // MobileNetV3 and PP-OCR's blocks: HardSwish after a dense conv, HardSigmoid after a depthwise one.
+  ConvCase dense = conv({1, 16, 12, 12}, {32, 16, 3, 3}, 1, 1);
+  dense.activation = R"(activation = "HardSwish")";
+  expectMatches(convModel(dense));
+  ConvCase depthwise = conv({1, 32, 14, 14}, {32, 1, 3, 3}, 2, 1);
+  depthwise.group = 32;
+  depthwise.activation = R"(activation = "HardSigmoid", activation_params = [0.2, 0.5])";
+  expectMatches(convModel(depthwise));
 }
 
 TEST(ConvLowering, GroupedConvRunsOnHost) {
