@@ -187,6 +187,94 @@ bool typeLoopOutputs(Model &model, int optLevel) {
   return changed;
 }
 
+/// A Scan's per-input (per-output) attribute list, defaulted to zeros, or none when malformed.
+std::optional<std::vector<int64_t>> scanAttr(const Node &node, const char *name, size_t count) {
+  std::vector<int64_t> values = node.attrInts(name, std::vector<int64_t>(count, 0));
+  if (values.size() != count) return std::nullopt;
+  return values;
+}
+
+/// The static types of a Scan body's own inputs (states, then one element of each scan input),
+/// the scan length and the normalized input axes, or none.
+struct ScanShape {
+  std::vector<Type> bodyInputs;
+  std::vector<int64_t> inputAxes;
+  int64_t length = -1;
+  size_t states = 0;
+};
+
+std::optional<ScanShape> scanShapeOf(const Node &node, int64_t opset) {
+  const int64_t numScanInputs = node.attrInt("num_scan_inputs", 0);
+  const Graph *body = node.attrGraph("body");
+  if (opset < 9 || !body || numScanInputs < 1 || static_cast<size_t>(numScanInputs) > node.inputs().size()) {
+    return std::nullopt;
+  }
+  ScanShape shape;
+  shape.states = node.inputs().size() - static_cast<size_t>(numScanInputs);
+  auto axes = scanAttr(node, "scan_input_axes", static_cast<size_t>(numScanInputs));
+  if (!axes) return std::nullopt;
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    const Value *input = node.input(i);
+    if (!input || !isStaticTensor(input->type())) return std::nullopt;
+    if (i < shape.states) {
+      shape.bodyInputs.push_back(input->type());
+      continue;
+    }
+    std::vector<int64_t> sizes = *input->type().shape().sizes();
+    const int64_t rank = static_cast<int64_t>(sizes.size());
+    int64_t axis = (*axes)[i - shape.states];
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank || (shape.length >= 0 && sizes[axis] != shape.length)) return std::nullopt;
+    shape.length = sizes[axis];
+    shape.inputAxes.push_back(axis);
+    sizes.erase(sizes.begin() + axis);
+    shape.bodyInputs.push_back(Type::tensor(input->type().dtype(), Shape::fromSizes(sizes)));
+  }
+  if (body->inputs().size() != shape.bodyInputs.size()) return std::nullopt;
+  return shape;
+}
+
+/// Gives a Scan's outputs static types: final states keep their initial types when the body
+/// returns them unchanged in type, scan outputs stack the scan length at their output axis.
+bool typeScanOutputs(Model &model, int optLevel) {
+  bool changed = false;
+  for (const auto &node : model.graph->nodes()) {
+    if (node->opType() != "Scan" || !node->domain().empty()) continue;
+    bool allStatic = true;
+    for (const Value *output : node->outputs()) allStatic = allStatic && (!output || isStaticTensor(output->type()));
+    auto shape = scanShapeOf(*node, model.opsetFor(""));
+    if (allStatic || !shape) continue;
+    std::vector<const Value *> inputsFrom;
+    Model body = subgraphModel(model, *node->attrGraph("body"), shape->bodyInputs, inputsFrom);
+    bool readsStatic = true;
+    for (const Value *input : body.graph->inputs()) readsStatic = readsStatic && isStaticTensor(input->type());
+    if (!readsStatic || !optimizeForCpu(body, optLevel).ok()) continue;
+    const auto &outputs = body.graph->outputs();
+    if (outputs.size() < shape->states) continue;
+    auto outputAxes = scanAttr(*node, "scan_output_axes", outputs.size() - shape->states);
+    if (!outputAxes) continue;
+    for (size_t o = 0; o < node->outputs().size() && o < outputs.size(); ++o) {
+      Value *output = node->output(o);
+      const Type &inner = outputs[o]->type();
+      if (!output || isStaticTensor(output->type()) || !isStaticTensor(inner)) continue;
+      if (o < shape->states) {
+        if (!(inner == shape->bodyInputs[o])) continue;
+        output->setType(inner);
+      } else {
+        std::vector<int64_t> sizes = *inner.shape().sizes();
+        const int64_t rank = static_cast<int64_t>(sizes.size()) + 1;
+        int64_t axis = (*outputAxes)[o - shape->states];
+        if (axis < 0) axis += rank;
+        if (axis < 0 || axis >= rank) continue;
+        sizes.insert(sizes.begin() + axis, shape->length);
+        output->setType(Type::tensor(inner.dtype(), Shape::fromSizes(sizes)));
+      }
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 const void *slotData(const CpuExecutable::Impl &impl, int s) {
   const Slot &slot = impl.slots[s];
   return slot.kind == Slot::Kind::Constant ? slot.constant : impl.arena.get() + slot.offset;
@@ -200,12 +288,14 @@ Status optimizeForCpu(Model &model, int optLevel) {
     TESSEL_ASSIGN_OR_RETURN(bool inlined, inlineConstantIfs(model));
     const bool typed = typeIfOutputs(model, optLevel);
     const bool loopTyped = typeLoopOutputs(model, optLevel);
-    if (!inlined && !typed && !loopTyped) break;
+    const bool scanTyped = typeScanOutputs(model, optLevel);
+    if (!inlined && !typed && !loopTyped && !scanTyped) break;
     TESSEL_RETURN_IF_ERROR(runPipeline(model, optLevel));
   }
   // The pipeline's inference may have merged an If's types with its branches' symbolic ones.
   typeIfOutputs(model, optLevel);
   typeLoopOutputs(model, optLevel);
+  typeScanOutputs(model, optLevel);
   return Status::success();
 }
 
@@ -334,13 +424,98 @@ void *slotMemory(CpuExecutable::Impl &impl, int s) { return impl.arena.get() + i
 
 }  // namespace
 
+/// Optimizes `graph` (the body of `node`, a Loop or Scan) with its own inputs typed `ownTypes`
+/// and plans it into `body`. Returns false and sets `reason` when it has no static plan.
+Expected<bool> planBody(CpuExecutable::Impl &outer, const Node &node, const Graph &graph,
+                        const std::vector<Type> &ownTypes, const std::vector<const Value *> &captures,
+                        LoopStep::Body &body, std::string &reason) {
+  std::vector<const Value *> inputsFrom;
+  Model model = subgraphModel(outer.model, graph, ownTypes, inputsFrom);
+  Status optimized = optimizeForCpu(model, outer.options.optLevel);
+  if (!optimized.ok()) {
+    reason = fmt::format("its body does not optimize: {}", optimized.diag().message);
+    return false;
+  }
+  for (const Value *value : model.graph->outputs()) {
+    if (!isStaticTensor(value->type())) {
+      reason = fmt::format("its body returns '{}', which has no static shape", value->name());
+      return false;
+    }
+  }
+  for (const Value *from : inputsFrom) {
+    auto it = std::find(captures.begin(), captures.end(), from);
+    TESSEL_CHECK(it != captures.end(), "{} '{}': '{}' is read by its body but not captured", node.opType(), node.name(),
+                 from->name());
+    body.captureOf.push_back(static_cast<int>(it - captures.begin()));
+  }
+  nameNodesUniquely(model);
+  auto plan = std::make_unique<CpuExecutable::Impl>();
+  plan->model = std::move(model);
+  plan->options = outer.options;
+  plan->pool = outer.pool;
+  plan->scopedStore = std::make_unique<ScopedConstants>(*outer.store, fmt::format("{}/body/", node.name()));
+  plan->store = plan->scopedStore.get();
+  TESSEL_RETURN_IF_ERROR(plan->plan());
+  for (int s : plan->inputSlots) {
+    if (plan->slots[s].kind != Slot::Kind::Arena) {
+      reason = "its body reads a value without a static shape";
+      return false;
+    }
+  }
+  for (int s : plan->outputSlots) {
+    if (plan->slots[s].kind == Slot::Kind::Dynamic) {
+      reason = "its body returns a value without a static shape";
+      return false;
+    }
+  }
+  body.plan = std::move(plan);
+  return true;
+}
+
+void reportBodyFallbacks(CpuExecutable::Impl &outer, const Node &node, const CpuExecutable::Impl &body) {
+  for (const std::string &fallback : body.summary.fallbacks) {
+    outer.summary.fallbacks.push_back(fmt::format("node '{}' ({}) body: {}", node.name(), node.opType(), fallback));
+  }
+  outer.summary.fallbackSteps += body.summary.fallbackSteps;
+}
+
+size_t stagingBytes(const CpuExecutable::Impl &body, size_t firstInput, size_t count) {
+  size_t bytes = 0;
+  for (size_t c = 0; c < count; ++c) bytes += (body.slots[body.inputSlots[firstInput + c]].bytes + 63) / 64 * 64;
+  return std::max<size_t>(bytes, 64);
+}
+
+/// Moves body outputs [firstOutput, +count) into body inputs [firstInput, +count) through
+/// `staging`: a carried output may share memory with another carried input.
+void carryOver(CpuExecutable::Impl &body, size_t firstOutput, size_t firstInput, size_t count, std::byte *staging) {
+  size_t offset = 0;
+  for (size_t c = 0; c < count; ++c) {
+    const size_t bytes = body.slots[body.inputSlots[firstInput + c]].bytes;
+    std::memcpy(staging + offset, slotData(body, body.outputSlots[firstOutput + c]), bytes);
+    offset += (bytes + 63) / 64 * 64;
+  }
+  offset = 0;
+  for (size_t c = 0; c < count; ++c) {
+    const size_t bytes = body.slots[body.inputSlots[firstInput + c]].bytes;
+    std::memcpy(slotMemory(body, body.inputSlots[firstInput + c]), staging + offset, bytes);
+    offset += (bytes + 63) / 64 * 64;
+  }
+}
+
+/// Copies the captured values into the body's inputs from `first` on.
+void bindCaptures(CpuExecutable::Impl &body, const std::vector<int> &captureOf, size_t first, const StepIo &io,
+                  size_t nodeInputs) {
+  for (size_t j = 0; j < captureOf.size(); ++j) {
+    const int s = body.inputSlots[first + j];
+    std::memcpy(slotMemory(body, s), io.inputs[nodeInputs + captureOf[j]], body.slots[s].bytes);
+  }
+}
+
 LoopStep::LoopStep(Body body, size_t nodeInputs, size_t carried, size_t scanOutputs, int64_t scanRows,
                    DType tripCountType)
     : body_(std::move(body)), nodeInputs_(nodeInputs), carried_(carried), scanOutputs_(scanOutputs),
       scanRows_(scanRows), tripCountType_(tripCountType) {
-  size_t bytes = 0;
-  for (size_t c = 0; c < carried_; ++c) bytes += (body_.plan->slots[body_.plan->inputSlots[2 + c]].bytes + 63) / 64 * 64;
-  staging_.reset(static_cast<std::byte *>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
+  staging_.reset(static_cast<std::byte *>(std::aligned_alloc(64, stagingBytes(*body_.plan, 2, carried_))));
 }
 
 Status LoopStep::run(const StepIo &io) const {
@@ -370,10 +545,7 @@ Status LoopStep::run(const StepIo &io) const {
     *static_cast<int64_t *>(input(0)) = iteration;
     *static_cast<uint8_t *>(input(1)) = cond ? 1 : 0;
     // Every iteration: a step of the body may have written over an input it read last.
-    for (size_t j = 0; j < body_.captureOf.size(); ++j) {
-      const size_t i = 2 + carried_ + j;
-      std::memcpy(input(i), io.inputs[nodeInputs_ + body_.captureOf[j]], bytesOf(body.inputSlots[i]));
-    }
+    bindCaptures(body, body_.captureOf, 2 + carried_, io, nodeInputs_);
     TESSEL_RETURN_IF_ERROR(body.execute());
     cond = *static_cast<const uint8_t *>(output(0)) != 0;
     for (size_t k = 0; k < scanOutputs_; ++k) {
@@ -382,17 +554,7 @@ Status LoopStep::run(const StepIo &io) const {
         std::memcpy(static_cast<std::byte *>(stacked) + iteration * bytes, output(1 + carried_ + k), bytes);
       }
     }
-    // Through a staging copy: a carried output may share memory with another carried input.
-    size_t offset = 0;
-    for (size_t c = 0; c < carried_; ++c) {
-      std::memcpy(staging_.get() + offset, output(1 + c), bytesOf(body.inputSlots[2 + c]));
-      offset += (bytesOf(body.inputSlots[2 + c]) + 63) / 64 * 64;
-    }
-    offset = 0;
-    for (size_t c = 0; c < carried_; ++c) {
-      std::memcpy(input(2 + c), staging_.get() + offset, bytesOf(body.inputSlots[2 + c]));
-      offset += (bytesOf(body.inputSlots[2 + c]) + 63) / 64 * 64;
-    }
+    carryOver(body, 1, 2, carried_, staging_.get());
   }
   if (scanRows_ >= 0 && iteration != scanRows_) {
     return makeError(ErrorCode::RuntimeError, "Loop ran {} iterations; its scan outputs were planned for {}", iteration,
@@ -429,32 +591,10 @@ Expected<std::unique_ptr<Step>> planLoop(CpuExecutable::Impl &outer, const Plann
   if (planned.inputs[1] >= 0 && (outer.slots[planned.inputs[1]].dtype != DType::Bool || outer.slots[planned.inputs[1]].bytes != 1)) {
     return notPlanned("its condition is not one bool");
   }
-  std::vector<const Value *> inputsFrom;
-  Model model = subgraphModel(outer.model, *graph, *ownTypes, inputsFrom);
-  Status optimized = optimizeForCpu(model, outer.options.optLevel);
-  if (!optimized.ok()) return notPlanned(fmt::format("its body does not optimize: {}", optimized.diag().message));
-  for (const Value *value : model.graph->outputs()) {
-    if (!isStaticTensor(value->type())) {
-      return notPlanned(fmt::format("its body returns '{}', which has no static shape", value->name()));
-    }
-  }
   LoopStep::Body body;
-  for (const Value *from : inputsFrom) {
-    auto it = std::find(captures.begin(), captures.end(), from);
-    TESSEL_CHECK(it != captures.end(), "Loop '{}': '{}' is read by its body but not captured", node.name(), from->name());
-    body.captureOf.push_back(static_cast<int>(it - captures.begin()));
-  }
-  nameNodesUniquely(model);
-  auto plan = std::make_unique<CpuExecutable::Impl>();
-  plan->model = std::move(model);
-  plan->options = outer.options;
-  plan->pool = outer.pool;
-  plan->scopedStore = std::make_unique<ScopedConstants>(*outer.store, fmt::format("{}/body/", node.name()));
-  plan->store = plan->scopedStore.get();
-  TESSEL_RETURN_IF_ERROR(plan->plan());
-  for (int s : plan->inputSlots) {
-    if (plan->slots[s].kind != Slot::Kind::Arena) return notPlanned("its body reads a value without a static shape");
-  }
+  TESSEL_ASSIGN_OR_RETURN(bool bodyPlanned, planBody(outer, node, *graph, *ownTypes, captures, body, reason));
+  if (!bodyPlanned) return std::unique_ptr<Step>();
+  const CpuExecutable::Impl *plan = body.plan.get();
   const Slot &condOut = plan->slots[plan->outputSlots[0]];
   if (condOut.kind == Slot::Kind::Dynamic || condOut.dtype != DType::Bool || condOut.bytes != 1) {
     return notPlanned("its body's condition output is not one bool");
@@ -480,13 +620,116 @@ Expected<std::unique_ptr<Step>> planLoop(CpuExecutable::Impl &outer, const Plann
     }
     scanRows = stacked.sizes[0];
   }
-  for (const std::string &fallback : plan->summary.fallbacks) {
-    outer.summary.fallbacks.push_back(fmt::format("node '{}' (Loop) body: {}", node.name(), fallback));
-  }
-  outer.summary.fallbackSteps += plan->summary.fallbackSteps;
-  body.plan = std::move(plan);
+  reportBodyFallbacks(outer, node, *plan);
   return std::unique_ptr<Step>(std::make_unique<LoopStep>(std::move(body), node.inputs().size(), carried, scanOutputs,
                                                           scanRows, tripCountType));
+}
+
+ScanStep::ScanStep(LoopStep::Body body, size_t nodeInputs, size_t states, std::vector<AxisView> inputs,
+                   std::vector<AxisView> outputs)
+    : body_(std::move(body)), nodeInputs_(nodeInputs), states_(states), inputs_(std::move(inputs)),
+      outputs_(std::move(outputs)) {
+  staging_.reset(static_cast<std::byte *>(std::aligned_alloc(64, stagingBytes(*body_.plan, 0, states_))));
+}
+
+Status ScanStep::run(const StepIo &io) const {
+  CpuExecutable::Impl &body = *body_.plan;
+  for (size_t s = 0; s < states_; ++s) {
+    std::memcpy(slotMemory(body, body.inputSlots[s]), io.inputs[s], body.slots[body.inputSlots[s]].bytes);
+  }
+  const int64_t length = inputs_.empty() ? 0 : inputs_[0].length;
+  for (int64_t step = 0; step < length; ++step) {
+    for (size_t m = 0; m < inputs_.size(); ++m) {
+      const AxisView &view = inputs_[m];
+      const int64_t t = view.reverse ? length - 1 - step : step;
+      const auto *source = static_cast<const std::byte *>(io.inputs[states_ + m]);
+      auto *element = static_cast<std::byte *>(slotMemory(body, body.inputSlots[states_ + m]));
+      for (int64_t o = 0; o < view.outer; ++o) {
+        std::memcpy(element + o * view.innerBytes, source + (o * view.length + t) * view.innerBytes, view.innerBytes);
+      }
+    }
+    bindCaptures(body, body_.captureOf, states_ + inputs_.size(), io, nodeInputs_);
+    TESSEL_RETURN_IF_ERROR(body.execute());
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      auto *stacked = states_ + k < io.outputs.size() ? static_cast<std::byte *>(io.outputs[states_ + k]) : nullptr;
+      if (!stacked) continue;
+      const AxisView &view = outputs_[k];
+      const int64_t t = view.reverse ? length - 1 - step : step;
+      const auto *element = static_cast<const std::byte *>(slotData(body, body.outputSlots[states_ + k]));
+      for (int64_t o = 0; o < view.outer; ++o) {
+        std::memcpy(stacked + (o * view.length + t) * view.innerBytes, element + o * view.innerBytes, view.innerBytes);
+      }
+    }
+    carryOver(body, 0, 0, states_, staging_.get());
+  }
+  for (size_t s = 0; s < states_ && s < io.outputs.size(); ++s) {
+    if (io.outputs[s]) std::memcpy(io.outputs[s], slotMemory(body, body.inputSlots[s]), body.slots[body.inputSlots[s]].bytes);
+  }
+  return Status::success();
+}
+
+Expected<std::unique_ptr<Step>> planScan(CpuExecutable::Impl &outer, const PlannedStep &planned,
+                                         const std::vector<const Value *> &captures, std::string &reason) {
+  const Node &node = *planned.node;
+  auto notPlanned = [&](std::string why) {
+    reason = std::move(why);
+    return std::unique_ptr<Step>();
+  };
+  auto shape = scanShapeOf(node, outer.model.opsetFor(""));
+  if (!shape) return notPlanned("its inputs are not static, or it is the batched Scan of opset 8");
+  const Graph *graph = node.attrGraph("body");
+  if (graph->outputs().size() < shape->states || node.outputs().size() > graph->outputs().size()) {
+    return notPlanned("its body's outputs do not match the node's");
+  }
+  const size_t scanOutputs = graph->outputs().size() - shape->states;
+  auto inputDirections = scanAttr(node, "scan_input_directions", shape->inputAxes.size());
+  auto outputAxes = scanAttr(node, "scan_output_axes", scanOutputs);
+  auto outputDirections = scanAttr(node, "scan_output_directions", scanOutputs);
+  if (!inputDirections || !outputAxes || !outputDirections) return notPlanned("its axis or direction lists are malformed");
+  LoopStep::Body body;
+  TESSEL_ASSIGN_OR_RETURN(bool bodyPlanned, planBody(outer, node, *graph, shape->bodyInputs, captures, body, reason));
+  if (!bodyPlanned) return std::unique_ptr<Step>();
+  const CpuExecutable::Impl *plan = body.plan.get();
+  for (size_t s = 0; s < shape->states; ++s) {
+    const Slot &in = plan->slots[plan->inputSlots[s]], &out = plan->slots[plan->outputSlots[s]];
+    if (out.dtype != in.dtype || out.sizes != in.sizes) {
+      return notPlanned(fmt::format("its body returns state {} as {}{}; it comes in as {}{}", s, dtypeName(out.dtype),
+                                    formatSizes(out.sizes), dtypeName(in.dtype), formatSizes(in.sizes)));
+    }
+  }
+  auto viewAround = [](const std::vector<int64_t> &sizes, int64_t axis, DType dtype) {
+    ScanStep::AxisView view;
+    for (int64_t d = 0; d < axis; ++d) view.outer *= sizes[d];
+    view.length = sizes[axis];
+    int64_t inner = 1;
+    for (size_t d = axis + 1; d < sizes.size(); ++d) inner *= sizes[d];
+    view.innerBytes = static_cast<size_t>(inner) * dtypeSize(dtype);
+    return view;
+  };
+  std::vector<ScanStep::AxisView> inputs, outputs;
+  for (size_t m = 0; m < shape->inputAxes.size(); ++m) {
+    const Slot &slot = outer.slots[planned.inputs[shape->states + m]];
+    inputs.push_back(viewAround(slot.sizes, shape->inputAxes[m], slot.dtype));
+    inputs.back().reverse = (*inputDirections)[m] == 1;
+  }
+  for (size_t k = 0; k < scanOutputs; ++k) {
+    const Slot &element = plan->slots[plan->outputSlots[shape->states + k]];
+    std::vector<int64_t> sizes = element.sizes;
+    const int64_t rank = static_cast<int64_t>(sizes.size()) + 1;
+    int64_t axis = (*outputAxes)[k] < 0 ? (*outputAxes)[k] + rank : (*outputAxes)[k];
+    if (axis < 0 || axis >= rank) return notPlanned(fmt::format("its scan_output_axes value {} is out of range", (*outputAxes)[k]));
+    sizes.insert(sizes.begin() + axis, shape->length);
+    const int s = shape->states + k < planned.outputs.size() ? planned.outputs[shape->states + k] : -1;
+    if (s >= 0 && (outer.slots[s].sizes != sizes || outer.slots[s].dtype != element.dtype)) {
+      return notPlanned(fmt::format("its scan output {} does not stack to the planned {}{}", k,
+                                    dtypeName(outer.slots[s].dtype), formatSizes(outer.slots[s].sizes)));
+    }
+    outputs.push_back(viewAround(sizes, axis, element.dtype));
+    outputs.back().reverse = (*outputDirections)[k] == 1;
+  }
+  reportBodyFallbacks(outer, node, *plan);
+  return std::unique_ptr<Step>(std::make_unique<ScanStep>(std::move(body), node.inputs().size(), shape->states,
+                                                          std::move(inputs), std::move(outputs)));
 }
 
 }  // namespace tessel::cpu

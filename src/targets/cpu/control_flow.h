@@ -65,6 +65,33 @@ class LoopStep final : public Step {
   std::unique_ptr<std::byte, void (*)(void *)> staging_{nullptr, std::free};  // The carried values between iterations.
 };
 
+class ScanStep final : public Step {
+ public:
+  /// A tensor viewed around its scan axis as [outer, length, inner bytes].
+  struct AxisView {
+    int64_t outer = 1, length = 0;
+    size_t innerBytes = 0;
+    bool reverse = false;
+  };
+  ScanStep(LoopStep::Body body, size_t nodeInputs, size_t states, std::vector<AxisView> inputs,
+           std::vector<AxisView> outputs);
+  /// io.inputs: the initial states, the scan inputs, then the captured values.
+  Status run(const StepIo &io) const override;
+  std::string kernelName() const override { return "scan (nested plan)"; }
+  const LoopStep::Body &body() const { return body_; }
+
+ private:
+  LoopStep::Body body_;
+  size_t nodeInputs_, states_;
+  std::vector<AxisView> inputs_, outputs_;
+  std::unique_ptr<std::byte, void (*)(void *)> staging_{nullptr, std::free};
+};
+
+/// Plans `planned.node` (a Scan of opset 9 or later) as a ScanStep whose body plan is made once and
+/// run per element, slices of the scan inputs copied in and of the scan outputs copied out.
+Expected<std::unique_ptr<Step>> planScan(CpuExecutable::Impl &outer, const PlannedStep &planned,
+                                         const std::vector<const Value *> &captures, std::string &reason);
+
 /// Plans `planned.node` (a Loop) as a LoopStep whose body plan is made once and run per
 /// iteration. Returns null and sets `reason` where the body cannot be planned statically: a value
 /// without a static shape, carried values that change type, or scan outputs whose length is known

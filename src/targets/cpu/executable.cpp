@@ -202,15 +202,19 @@ Status CpuExecutable::Impl::plan() {
     auto anyDynamic = [&](const std::vector<int> &list) { return std::any_of(list.begin(), list.end(), dynamicSlot); };
     const bool isIf = node.opType() == "If" && node.domain().empty();
     const bool isLoop = node.opType() == "Loop" && node.domain().empty();
+    const bool isScan = node.opType() == "Scan" && node.domain().empty();
     LowerFn lower = findLowering(node.domain(), node.opType());
-    if (!isIf && !isLoop && (!captures.empty() || (!lower && !node.subgraphs().empty()))) {
-      reason = fmt::format("{} runs on the reference interpreter (If and Loop have nested cpu plans)", node.opType());
+    if (!isIf && !isLoop && !isScan && (!captures.empty() || (!lower && !node.subgraphs().empty()))) {
+      reason = fmt::format("{} runs on the reference interpreter (If, Loop and Scan have nested cpu plans)",
+                           node.opType());
     } else if (anyDynamic(planned.inputs) || anyDynamic(planned.outputs) || anyDynamic(planned.captured)) {
       reason = "a value has no static shape";
     } else if (isIf) {
       TESSEL_ASSIGN_OR_RETURN(planned.step, planIf(*this, planned, steps.size(), captures, reason));
     } else if (isLoop) {
       TESSEL_ASSIGN_OR_RETURN(planned.step, planLoop(*this, planned, captures, reason));
+    } else if (isScan) {
+      TESSEL_ASSIGN_OR_RETURN(planned.step, planScan(*this, planned, captures, reason));
     } else if (lower && !declaredTypesHold(*nodePtr, model.opsetFor(node.domain()))) {
       reason = "its declared output types disagree with the op's shape inference";
     } else if (lower) {
@@ -479,6 +483,9 @@ void setStepProfiling(CpuExecutable::Impl &impl, bool on) {
     if (const auto *loopStep = dynamic_cast<const LoopStep *>(planned.step.get())) {
       setStepProfiling(*loopStep->body().plan, on);
     }
+    if (const auto *scanStep = dynamic_cast<const ScanStep *>(planned.step.get())) {
+      setStepProfiling(*scanStep->body().plan, on);
+    }
   }
 }
 
@@ -509,6 +516,9 @@ void collectProfile(const CpuExecutable::Impl &impl, const std::string &prefix, 
     }
     if (const auto *loopStep = dynamic_cast<const LoopStep *>(planned.step.get())) {
       collectProfile(*loopStep->body().plan, fmt::format("{}{}/body/", prefix, planned.node->name()), result);
+    }
+    if (const auto *scanStep = dynamic_cast<const ScanStep *>(planned.step.get())) {
+      collectProfile(*scanStep->body().plan, fmt::format("{}{}/body/", prefix, planned.node->name()), result);
     }
     // A control-flow step's own entry keeps only its own time (picking, copying): times add up.
     for (size_t i = at + 1; i < result.size(); ++i) result[at].totalMs -= result[i].totalMs;

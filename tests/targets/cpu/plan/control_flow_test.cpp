@@ -1,7 +1,8 @@
-// If on the cpu target: branches planned once as nested cpu plans (nested Ifs too), Ifs whose
-// condition folds once shapes are static inlined away, the reasons a branch stays on the reference
-// interpreter, and the artifact round trip of a model with nested plans. Every case is checked
-// against the reference interpreter with both values of the condition.
+// Control flow on the cpu target: If branches planned once as nested cpu plans (nested Ifs too),
+// Ifs whose condition folds once shapes are static inlined away, Loop and Scan bodies planned once
+// and run per iteration, the reasons a subgraph stays on the reference interpreter, and the
+// artifact round trip of a model with nested plans. Every case is checked against the reference
+// interpreter (Ifs with both values of the condition, Loops with several trip counts).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -119,6 +120,28 @@ func @main(%x: f32[4,6], %m: i64[]) -> (%v: ?, %w: ?, %rows: ?) {
 }
 )";
 
+// A Scan over two inputs along different axes (one reversed), stacking two outputs along
+// different axes (one reversed), with a state carried through and an outer value read.
+constexpr const char *kScan = R"(
+model opset(ai.onnx=11) ir_version=8 {
+func @main(%init: f32[3], %xs: f32[5,3], %ys: f32[3,5], %bias: f32[3]) -> (%final: ?, %first: ?, %second: ?) {
+  %final, %first, %second = Scan(%init, %xs, %ys) {
+    num_scan_inputs = 2, scan_input_axes = [0, -1], scan_input_directions = [0, 1],
+    scan_output_axes = [0, 1], scan_output_directions = [1, 0],
+    body = func @body(%s: f32[3], %x: f32[3], %y: f32[3]) -> (%next: f32[3], %o0: f32[3], %o1: f32[3]) {
+      %a = Add(%s, %x)
+      %b = Mul(%a, %y)
+      %next = Tanh(%b)
+      %o0 = Add(%next, %bias)
+      %o1 = Sigmoid(%a)
+      return %next, %o0, %o1
+    }
+  }
+  return %final, %first, %second
+}
+}
+)";
+
 std::unique_ptr<CpuExecutable> compileOrDie(std::string_view text, int optLevel) {
   auto model = parseModel(text, "if.tsl.txt");
   EXPECT_TRUE(model.ok()) << model.diag().str();
@@ -224,6 +247,16 @@ TEST(CpuControlFlow, LoopBodiesRunAsPlansAndMatchReference) {
       }
       expectSameAsReference(*plan, kLoops, feeds);
     }
+  }
+}
+
+TEST(CpuControlFlow, ScanBodiesRunAsPlansAndMatchReference) {
+  for (int optLevel : {0, 3}) {
+    auto plan = compileOrDie(kScan, optLevel);
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->summary().fallbackSteps, 0) << fallbacksOf(*plan);
+    SCOPED_TRACE(fmt::format("-O{}", optLevel));
+    expectSameAsReference(*plan, kScan, testing::randomFeeds(plan->model(), 9));
   }
 }
 
