@@ -421,11 +421,14 @@ void inferShapesInPlace(onnx::ModelProto &proto) {
 
 /// In place of ONNX's whole-model inference for opsets its library predates: the registry's
 /// per-node inference in topological order. As there, a node that cannot be inferred keeps the
-/// types it has; the kernels report what is wrong with it.
+/// types it has (the kernels report what is wrong with it); as in the infer-shapes pass, a node
+/// with an untyped input is left alone.
 void inferTypesPerNode(Model &model) {
   for (const auto &node : model.graph->nodes()) {
     const int64_t opset = model.opsetFor(node->domain());
-    if (opset >= 0) (void)inferOnnx(*node, opset);
+    const bool typed = std::none_of(node->inputs().begin(), node->inputs().end(),
+                                    [](const Value *v) { return v && v->type().kind() == Type::Kind::Unknown; });
+    if (opset >= 0 && typed) (void)inferOnnx(*node, opset);
   }
 }
 
