@@ -1,8 +1,8 @@
-// cpu lowering of LSTM, GRU and RNN to kernels/recurrent.h: f32, constant W, R (and B, P when
-// given), the ONNX default activations, any direction, layout 0 or 1, clip, initial states and
-// sequence_lens fed at run time. Weights are packed once: W transposed for the projection GEMM,
-// R transposed per direction for the per-step products, the state-independent biases summed.
-// Custom activations, LSTM's input_forget and non-constant weights run the reference kernel.
+// cpu lowering of LSTM, GRU and RNN to kernels/recurrent.h: f32, the ONNX default activations,
+// any direction, layout 0 or 1, clip, initial states and sequence_lens fed at run time. Weights
+// are packed (W transposed for the projection GEMM, R transposed per direction for the per-step
+// products, the state-independent biases summed): once when constant, by each run when fed.
+// Custom activations and LSTM's input_forget run the reference kernel.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,12 +24,81 @@ size_t lensBytes(int64_t batch) { return (static_cast<size_t>(batch) * 8 + kLens
 const void *inputAt(const StepIo &io, size_t i) { return i < io.inputs.size() ? io.inputs[i] : nullptr; }
 void *outputAt(const StepIo &io, size_t i) { return i < io.outputs.size() ? io.outputs[i] : nullptr; }
 
+// The packed weights, from the raw W, R, B (null: zeros) of a node with `shape`.
+void packW(const GemmKernel &kernel, const RecurrentShape &shape, const float *w, std::byte *dst) {
+  packBInto(kernel, shape.input, shape.directions * shape.gates * shape.hidden, w, shape.input,
+            reinterpret_cast<float *>(dst), /*transposed=*/true);
+}
+
+/// Wb + Rb per gate; GRU's h-gate recurrent bias sits inside r * (...) or next to R_h (r * h), so
+/// it is not summed here but kept apart (packRbh).
+void packBias(const RecurrentShape &shape, const float *b, std::byte *dst) {
+  auto *out = reinterpret_cast<float *>(dst);
+  const int64_t h = shape.hidden, gh = shape.gates * h;
+  for (int64_t dir = 0; dir < shape.directions; ++dir) {
+    for (int64_t i = 0; i < gh; ++i) {
+      const bool keepOut = shape.cell == RecurrentCell::Gru && i >= 2 * h;
+      out[dir * gh + i] = b ? b[dir * 2 * gh + i] + (keepOut ? 0.0f : b[dir * 2 * gh + gh + i]) : 0.0f;
+    }
+  }
+}
+
+void packRt(const RecurrentShape &shape, const float *r, std::byte *dst) {
+  auto *out = reinterpret_cast<float *>(dst);
+  const int64_t h = shape.hidden, gh = shape.gates * h;
+  for (int64_t dir = 0; dir < shape.directions; ++dir) {
+    for (int64_t row = 0; row < gh; ++row) {
+      for (int64_t k = 0; k < h; ++k) out[(dir * h + k) * gh + row] = r[(dir * gh + row) * h + k];
+    }
+  }
+}
+
+void packRbh(const RecurrentShape &shape, const float *b, std::byte *dst) {
+  auto *out = reinterpret_cast<float *>(dst);
+  const int64_t h = shape.hidden, gh = shape.gates * h;
+  for (int64_t dir = 0; dir < shape.directions; ++dir) {
+    for (int64_t i = 0; i < h; ++i) out[dir * h + i] = b ? b[dir * 2 * gh + gh + 2 * h + i] : 0.0f;
+  }
+}
+
+size_t alignBytes(size_t n) { return (n + 63) / 64 * 64; }
+
+/// Bytes of each packed weight, in the order they are laid out when packed at run time.
+struct PackedSizes {
+  size_t w, bias, rt, rbh;
+  explicit PackedSizes(const RecurrentShape &shape)
+      : w(packedBSize(selectedGemmKernel(), shape.input, shape.directions * shape.gates * shape.hidden)),
+        bias(alignBytes(shape.directions * shape.gates * shape.hidden * sizeof(float))),
+        rt(alignBytes(shape.directions * shape.hidden * shape.gates * shape.hidden * sizeof(float))),
+        rbh(alignBytes(shape.directions * shape.hidden * sizeof(float))) {}
+  size_t total() const { return w + bias + rt + rbh; }
+};
+
 class RecurrentStep final : public Step {
  public:
-  RecurrentStep(RecurrentShape shape, RecurrentWeights weights, DType lensType, int threads)
-      : shape_(shape), weights_(weights), lensType_(lensType), threads_(threads) {}
+  /// `packAtRun`: W, R and B are fed at run time, so every run packs them into scratch first.
+  RecurrentStep(RecurrentShape shape, RecurrentWeights weights, DType lensType, int threads, bool packAtRun)
+      : shape_(shape), weights_(weights), lensType_(lensType), threads_(threads), packAtRun_(packAtRun) {}
 
   Status run(const StepIo &io) const override {
+    RecurrentWeights weights = weights_;
+    std::byte *scratch = static_cast<std::byte *>(io.scratch) + lensBytes(shape_.batch);
+    if (packAtRun_) {
+      const PackedSizes sizes(shape_);
+      const auto *b = static_cast<const float *>(inputAt(io, 3));
+      packW(*weights.w.kernel, shape_, static_cast<const float *>(io.inputs[1]), scratch);
+      packBias(shape_, b, scratch + sizes.w);
+      packRt(shape_, static_cast<const float *>(io.inputs[2]), scratch + sizes.w + sizes.bias);
+      weights.w.data = reinterpret_cast<const float *>(scratch);
+      weights.bias = reinterpret_cast<const float *>(scratch + sizes.w);
+      weights.rt = reinterpret_cast<const float *>(scratch + sizes.w + sizes.bias);
+      if (shape_.cell == RecurrentCell::Gru) {
+        packRbh(shape_, b, scratch + sizes.w + sizes.bias + sizes.rt);
+        weights.rbh = reinterpret_cast<const float *>(scratch + sizes.w + sizes.bias + sizes.rt);
+      }
+      weights.p = static_cast<const float *>(inputAt(io, 7));
+      scratch += sizes.total();
+    }
     const int64_t *lens = nullptr;
     if (const void *fed = inputAt(io, 4)) {
       auto *converted = static_cast<int64_t *>(io.scratch);
@@ -51,18 +120,20 @@ class RecurrentStep final : public Step {
     rio.y = static_cast<float *>(outputAt(io, 0));
     rio.yh = static_cast<float *>(outputAt(io, 1));
     rio.yc = shape_.cell == RecurrentCell::Lstm ? static_cast<float *>(outputAt(io, 2)) : nullptr;
-    runRecurrent(recurrentKernels(), shape_, weights_, rio, static_cast<std::byte *>(io.scratch) + lensBytes(shape_.batch),
-                 io.pool);
+    runRecurrent(recurrentKernels(), shape_, weights, rio, scratch, io.pool);
     return Status::success();
   }
 
-  size_t scratchBytes() const override { return lensBytes(shape_.batch) + recurrentScratchBytes(shape_, threads_); }
+  size_t scratchBytes() const override {
+    return lensBytes(shape_.batch) + (packAtRun_ ? PackedSizes(shape_).total() : 0) +
+           recurrentScratchBytes(shape_, threads_);
+  }
 
   std::string kernelName() const override {
     static constexpr const char *kCells[] = {"rnn", "gru", "lstm"};
     const char *direction = shape_.directions == 2 ? "bidirectional" : shape_.reverse ? "reverse" : "forward";
-    return fmt::format("{}_{} {} {}", kCells[static_cast<int>(shape_.cell)], direction, recurrentKernels().name,
-                       weights_.w.kernel->name);
+    return fmt::format("{}_{}{} {} {}", kCells[static_cast<int>(shape_.cell)], direction,
+                       packAtRun_ ? " (weights packed per run)" : "", recurrentKernels().name, weights_.w.kernel->name);
   }
 
  private:
@@ -70,6 +141,7 @@ class RecurrentStep final : public Step {
   RecurrentWeights weights_;
   DType lensType_;
   int threads_;
+  bool packAtRun_;
 };
 
 bool isDefaultActivationList(const Node &node, const std::vector<std::string> &defaults, int64_t directions) {
@@ -91,14 +163,14 @@ Expected<std::unique_ptr<Step>> lowerRecurrent(LowerContext &ctx, RecurrentCell 
                                                const std::vector<std::string> &defaultActivations) {
   const Node &node = ctx.node();
   if (ctx.inputDType(0) != DType::Float32 || ctx.inputSizes(0).size() != 3) return notCovered();
+  // Constant W, R, B and P (every exported model) are packed once; W, R, B and P fed at run time
+  // (the ONNX test cases) are packed by each run.
+  const bool hasBias = ctx.hasInput(3), hasPeep = ctx.numInputs() > 7 && ctx.hasInput(7);
   const Tensor *w = ctx.constantInput(1), *r = ctx.constantInput(2);
-  const Tensor *bias = ctx.hasInput(3) ? ctx.constantInput(3) : nullptr;
-  const Tensor *peep = ctx.numInputs() > 7 && ctx.hasInput(7) ? ctx.constantInput(7) : nullptr;
-  if (!w || !r || (ctx.hasInput(3) && !bias) || (ctx.numInputs() > 7 && ctx.hasInput(7) && !peep)) return notCovered();
-  for (const Tensor *t : {w, r, bias, peep}) {
-    if (t && t->dtype() != DType::Float32) return notCovered();
-  }
-  for (size_t i : {size_t(5), size_t(6)}) {
+  const Tensor *bias = hasBias ? ctx.constantInput(3) : nullptr;
+  const Tensor *peep = hasPeep ? ctx.constantInput(7) : nullptr;
+  const bool packAtRun = !w || !r || (hasBias && !bias) || (hasPeep && !peep);
+  for (size_t i : {size_t(1), size_t(2), size_t(3), size_t(5), size_t(6), size_t(7)}) {
     if (i < ctx.numInputs() && ctx.hasInput(i) && ctx.inputDType(i) != DType::Float32) return notCovered();
   }
   DType lensType = DType::Undefined;
@@ -128,11 +200,13 @@ Expected<std::unique_ptr<Step>> lowerRecurrent(LowerContext &ctx, RecurrentCell 
   shape.seq = shape.batchMajor ? x[1] : x[0];
   shape.batch = shape.batchMajor ? x[0] : x[1];
   shape.input = x[2];
-  if (r->rank() != 3) return notCovered();
-  shape.hidden = node.attrInt("hidden_size", r->size(2));
+  const std::vector<int64_t> rSizes = ctx.inputSizes(2);
+  if (rSizes.size() != 3) return notCovered();
+  shape.hidden = node.attrInt("hidden_size", rSizes[2]);
   const int64_t d = shape.directions, h = shape.hidden, gh = gates * h;
-  if (h <= 0 || w->sizes() != std::vector<int64_t>{d, gh, shape.input} || r->sizes() != std::vector<int64_t>{d, gh, h} ||
-      (bias && bias->sizes() != std::vector<int64_t>{d, 2 * gh}) || (peep && peep->sizes() != std::vector<int64_t>{d, 3 * h})) {
+  if (h <= 0 || ctx.inputSizes(1) != std::vector<int64_t>{d, gh, shape.input} || rSizes != std::vector<int64_t>{d, gh, h} ||
+      (hasBias && ctx.inputSizes(3) != std::vector<int64_t>{d, 2 * gh}) ||
+      (hasPeep && ctx.inputSizes(7) != std::vector<int64_t>{d, 3 * h})) {
     return notCovered();  // The reference kernel reports the mismatch.
   }
   const std::vector<int64_t> state =
@@ -149,42 +223,23 @@ Expected<std::unique_ptr<Step>> lowerRecurrent(LowerContext &ctx, RecurrentCell 
 
   RecurrentWeights weights;
   const GemmKernel &kernel = selectedGemmKernel();
-  const size_t wBytes = packedBSize(kernel, shape.input, d * gh);
-  TESSEL_ASSIGN_OR_RETURN(const std::byte *packedW, ctx.packed("w", wBytes, [&](std::byte *dst) {
-    packBInto(kernel, shape.input, d * gh, floats(w), shape.input, reinterpret_cast<float *>(dst), /*transposed=*/true);
-  }));
-  weights.w = PackedBView{&kernel, shape.input, d * gh, reinterpret_cast<const float *>(packedW)};
-  const bool gru = cell == RecurrentCell::Gru;
-  TESSEL_ASSIGN_OR_RETURN(const std::byte *summed, ctx.packed("bias", d * gh * sizeof(float), [&](std::byte *dst) {
-    auto *out = reinterpret_cast<float *>(dst);
-    const float *b = floats(bias);
-    for (int64_t dir = 0; dir < d; ++dir) {
-      for (int64_t i = 0; i < gh; ++i) {
-        // GRU's h-gate recurrent bias sits inside r * (...) or next to R_h (r * h): not summed here.
-        const bool keepOut = gru && i >= 2 * h;
-        out[dir * gh + i] = b ? b[dir * 2 * gh + i] + (keepOut ? 0.0f : b[dir * 2 * gh + gh + i]) : 0.0f;
-      }
-    }
-  }));
+  weights.w = PackedBView{&kernel, shape.input, d * gh, nullptr};
+  if (packAtRun) {
+    return std::unique_ptr<Step>(std::make_unique<RecurrentStep>(shape, weights, lensType, ctx.threads(), true));
+  }
+  const PackedSizes sizes(shape);
+  TESSEL_ASSIGN_OR_RETURN(const std::byte *packedW,
+                          ctx.packed("w", sizes.w, [&](std::byte *dst) { packW(kernel, shape, floats(w), dst); }));
+  weights.w.data = reinterpret_cast<const float *>(packedW);
+  TESSEL_ASSIGN_OR_RETURN(const std::byte *summed,
+                          ctx.packed("bias", sizes.bias, [&](std::byte *dst) { packBias(shape, floats(bias), dst); }));
   weights.bias = reinterpret_cast<const float *>(summed);
-  TESSEL_ASSIGN_OR_RETURN(const std::byte *rt, ctx.packed("rt", d * h * gh * sizeof(float), [&](std::byte *dst) {
-    auto *out = reinterpret_cast<float *>(dst);
-    const float *src = floats(r);
-    for (int64_t dir = 0; dir < d; ++dir) {
-      for (int64_t row = 0; row < gh; ++row) {
-        for (int64_t k = 0; k < h; ++k) out[(dir * h + k) * gh + row] = src[(dir * gh + row) * h + k];
-      }
-    }
-  }));
+  TESSEL_ASSIGN_OR_RETURN(const std::byte *rt,
+                          ctx.packed("rt", sizes.rt, [&](std::byte *dst) { packRt(shape, floats(r), dst); }));
   weights.rt = reinterpret_cast<const float *>(rt);
-  if (gru) {
-    TESSEL_ASSIGN_OR_RETURN(const std::byte *rbh, ctx.packed("rbh", d * h * sizeof(float), [&](std::byte *dst) {
-      auto *out = reinterpret_cast<float *>(dst);
-      const float *b = floats(bias);
-      for (int64_t dir = 0; dir < d; ++dir) {
-        for (int64_t i = 0; i < h; ++i) out[dir * h + i] = b ? b[dir * 2 * gh + gh + 2 * h + i] : 0.0f;
-      }
-    }));
+  if (cell == RecurrentCell::Gru) {
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *rbh,
+                            ctx.packed("rbh", sizes.rbh, [&](std::byte *dst) { packRbh(shape, floats(bias), dst); }));
     weights.rbh = reinterpret_cast<const float *>(rbh);
   }
   if (peep) {
@@ -197,7 +252,7 @@ Expected<std::unique_ptr<Step>> lowerRecurrent(LowerContext &ctx, RecurrentCell 
   ctx.releaseConstantInput(2);
   if (bias) ctx.releaseConstantInput(3);
   if (peep) ctx.releaseConstantInput(7);
-  return std::unique_ptr<Step>(std::make_unique<RecurrentStep>(shape, weights, lensType, ctx.threads()));
+  return std::unique_ptr<Step>(std::make_unique<RecurrentStep>(shape, weights, lensType, ctx.threads(), false));
 }
 
 }  // namespace

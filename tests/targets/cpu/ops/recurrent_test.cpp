@@ -2,7 +2,7 @@
 // weights over the attribute combinations: forward, reverse and bidirectional; layout 0 and 1;
 // with and without B, initial states, sequence_lens (zero lengths included), clip and LSTM
 // peepholes; GRU with and without linear_before_reset; hidden sizes below and across the vector
-// widths; one and two threads. Custom activations and input_forget must run the reference kernel.
+// widths; one and two threads; weights fed at run time. Custom activations and input_forget must run the reference kernel.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -22,6 +22,7 @@ struct RecurrentCase {
   int64_t layout = 0;
   int64_t seq = 4, batch = 3, input = 7, hidden = 5;
   bool bias = true, initial = true, lens = false, peepholes = false, linearBeforeReset = false;
+  bool weightsFed = false;  // W, R, B and P as graph inputs (packed by each run) instead of constants.
   float clip = 0;
   std::string extra;  // More attributes, e.g. activations.
 };
@@ -37,9 +38,18 @@ std::string recurrentModel(const RecurrentCase &c) {
   std::string inputs = fmt::format("%x: f32{}", x);
   if (c.lens) inputs += fmt::format(", %lens: i32[{}]", c.batch);
   if (c.initial) inputs += fmt::format(", %h0: f32{}", state) + (lstm ? fmt::format(", %c0: f32{}", state) : "");
-  std::string body = testing::constant("w", {d, g * h, c.input}, 11) + testing::constant("r", {d, g * h, h}, 12);
-  if (c.bias) body += testing::constant("b", {d, 2 * g * h}, 13);
-  if (c.peepholes) body += testing::constant("p", {d, 3 * h}, 14);
+  std::string body;
+  auto weight = [&](const std::string &name, std::vector<int64_t> sizes, uint32_t seed) {
+    if (c.weightsFed) {
+      inputs += fmt::format(", %{}: f32{}", name, dims(sizes));
+    } else {
+      body += testing::constant(name, sizes, seed);
+    }
+  };
+  weight("w", {d, g * h, c.input}, 11);
+  weight("r", {d, g * h, h}, 12);
+  if (c.bias) weight("b", {d, 2 * g * h}, 13);
+  if (c.peepholes) weight("p", {d, 3 * h}, 14);
   std::vector<std::string> args = {"%x", "%w", "%r", c.bias ? "%b" : "_", c.lens ? "%lens" : "_",
                                    c.initial ? "%h0" : "_"};
   if (lstm) {
@@ -124,6 +134,22 @@ TEST(CpuRecurrent, LstmPeepholesAndGruLinearBeforeReset) {
     c.hidden = 33;
     c.seq = 9;
     check(c);
+  }
+}
+
+TEST(CpuRecurrent, WeightsFedAtRunTime) {
+  for (const char *op : {"LSTM", "GRU", "RNN"}) {
+    for (const char *direction : {"forward", "bidirectional"}) {
+      RecurrentCase c;
+      c.op = op;
+      c.direction = direction;
+      c.weightsFed = true;
+      c.peepholes = c.op == "LSTM";
+      check(c);
+      c.bias = false;
+      c.layout = 1;
+      check(c);
+    }
   }
 }
 
