@@ -124,6 +124,12 @@ class LayoutAssigner {
       } else if (isConvertibleElementwise(*node)) {
         convertElementwise(node);
         changed = true;
+      } else if (isConvertibleResize(*node)) {
+        convertResize(node);
+        changed = true;
+      } else if (isConvertibleConcat(*node)) {
+        convertConcat(node);
+        changed = true;
       }
     }
     return changed;
@@ -196,6 +202,75 @@ class LayoutAssigner {
       }
     }
     return fromRegion > 0 && others <= fromRegion;
+  }
+
+  /// A Resize of a converted output by constant scales or sizes (rank 4, N and C unchanged) and no
+  /// region of interest.
+  bool isConvertibleResize(const Node &node) const {
+    if (!passes::isOnnxOp(&node, "Resize") || !outputIsReplaceable(node) || !isRank4F32(node.input(0))) return false;
+    const Node *producer = node.input(0)->producer();
+    if (!producer || !toChannelsFirst_.count(producer)) return false;
+    if (node.attrString("coordinate_transformation_mode", "") == "tf_crop_and_resize") return false;
+    const size_t first = model_.opsetFor("") < 11 ? 1 : 2;  // scales (then sizes); roi before them.
+    for (size_t i = 1; i < node.inputs().size(); ++i) {
+      const Value *input = node.input(i);
+      if (!input) continue;
+      std::optional<Tensor> constant = passes::constantValueOf(model_, *input);
+      if (!constant) return false;
+      if (i < first) {
+        if (constant->numel() != 0) return false;  // A roi: only tf_crop_and_resize reads it.
+        continue;
+      }
+      if (constant->numel() == 0) continue;
+      if (constant->rank() != 1 || constant->numel() != 4) return false;
+      const std::vector<double> values = ref::toDoubles(*constant);
+      const Shape &x = node.input(0)->type().shape();
+      const bool sizes = i == 3;
+      for (size_t axis : {size_t{0}, size_t{1}}) {
+        const double unchanged = sizes ? (x[axis].isStatic() ? double(x[axis].size) : -1.0) : 1.0;
+        if (values[axis] != unchanged) return false;
+      }
+    }
+    return true;
+  }
+
+  /// The Resize of the channels-last input, its scales or sizes permuted like the data.
+  void convertResize(Node *node) {
+    std::vector<Value *> inputs = node->inputs();
+    inputs[0] = transposed(inputs[0], kToChannelsLast, node->name());
+    const size_t first = model_.opsetFor("") < 11 ? 1 : 2;
+    for (size_t i = first; i < inputs.size(); ++i) {
+      if (!inputs[i]) continue;
+      const Tensor constant = *passes::constantValueOf(model_, *inputs[i]);
+      if (constant.numel() == 0) continue;
+      const std::vector<double> values = ref::toDoubles(constant);
+      std::vector<double> permuted;
+      for (int64_t axis : kToChannelsLast) permuted.push_back(values[static_cast<size_t>(axis)]);
+      inputs[i] = passes::addConstant(graph_, inputs[i]->name() + "_nhwc",
+                                      ref::fromDoubles(constant.dtype(), {4}, permuted));
+    }
+    replaceWithChannelsLast(node, "Resize", inputs, "", /*markChannelsLast=*/false);
+  }
+
+  /// A Concat along the channels of rank-4 f32 values, at least as many of them converted as not.
+  bool isConvertibleConcat(const Node &node) const {
+    if (!passes::isOnnxOp(&node, "Concat") || !outputIsReplaceable(node)) return false;
+    const int64_t axis = node.attrInt("axis", 0);
+    if (axis != 1 && axis != -3) return false;
+    int fromRegion = 0, others = 0;
+    for (const Value *input : node.inputs()) {
+      if (!isRank4F32(input)) return false;
+      const Node *producer = input->producer();
+      (producer && toChannelsFirst_.count(producer) ? fromRegion : others) += 1;
+    }
+    return fromRegion > 0 && others <= fromRegion;
+  }
+
+  void convertConcat(Node *node) {
+    std::vector<Value *> inputs = node->inputs();
+    for (Value *&input : inputs) input = transposed(input, kToChannelsLast, node->name());
+    Node *nhwc = replaceWithChannelsLast(node, "Concat", inputs, "", /*markChannelsLast=*/false);
+    nhwc->setAttr("axis", Attribute(int64_t{3}));
   }
 
   /// The same op on channels-last operands: one-element ones as they are, other constants

@@ -20,7 +20,10 @@ namespace tessel {
 ///    converted here, whose other operands are one-element values, constants of rank <= 4, or
 ///    rank-4 values (no more of those than of converted ones): the same op on the channels-last
 ///    operands (constants permuted, one-element ones kept, the rest transposed), the body of a
-///    FusedElementwise retyped.
+///    FusedElementwise retyped;
+///  - each Resize of such an output by constant scales or sizes that keep N and C (no region of
+///    interest), with the scales or sizes permuted, and each Concat along C of rank-4 f32 values,
+///    at least as many of them converted as not, along axis 3.
 /// X (and FusedConv's residual Z) is read through a Transpose perm [0,2,3,1]; the new NHWC output is
 /// followed by a Transpose perm [0,3,1,2] that produces the original value under its name and type,
 /// so consumers and graph outputs do not change. A value transposed the same way twice is

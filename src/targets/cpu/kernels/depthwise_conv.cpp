@@ -69,9 +69,17 @@ int64_t paddedChannels(const Conv2dShape &shape) {
 }
 
 // Tasks are ranges of planes: at most one per kMinFloatsPerTask outputs (the pool's per-task cost
-// is then noise), and at least kTasksPerThread per thread so uneven ranges still balance.
+// is then noise; a smaller conv runs on the calling thread, as waking a worker costs more than it
+// saves), and, given enough work, at least kTasksPerThread per thread so uneven ranges balance.
 constexpr int64_t kMinFloatsPerTask = 16 * 1024;
 constexpr int64_t kTasksPerThread = 8;
+
+/// How many tasks `outputs` floats of work split into on `threads` threads.
+int64_t taskCount(int64_t outputs, int64_t threads) {
+  if (threads <= 1) return 1;
+  const int64_t bySize = outputs / kMinFloatsPerTask;
+  return std::max<int64_t>(1, bySize < threads ? bySize : std::max(bySize, kTasksPerThread * threads));
+}
 
 }  // namespace
 
@@ -87,7 +95,7 @@ void depthwiseConv2d(const Conv2dShape &shape, const float *x, const float *weig
   const int64_t taps = shape.kernelHeight * shape.kernelWidth;
   const int64_t multiplier = shape.outChannels / shape.inChannels;
   const int64_t threads = pool != nullptr ? pool->size() : 1;
-  const int64_t tasks = std::min(planes, std::max(planes * outPlane / kMinFloatsPerTask, kTasksPerThread * threads));
+  const int64_t tasks = std::min(planes, taskCount(planes * outPlane, threads));
 
   auto runTask = [&](int64_t task) {
     const int64_t end = planes * (task + 1) / tasks;
@@ -148,7 +156,7 @@ void depthwiseConv2dNhwcWith(const DepthwiseNhwcVariant &variant, const Conv2dSh
   // Rows first (each task then writes whole output rows); channel ranges only when there are too
   // few rows to give every thread kTasksPerThread tasks, as in the 7x7 planes of the last blocks.
   const int64_t outputs = rows * shape.outWidth * channels;
-  const int64_t wanted = threads > 1 ? std::max(outputs / kMinFloatsPerTask, kTasksPerThread * threads) : 1;
+  const int64_t wanted = taskCount(outputs, threads);
   const int64_t channelTasks = std::min(blocks, (wanted + rows - 1) / rows);
   const int64_t rowTasks = std::min(rows, (wanted + channelTasks - 1) / channelTasks);
   const int64_t outImage = shape.outPlane() * channels;

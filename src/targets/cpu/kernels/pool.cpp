@@ -61,17 +61,24 @@ const PoolNhwcVariant &selectedNhwcVariant() {
   return selected;
 }
 
-// As in the depthwise convolution: tasks of at least kMinFloatsPerTask inputs, and at least
-// kTasksPerThread per thread so uneven ranges balance.
+// As in the depthwise convolution: tasks of at least kMinFloatsPerTask inputs (a smaller pool
+// runs on the calling thread: waking a worker costs more than it saves), and, given enough work,
+// at least kTasksPerThread per thread so uneven ranges balance.
 constexpr int64_t kMinFloatsPerTask = 16 * 1024;
 constexpr int64_t kTasksPerThread = 8;
+
+/// How many tasks `floats` of work split into on `threads` threads.
+int64_t taskCount(int64_t floats, int64_t threads) {
+  if (threads <= 1) return 1;
+  const int64_t bySize = floats / kMinFloatsPerTask;
+  return std::max<int64_t>(1, bySize < threads ? bySize : std::max(bySize, kTasksPerThread * threads));
+}
 
 /// Calls fn(plane) for every plane in [0, planes), in ranges over the pool.
 template <class Fn>
 void forEachPlane(int64_t planes, int64_t floatsPerPlane, ThreadPool *pool, const Fn &fn) {
   const int64_t threads = pool != nullptr ? pool->size() : 1;
-  const int64_t tasks =
-      std::min(planes, std::max(planes * floatsPerPlane / kMinFloatsPerTask, kTasksPerThread * threads));
+  const int64_t tasks = std::min(planes, taskCount(planes * floatsPerPlane, threads));
   runTasks(pool, tasks, [&](int64_t task) {
     const int64_t end = planes * (task + 1) / tasks;
     for (int64_t p = planes * task / tasks; p < end; ++p) fn(p);
@@ -115,8 +122,7 @@ template <class Fn>
 void forEachNhwcBlock(int64_t units, int64_t floatsPerUnit, int64_t channels, ThreadPool *pool, const Fn &fn) {
   const int64_t blocks = (channels + kNhwcChannelBlock - 1) / kNhwcChannelBlock;
   const int64_t threads = pool != nullptr ? pool->size() : 1;
-  const int64_t wanted =
-      threads > 1 ? std::max(units * floatsPerUnit / kMinFloatsPerTask, kTasksPerThread * threads) : 1;
+  const int64_t wanted = taskCount(units * floatsPerUnit, threads);
   const int64_t channelTasks = std::max<int64_t>(1, std::min(blocks, (wanted + units - 1) / units));
   const int64_t unitTasks = std::max<int64_t>(1, std::min(units, (wanted + channelTasks - 1) / channelTasks));
   runTasks(pool, unitTasks * channelTasks, [&](int64_t task) {

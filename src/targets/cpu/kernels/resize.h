@@ -1,7 +1,8 @@
-// Resize of the last two axes of an f32 tensor for the cpu target: nearest or (bi)linear, with
+// Resize of two adjacent axes of an f32 tensor for the cpu target: nearest or (bi)linear, with
 // every output row and column's source indices and weights computed once at compile time (the
 // lowering derives them with the reference's coordinate formulas), so a run is gathers and
-// multiply-adds. Planes (all leading axes together) split over the thread pool.
+// multiply-adds. The axes after the two are one contiguous block per pixel (the channels of a
+// channels-last tensor), moved whole; planes (all leading axes together) split over the pool.
 #pragma once
 
 #include <cstdint>
@@ -21,11 +22,12 @@ struct ResizeAxis {
 struct ResizePlan {
   int64_t planes = 1;  // Product of the leading (unresized) axes.
   int64_t inHeight = 1, inWidth = 1, outHeight = 1, outWidth = 1;
+  int64_t inner = 1;    // Floats per pixel: product of the trailing (unresized) axes.
   bool linear = false;  // Else nearest: each output copies index0's element.
   ResizeAxis rows, columns;
 };
 
-/// Y[p, oh, ow] per the plan. `pool` may be null.
+/// Y[p, oh, ow, i] per the plan. `pool` may be null.
 void resize2d(const ResizePlan &plan, const float *x, float *y, ThreadPool *pool);
 
 }  // namespace tessel::cpu

@@ -3,7 +3,8 @@
 // transformation, the left neighbour strictly below the coordinate, the nearest rounding, edge
 // clamping), in double, so both targets pick the same source elements. Covered: f32, nearest and
 // linear, every coordinate mode but tf_crop_and_resize, exclude_outside = 0, constant scales or
-// sizes, resizing only the last two axes; anything else runs the reference kernel.
+// sizes, resizing at most two adjacent axes among the last three (the last two, or H and W of a
+// channels-last [N, H, W, C]); anything else runs the reference kernel.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -92,7 +93,9 @@ std::optional<ResizeAxis> axisTable(int64_t inSize, int64_t outSize, double scal
   return axis;
 }
 
-bool isIdentity(const ResizeAxis &axis) {
+/// Whether the axis keeps its size and maps each coordinate to itself.
+bool isIdentity(const ResizeAxis &axis, int64_t inSize) {
+  if (int64_t(axis.index0.size()) != inSize) return false;
   for (size_t i = 0; i < axis.index0.size(); ++i) {
     if (axis.index0[i] != int64_t(i) || axis.weight0[i] != 1.0f || axis.weight1[i] != 0.0f) return false;
   }
@@ -156,19 +159,26 @@ Expected<std::unique_ptr<Step>> lowerResize(LowerContext &ctx) {
     const double scale = scales->empty() ? double(out[a]) / double(in[a]) : (*scales)[a];
     std::optional<ResizeAxis> table = axisTable(in[a], out[a], scale, options);
     if (!table) return std::unique_ptr<Step>();
-    if (a + 2 < rank) {
-      // Leading axes must map each coordinate to itself: they are the kernel's planes.
-      if (!isIdentity(*table)) return std::unique_ptr<Step>();
-      plan.planes *= in[a];
-    }
     tables.push_back(std::move(*table));
   }
-  plan.inHeight = in[rank - 2];
-  plan.inWidth = in[rank - 1];
-  plan.outHeight = out[rank - 2];
-  plan.outWidth = out[rank - 1];
-  plan.rows = std::move(tables[rank - 2]);
-  plan.columns = std::move(tables[rank - 1]);
+  // The kernel's column axis: the last one when it is resized, else the one before it (the last
+  // is then the per-pixel block), given a row axis before it.
+  const size_t columnAxis = rank >= 3 && isIdentity(tables[rank - 1], in[rank - 1]) &&
+                                   !isIdentity(tables[rank - 2], in[rank - 2]) ? rank - 2
+                                                                                                      : rank - 1;
+  if (columnAxis < 1) return std::unique_ptr<Step>();
+  for (size_t a = 0; a + 1 < columnAxis; ++a) {
+    // Axes before the row axis must map each coordinate to itself: they are the kernel's planes.
+    if (!isIdentity(tables[a], in[a])) return std::unique_ptr<Step>();
+    plan.planes *= in[a];
+  }
+  for (size_t a = columnAxis + 1; a < rank; ++a) plan.inner *= in[a];
+  plan.inHeight = in[columnAxis - 1];
+  plan.inWidth = in[columnAxis];
+  plan.outHeight = out[columnAxis - 1];
+  plan.outWidth = out[columnAxis];
+  plan.rows = std::move(tables[columnAxis - 1]);
+  plan.columns = std::move(tables[columnAxis]);
   return std::unique_ptr<Step>(std::make_unique<ResizeStep>(std::move(plan)));
 }
 

@@ -1,6 +1,7 @@
 // Resize on the cpu target (the table-driven 2-D kernel) against the reference interpreter:
 // nearest with each rounding, linear, the coordinate modes, integer and fractional scales, sizes
-// instead of scales, downsampling, opset 10's form, one and two threads; and the fallbacks
+// instead of scales, downsampling, channels-last H and W, opset 10's form, one and two threads;
+// and the fallbacks
 // (a leading axis resized, cubic).
 #include <gtest/gtest.h>
 
@@ -70,6 +71,14 @@ TEST(CpuResize, LinearCoordinateModes) {
     check(modelText({2, 2, 9, 10}, {}, {2, 2, 4, 1}, attributes), 1);
     check(modelText({4, 5}, {}, {7, 13}, attributes));
   }
+}
+
+TEST(CpuResize, ChannelsLastPixelsMoveWhole) {
+  // [N, H, W, C] resized along H and W: each pixel's C floats move as one block.
+  check(modelText({1, 5, 7, 24}, {1, 2, 2, 1}, {},
+                  "mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\""));
+  check(modelText({2, 6, 5, 3}, {}, {2, 9, 11, 3}, "mode = \"linear\""), 1);
+  check(modelText({1, 4, 4, 5}, {}, {1, 4, 7, 5}, "mode = \"linear\", coordinate_transformation_mode = \"align_corners\""));
 }
 
 TEST(CpuResize, OpsetTenForm) {
