@@ -350,15 +350,18 @@ Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const Planned
     }
     std::vector<const Value *> inputsFrom;
     Model model = subgraphModel(outer.model, *graph, {}, inputsFrom);
-    Status optimized = optimizeForCpu(model, outer.options.optLevel);
-    if (!optimized.ok()) {
-      // Invalid for these shapes (a torch branch for other input ranks, say): where it is taken,
-      // the reference interpreter runs the If and reports what is wrong.
+    // A branch invalid for these shapes (a torch branch for other input ranks, say) gets no plan:
+    // where it is taken, the reference interpreter runs the If and reports what is wrong.
+    auto withoutPlan = [&](const Status &why) {
       ++invalid;
       fallbacks.push_back(fmt::format("node '{}' (If) {}: runs on the reference interpreter where taken, as it "
                                       "does not plan for these shapes: {}",
-                                      node.name(), branch.name, optimized.diag().message));
+                                      node.name(), branch.name, why.diag().message));
       ++fallbackSteps;
+    };
+    Status optimized = optimizeForCpu(model, outer.options.optLevel);
+    if (!optimized.ok()) {
+      withoutPlan(optimized);
       continue;
     }
     for (const Value *output : model.graph->outputs()) {
@@ -380,7 +383,11 @@ Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const Planned
     plan->pool = outer.pool;
     plan->scopedStore = std::make_unique<ScopedConstants>(*outer.store, fmt::format("{}/{}/", node.name(), branch.name));
     plan->store = plan->scopedStore.get();
-    TESSEL_RETURN_IF_ERROR(plan->plan());
+    if (Status lowered = plan->plan(); !lowered.ok()) {
+      withoutPlan(lowered);
+      branch.captureOf.clear();
+      continue;
+    }
     for (int s : plan->inputSlots) {
       if (plan->slots[s].kind != Slot::Kind::Arena) {
         reason = fmt::format("its {} reads '{}', which has no static shape", branch.name, plan->slots[s].value->name());
@@ -455,7 +462,10 @@ Expected<bool> planBody(CpuExecutable::Impl &outer, const Node &node, const Grap
   plan->pool = outer.pool;
   plan->scopedStore = std::make_unique<ScopedConstants>(*outer.store, fmt::format("{}/body/", node.name()));
   plan->store = plan->scopedStore.get();
-  TESSEL_RETURN_IF_ERROR(plan->plan());
+  if (Status lowered = plan->plan(); !lowered.ok()) {
+    reason = fmt::format("its body does not plan: {}", lowered.diag().message);
+    return false;
+  }
   for (int s : plan->inputSlots) {
     if (plan->slots[s].kind != Slot::Kind::Arena) {
       reason = "its body reads a value without a static shape";
