@@ -63,6 +63,21 @@ def make_input(spec, rng):
         tone = 0.4 * np.sin(2 * np.pi * 440 * t) + 0.2 * np.sin(2 * np.pi * 1320 * t + 0.3)
         signal = np.broadcast_to(tone, shape) + 0.1 * rng.standard_normal(shape)
         return (np.clip(signal, -1, 1) * spec.get("scale", 1.0)).astype(dtype)
+    if kind == "document":
+        # A light page with lines of dark word-like bars (what OCR models are fed), plus noise; normalized
+        # into range. A blank image would give a text detector an empty map, compared at float rounding.
+        n, c, h, w = shape
+        page = np.full((h, w), 0.92)
+        line = max(4, h // 12)
+        for top in range(line // 2, h - line, 2 * line):
+            x = int(rng.integers(0, max(1, w // 16)))
+            while x < w - 4:
+                width = int(rng.integers(max(3, w // 40), max(4, w // 6)))
+                page[top:top + line, x:min(w, x + width)] = 0.15
+                x += width + int(rng.integers(max(2, w // 80), max(3, w // 20)))
+        pixels = np.clip(page[None, None] + 0.03 * rng.standard_normal((n, c, h, w)), 0, 1)
+        low, high = spec.get("range", [0.0, 1.0])
+        return (low + (high - low) * pixels).astype(dtype)
     if kind == "image":
         # Smooth gradients per channel plus pixel noise, then mapped linearly into the model's range.
         n, c, h, w = shape
