@@ -35,6 +35,13 @@ const PipelineSpec kO2Pipeline = [] {
       {"fold-constants"},
       {"eliminate-dead-code"},
       {"infer-shapes"},
+      // A third round: each one can make static the types the next one's Shape chains read
+      // (paddle2onnx's SVTR neck reshapes by Shape-of-LayerNorm-of-Reshape-of-Shape...), and a
+      // value left dynamic runs its whole subgraph on reference kernels.
+      {"fold-shapes"},
+      {"fold-constants"},
+      {"eliminate-dead-code"},
+      {"infer-shapes"},
       {"fold-batch-norm"},       // First: leaves a Conv whose activation fuse-epilogues then takes.
       {"fold-conv-affine"},      // After it, for the scales and shifts it leaves (paddle2onnx's learned
                                  // w * conv + b, a BatchNormalization after a ConvTranspose), so the
