@@ -8,6 +8,7 @@
 #include "passes/fold_batch_norm.h"
 #include "passes/fold_constants.h"
 #include "passes/fold_conv_affine.h"
+#include "passes/fold_conv_input_affine.h"
 #include "passes/fold_shapes.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/fuse_epilogues.h"

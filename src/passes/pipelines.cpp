@@ -52,6 +52,8 @@ const PipelineSpec kO2Pipeline = [] {
       {"recognize-attention"},   // Before fuse-epilogues: the score MatMul's mask Add would
                                  // otherwise be fused into it as a residual.
       {"fuse-epilogues"},
+      {"fold-conv-input-affine"},  // After fuse-epilogues, which has taken the activations whose
+                                   // constant ops (HardSwish's / 6) it would otherwise fold away.
       {"eliminate-dead-code"},   // Constant nodes the patterns read, weights replaced by folded ones.
   });
   return spec;

@@ -1,8 +1,8 @@
 // Conv-net blocks as exporters write them, through the whole -O3 pipeline on the cpu target against
 // the reference interpreter on the unoptimized graph: the fused HardSwish / HardSigmoid / LeakyRelu
 // epilogues on the channels-last GEMM and depthwise paths, elementwise ops and pools between
-// channels-last convs, the scales folded into the weights, ConvTranspose after a folded
-// BatchNormalization, and Resize.
+// channels-last convs, the scales folded into the weights (after a conv, and before an unpadded
+// one), ConvTranspose after a folded BatchNormalization, and Resize.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -45,7 +45,7 @@ TEST(CpuConvNet, PaddleBlocksWithHardSwishSqueezeExciteAndDecoder) {
       "  %dh1 = Add(%d, %three)\n  %dh2 = Clip(%dh1, %zero, %six)\n  %dh3 = Mul(%d, %dh2)\n  %dh = Div(%dh3, %six)\n"
       "  %g = GlobalAveragePool(%dh)\n  %e1 = Conv(%g, %we1, %be1)\n  %r = Relu(%e1)\n"
       "  %e2 = Conv(%r, %we2, %be2)\n  %hs = HardSigmoid(%e2) {alpha = 0.2, beta = 0.5}\n  %se = Mul(%dh, %hs)\n"
-      "  %c1 = Conv(%se, %w1)\n"
+      "  %sm = Mul(%s1, %se)\n  %sa = Add(%sm, %t1)\n  %c1 = Conv(%sa, %w1)\n"
       "  %u = ConvTranspose(%c1, %wt) {kernel_shape = [2, 2], strides = [2, 2]}\n  %ub = Add(%u, %bt)\n"
       "  %bn = BatchNormalization(%ub, %bns, %bnb, %bnm, %bnv)\n  %y = Relu(%bn)\n"
       "  %z = Resize(%c1, _, %scales) {mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", "
