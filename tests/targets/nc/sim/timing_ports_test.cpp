@@ -4,7 +4,7 @@
 // second instruction then starts exactly when the first frees the port (its end), not earlier.
 #include <gtest/gtest.h>
 
-#include "targets/nc/sim/timing/ports.h"
+#include "targets/nc/isa/ports.h"
 #include "timing_fixture.h"
 
 namespace tessel::nc::testing {
