@@ -314,6 +314,8 @@ class LayoutAssigner {
   /// (its name, type and readers). Returns the new node.
   Node *replaceWithChannelsLast(Node *node, const std::string &opType, const std::vector<Value *> &inputs,
                                 const std::string &domain = "tessel", bool markChannelsLast = true) {
+    // `opType` and `domain` may be `node`'s own strings, which erasing it below frees.
+    const bool tesselOp = domain == "tessel";
     Value *y = node->output(0);
     Node *nhwc = graph_.addNode(opType, inputs, {graph_.uniqueName(y->name() + "_nhwc")}, node->name(), domain);
     for (const auto &[name, value] : node->attributes()) nhwc->setAttr(name, value);
@@ -328,7 +330,7 @@ class LayoutAssigner {
     graph_.eraseNode(node);
     toChannelsFirst_.insert(back);
     added_.insert(back);
-    if (domain == "tessel") passes::importTesselOpset(model_);
+    if (tesselOp) passes::importTesselOpset(model_);
     return nhwc;
   }
 
