@@ -1,4 +1,5 @@
-// If as nested cpu plans (see control_flow.h).
+// If, Loop and Scan as nested cpu plans (see control_flow.h): the optimization loop that inlines
+// folded Ifs and types control-flow outputs, then the three steps and their planning.
 #include "targets/cpu/control_flow.h"
 
 #include <cstring>

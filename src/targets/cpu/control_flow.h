@@ -1,8 +1,9 @@
-// If on the cpu target. Each branch becomes a standalone model (subgraph.h) that is optimized and
-// planned once, at compile time (and again when an artifact loads), into a nested plan sharing the
-// outer plan's thread pool and constant store. At run time the step reads the condition, copies
-// the values the taken branch reads into its plan, runs that plan's steps and copies the results
-// out: nothing is planned, inferred or walked per run.
+// If, Loop and Scan on the cpu target. Each If branch or Loop/Scan body becomes a standalone model
+// (subgraph.h) that is optimized and planned once, at compile time (and again when an artifact
+// loads), into a nested plan sharing the outer plan's thread pool and constant store. At run time
+// an If reads its condition, copies the values the taken branch reads into that branch's plan,
+// runs its steps and copies the results out; a Loop or Scan does the same per iteration with one
+// body plan. Nothing is planned, inferred or walked per run.
 #pragma once
 
 #include <memory>
