@@ -142,6 +142,26 @@ func @main(%init: f32[3], %xs: f32[5,3], %ys: f32[3,5], %bias: f32[3]) -> (%fina
 }
 )";
 
+// The else branch is invalid (a perm of three axes for a 2-D value): the If must still plan, run
+// the valid branch, and report the invalid one's error where it is taken.
+constexpr const char *kInvalidBranch = R"(
+model opset(ai.onnx=13) ir_version=8 {
+func @main(%x: f32[2,3], %c: bool[]) -> (%out: f32[3,2]) {
+  %out = If(%c) {
+    else_branch = func @bad() -> (%e: f32[3,2]) {
+      %e = Transpose(%x) {perm = [2, 1, 0]}
+      return %e
+    },
+    then_branch = func @good() -> (%g: f32[3,2]) {
+      %g = Transpose(%x) {perm = [1, 0]}
+      return %g
+    }
+  }
+  return %out
+}
+}
+)";
+
 std::unique_ptr<CpuExecutable> compileOrDie(std::string_view text, int optLevel) {
   auto model = parseModel(text, "if.tsl.txt");
   EXPECT_TRUE(model.ok()) << model.diag().str();
@@ -258,6 +278,17 @@ TEST(CpuControlFlow, ScanBodiesRunAsPlansAndMatchReference) {
     SCOPED_TRACE(fmt::format("-O{}", optLevel));
     expectSameAsReference(*plan, kScan, testing::randomFeeds(plan->model(), 9));
   }
+}
+
+TEST(CpuControlFlow, AnInvalidBranchFailsOnlyWhereTaken) {
+  auto plan = compileOrDie(kInvalidBranch, 0);
+  ASSERT_TRUE(plan);
+  auto model = parseModel(kInvalidBranch, "if.tsl.txt");
+  ASSERT_TRUE(model.ok());
+  expectSameAsReference(*plan, kInvalidBranch, feedsWith(*model, true, false));
+  auto failed = plan->run(feedsWith(*model, false, false));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.diag().str().find("Transpose"), std::string::npos) << failed.diag().str();
 }
 
 TEST(CpuControlFlow, ArtifactWithNestedPlansRoundTrips) {
