@@ -520,8 +520,13 @@ void collectProfile(const CpuExecutable::Impl &impl, const std::string &prefix, 
     if (const auto *scanStep = dynamic_cast<const ScanStep *>(planned.step.get())) {
       collectProfile(*scanStep->body().plan, fmt::format("{}{}/body/", prefix, planned.node->name()), result);
     }
-    // A control-flow step's own entry keeps only its own time (picking, copying): times add up.
-    for (size_t i = at + 1; i < result.size(); ++i) result[at].totalMs -= result[i].totalMs;
+    // A control-flow step's own entry keeps only its own time (picking, copying), so that times
+    // add up; nested steps count the runs of the step around them, so ms per run is per model run
+    // (a branch not taken, an iteration more or less, all average in).
+    for (size_t i = at + 1; i < result.size(); ++i) {
+      result[at].totalMs -= result[i].totalMs;
+      result[i].runs = planned.runs;
+    }
   }
 }
 
