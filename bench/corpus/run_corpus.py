@@ -33,9 +33,8 @@ ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, HERE)
 import fetch  # noqa: E402
 
-# max |got - want| / max |want| per output: fp32 targets, and nc with its default bf16 auto-cast.
+# max |got - want| / max |want| per output, on the fp32 targets.
 FP32_TOLERANCE = 1e-3
-NC_TOLERANCE = 5e-2
 BEGIN_MARKER = "<!-- model-corpus:begin (written by bench/corpus/run_corpus.py --write-docs) -->"
 END_MARKER = "<!-- model-corpus:end -->"
 SECTION_TITLE = "## The real-model corpus"
@@ -236,14 +235,14 @@ class CorpusRun:
             return
         latency = re.search(r"simulated latency: ([0-9.]+) us", out)
         row["nc_us"] = float(latency.group(1)) if latency else None
+        # Correct means `tessel run`'s check passed: against the reference with the device's bf16 casts.
+        # How far bf16 moves the outputs from onnxruntime's f32 ones is reported, not judged.
         self_check = "FAIL" not in out
         error, problem = compare(out_dir, want, names, safe_name)
         row["nc_err"] = error
-        row["nc_ok"] = self_check and problem is None and error <= NC_TOLERANCE
+        row["nc_ok"] = self_check and problem is None
         if not row["nc_ok"]:
-            why = problem or (f"max error {error:.3g} over {NC_TOLERANCE:g}" if error > NC_TOLERANCE
-                              else "tessel run's check against the reference failed")
-            row["failures"].append(f"nc-v2: {why}")
+            row["failures"].append(f"nc-v2: {problem or 'tessel run: outputs differ from the same-cast reference'}")
 
 
 def seed_of(name):
@@ -272,16 +271,17 @@ def ok_text(row, key):
 
 def table(rows):
     lines = ["| model | domain | exporter | opset | ref ok | cpu ok | tessel ms | onnxruntime ms | ratio | "
-             "nc-v2 compiles | device/host nodes | simulated µs | nc ok |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "nc-v2 compiles | device/host nodes | simulated µs | nc ok | bf16 vs f32 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = r["tessel_ms"] / r["ort_ms"] if r.get("tessel_ms") and r.get("ort_ms") else None
         nodes = (f"{r['nc_device_nodes']}/{r['nc_host_nodes']}" if r.get("nc_device_nodes") is not None else "–")
+        drift = f"{r['nc_err']:.2g}" if r.get("nc_err") is not None else "–"  # max|nc - ort| / max|ort|
         lines.append(
             f"| {r['name']} | {r['domain']} | {r['exporter']} | {r.get('opset', '–')} | {ok_text(r, 'ref_ok')} | "
             f"{ok_text(r, 'cpu_ok')} | {fmt_ms(r.get('tessel_ms'))} | {fmt_ms(r.get('ort_ms'))} | "
             f"{f'{ratio:.2f}' if ratio else '–'} | {ok_text(r, 'nc_compiles')} | {nodes} | "
-            f"{fmt_ms(r.get('nc_us'))} | {ok_text(r, 'nc_ok')} |")
+            f"{fmt_ms(r.get('nc_us'))} | {ok_text(r, 'nc_ok')} | {drift} |")
     ratios = sorted(r["tessel_ms"] / r["ort_ms"] for r in rows if r.get("tessel_ms") and r.get("ort_ms"))
     summary = ""
     if ratios:

@@ -14,6 +14,7 @@
 #include "targets/cpu/control_flow.h"
 #include "targets/cpu/memory_plan.h"
 #include "targets/cpu/plan.h"
+#include "support/memory_budget.h"
 
 namespace tessel::cpu {
 namespace {
@@ -305,6 +306,9 @@ Status CpuExecutable::Impl::plan() {
   for (Slot &slot : slots) {
     if (slot.kind == Slot::Kind::Arena) slot.offset = memory.offsets[slot.buffer];
   }
+  // Declared sizes can ask for any amount; say so rather than fail the allocation.
+  TESSEL_RETURN_IF_ERROR(
+      withLocation(checkFitsMemory("the plan's buffers", memory.arenaBytes), SourceLoc::inFile(model.sourcePath)));
   arena.reset(alignedBytes(memory.arenaBytes));
   std::memset(arena.get(), 0, std::max<size_t>(memory.arenaBytes, 1));
 

@@ -326,6 +326,13 @@ double NcExecutable::modelFlops() const {
   return total;
 }
 
+bool NcExecutable::nodeOnDevice(size_t index) const {
+  for (const StageRef &stage : stages_)
+    if (!stage.onDevice && std::find(stage.nodes.begin(), stage.nodes.end(), static_cast<int64_t>(index)) != stage.nodes.end())
+      return false;
+  return true;
+}
+
 std::string NcExecutable::report() const {
   std::string text = fmt::format("target {}; auto-cast {} ({}); {} stages\n", profile_.name,
                                  options_.lowering.autoCast == AutoCast::None   ? "none"
