@@ -66,13 +66,19 @@ Expected<Model> Session::specializedCopy(const NamedValues &feeds) const {
 Expected<nc::compiler::NcExecutable *> Session::ncPlanFor(const NamedValues &feeds) {
   const std::string key = shapeKey(feeds);
   if (auto it = ncPlans_.find(key); it != ncPlans_.end()) return it->second.get();
-  TESSEL_ASSIGN_OR_RETURN(Model copy, specializedCopy(feeds));
-  nc::compiler::NcCompileOptions options;
-  options.target = target_;
-  options.optLevel = options_.optLevel;
-  options.lowering.autoCast = nc::compiler::AutoCast::None;
-  TESSEL_ASSIGN_OR_RETURN(std::unique_ptr<nc::compiler::NcExecutable> exe,
-                          nc::compiler::compileNc(std::move(copy), options));
+  auto compile = [&](int optLevel) -> Expected<std::unique_ptr<nc::compiler::NcExecutable>> {
+    TESSEL_ASSIGN_OR_RETURN(Model copy, specializedCopy(feeds));
+    nc::compiler::NcCompileOptions options;
+    options.target = target_;
+    options.optLevel = optLevel;
+    options.lowering.autoCast = nc::compiler::AutoCast::None;
+    return nc::compiler::compileNc(std::move(copy), options);
+  };
+  // As for cpu: a model the passes' stricter inference rejects still runs, unoptimized.
+  auto compiled = compile(options_.optLevel);
+  if (!compiled.ok() && options_.optLevel > 0 && compiled.diag().message.starts_with("pass '")) compiled = compile(0);
+  if (!compiled.ok()) return compiled.diag();
+  std::unique_ptr<nc::compiler::NcExecutable> exe = std::move(*compiled);
   auto *raw = exe.get();
   ncPlans_[key] = std::move(exe);
   return raw;

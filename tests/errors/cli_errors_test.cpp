@@ -63,6 +63,14 @@ TEST(CliErrors, AbsurdInputSizeIsAClearError) {
   EXPECT_EQ(compile.exitCode, 1) << compile.output;
   EXPECT_NE(compile.output.find("the plan's buffers would need 17592186044416 bytes"), std::string::npos)
       << compile.output;
+  // The accelerator keeps the node on the host, saying why; running the artifact asks for the input.
+  const std::string artifact = (dir / "huge.nc.tsl").string();
+  CommandResult nc = runTool("compile " + huge + " --target nc-v2 --report -o " + artifact);
+  EXPECT_EQ(nc.exitCode, 0) << nc.output;
+  EXPECT_NE(nc.output.find("tensor 'x' [1099511627776,4] needs 16.0 TiB of HBM"), std::string::npos) << nc.output;
+  CommandResult ncRun = runTool("run " + artifact);
+  EXPECT_EQ(ncRun.exitCode, 1) << ncRun.output;
+  EXPECT_NE(ncRun.output.find("input 'x' (f32["), std::string::npos) << ncRun.output;
   CommandResult bench = runTool("bench " + vast + " --runs 1");
   EXPECT_EQ(bench.exitCode, 1) << bench.output;
   EXPECT_EQ(bench.output.find("internal error"), std::string::npos) << bench.output;

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -16,7 +18,7 @@ struct ConformanceArgs {
   std::vector<std::string> dirs;
   std::string target = "ref";
   std::string jsonPath;
-  std::string expectedFailuresPath;
+  std::vector<std::string> expectedFailuresPaths;  // Merged; a target adds its own to the shared list.
   std::string filter;
   bool verbose = false;
 };
@@ -35,10 +37,10 @@ void runConformance(const ConformanceArgs &args) {
   auto cases = findConformanceCases(dirs);
   if (!cases.ok()) return reportError(cases.diag().str());
   std::map<std::string, std::string> expected;
-  if (!args.expectedFailuresPath.empty()) {
-    auto read = readExpectedFailures(args.expectedFailuresPath);
+  for (const std::string &path : args.expectedFailuresPaths) {
+    auto read = readExpectedFailures(path);
     if (!read.ok()) return reportError(read.diag().str());
-    expected = std::move(read).value();
+    for (auto &[name, reason] : *read) expected[name] = std::move(reason);
   }
   ConformanceOptions options;
   options.target = args.target;
@@ -90,10 +92,11 @@ void runConformance(const ConformanceArgs &args) {
     out << summary.dump(1)
         << "\n";
   }
-  if (!args.expectedFailuresPath.empty()) {
+  if (!args.expectedFailuresPaths.empty()) {
     for (const std::string &line : unexpected) std::printf("UNEXPECTED  %s\n", line.c_str());
     for (const std::string &name : nowPassing) {
-      std::printf("NOW PASSING %s (remove it from %s)\n", name.c_str(), args.expectedFailuresPath.c_str());
+      std::printf("NOW PASSING %s (remove it from %s)\n", name.c_str(),
+                  fmt::format("{}", fmt::join(args.expectedFailuresPaths, " or ")).c_str());
     }
     if (!unexpected.empty() || !nowPassing.empty()) exitCode() = 1;
   }
@@ -112,9 +115,9 @@ void addConformanceCommand(CLI::App &app) {
   cmd->add_option("dirs", args->dirs, "Case folders, or folders of cases (default: Debian's libonnx-testdata)");
   cmd->add_option("--target", args->target, "Target to run on")->capture_default_str();
   cmd->add_option("--json", args->jsonPath, "Write per-case results as JSON");
-  cmd->add_option("--expected-failures", args->expectedFailuresPath,
+  cmd->add_option("--expected-failures", args->expectedFailuresPaths,
                   "Fail unless exactly the listed cases fail (each line: name reason; a reason "
-                  "'expect-error: TEXT' also requires TEXT in the error)");
+                  "'expect-error: TEXT' also requires TEXT in the error); repeatable, the lists merge");
   cmd->add_option("--filter", args->filter, "Only cases whose path contains this text");
   cmd->add_flag("-v,--verbose", args->verbose, "Print passing cases too");
   cmd->callback([args] { runConformance(*args); });

@@ -52,6 +52,9 @@ std::vector<const Node *> opsOf(const Node &node) {
 
 std::string checkOp(const Node &op) {
   const std::string &t = op.opType();
+  // Max and Min are variadic; the device computes the two-input form.
+  if ((t == "Max" || t == "Min") && op.inputs().size() != 2)
+    return fmt::format("{} of {} inputs (the device takes two)", t, op.inputs().size());
   if (unaryActFuncs().count(t) || binaryOps().count(t) || t == "Neg" || t == "Identity" || t == "Gelu" ||
       t == "HardSigmoid" || t == "HardSwish")
     return "";

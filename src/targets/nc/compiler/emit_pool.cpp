@@ -62,6 +62,9 @@ std::string readPoolShape(const Node &node, PoolShape &s) {
   s.strideH = strides[0], s.strideW = strides[1];
   s.padTop = pads[0], s.padLeft = pads[1], s.padBottom = pads[2], s.padRight = pads[3];
   s.OH = y[2], s.OW = y[3];
+  // A window wholly in the padding has no element to pool (the reference reports it).
+  if (s.padTop >= s.KH || s.padBottom >= s.KH || s.padLeft >= s.KW || s.padRight >= s.KW)
+    return "a pad as large as the window leaves windows with no element";
   const int64_t oh = (s.H + s.padTop + s.padBottom - s.KH) / s.strideH + 1;
   const int64_t ow = (s.W + s.padLeft + s.padRight - s.KW) / s.strideW + 1;
   if (oh != s.OH || ow != s.OW || y[0] != s.N || y[1] != s.C)

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/onnx/exporter.h"
+#include "support/memory_budget.h"
 #include "frontend/onnx/importer.h"
 #include "passes/pipelines.h"
 #include "targets/nc/isa/encoding.h"
@@ -268,6 +269,22 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
   // A device stage that fails to lower or compile moves the node responsible to the host, with the
   // error as its reason, and the model is partitioned again: a valid model always compiles.
   std::map<const Node *, std::string> forceHost;
+  // A node whose tensors alone exceed a core's HBM (a model may declare any sizes) stays on the host.
+  for (const auto &node : model.graph->nodes()) {
+    std::vector<const Value *> values(node->inputs().begin(), node->inputs().end());
+    values.insert(values.end(), node->outputs().begin(), node->outputs().end());
+    for (const Value *v : values) {
+      if (!v || !v->type().isTensor() || !v->type().shape().isStatic()) continue;
+      const std::vector<int64_t> sizes = *v->type().shape().sizes();
+      const std::optional<uint64_t> bytes = checkedByteCount(sizes, 4);
+      if (!bytes || *bytes > hbmBytes) {
+        forceHost[node.get()] = fmt::format("tensor '{}' [{}] needs {} of HBM; one {} core has {}", v->name(),
+                                            fmt::join(sizes, ","), bytes ? formatBytes(*bytes) : "more than 2^64 bytes",
+                                            exe->profile_.name, formatBytes(hbmBytes));
+        break;
+      }
+    }
+  }
   Partition partition;
   for (;;) {
     partition = partitionGraph(*model.graph, options.lowering, forceHost);
