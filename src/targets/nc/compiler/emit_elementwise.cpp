@@ -213,24 +213,32 @@ class Evaluator {
   /// `axis`, unless it leaves a partition more than a quarter of SBUF while another axis spreads the
   /// tensor over more partitions (a [1, 1, H, W] map: H rather than the one channel).
   int64_t roomyAxis(const std::vector<int64_t> &shape, int64_t axis) const {
-    const int64_t P = ctx_.profile().partitions;
-    auto bytesPerPartition = [&](int64_t a) {
-      const int64_t numel = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-      return (shape[a] + P - 1) / P * (numel / shape[a]) * dtypeSizeBytes(ctx_.activationDtype());
-    };
-    if (shape.empty() || bytesPerPartition(axis) * 4 <= static_cast<int64_t>(ctx_.profile().sbuf.bytesPerPartition))
-      return axis;
+    if (shape.empty() || !crowdsSbuf(shape, axis)) return axis;
     int64_t best = axis;
     for (int64_t a = 0; a < static_cast<int64_t>(shape.size()); ++a)
-      if (bytesPerPartition(a) < bytesPerPartition(best)) best = a;
+      if (bytesPerPartition(shape, a) < bytesPerPartition(shape, best)) best = a;
     return best;
   }
 
-  /// The output's storage: that of an input read for the last time, when it has the output's form
-  /// (each chunk of it is read before the same chunk is written), so that an op on a tensor of more
-  /// than half of SBUF fits; else new tiles.
+  /// Bytes per partition of a tensor of `shape` with `axis` on the partitions.
+  int64_t bytesPerPartition(const std::vector<int64_t> &shape, int64_t axis) const {
+    const int64_t P = ctx_.profile().partitions;
+    const int64_t numel = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+    return (shape[axis] + P - 1) / P * (numel / shape[axis]) * dtypeSizeBytes(ctx_.activationDtype());
+  }
+
+  /// More than a quarter of SBUF per partition.
+  bool crowdsSbuf(const std::vector<int64_t> &shape, int64_t axis) const {
+    return bytesPerPartition(shape, axis) * 4 > static_cast<int64_t>(ctx_.profile().sbuf.bytesPerPartition);
+  }
+
+  /// The output's storage: for a tensor that crowds SBUF, that of an input read for the last time
+  /// when it has the output's form (each chunk of it is read before the same chunk is written), so
+  /// that an op on a tensor of more than half of SBUF fits; else new tiles, which leave the next
+  /// producer free to run ahead of this op's readers.
   DeviceTensor outputTensor(const Value *y, int64_t axis, const std::vector<std::optional<DeviceTensor>> &full) {
     const std::vector<int64_t> shape = staticShape(y);
+    if (shape.empty() || !crowdsSbuf(shape, axis)) return ctx_.allocate(y, axis);
     for (size_t i = 0; i < full.size(); ++i) {
       const Value *in = node_.input(i);
       if (!full[i] || in->hasInitializer() || full[i]->shape != shape || !full[i]->isStandard(axis) ||
