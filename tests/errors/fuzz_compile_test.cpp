@@ -1,8 +1,9 @@
-// Robustness of the compilers on valid but unusual models: seeded random graphs of real ops over odd
+// Robustness of the compilers. Valid but unusual models: seeded random graphs of real ops over odd
 // shapes (scalars, size-1 and empty dims, broadcasting corners, prime sizes, 5-D) are compiled for
 // cpu (-O3) and nc-v2 and run. Whatever the reference interpreter runs, both targets must run too
 // (the accelerator moving to the host what it cannot do) and agree with it; nothing may crash,
-// hang or end in an internal error. Deterministic seeds; the sanitizer build runs it too.
+// hang or end in an internal error. Damaged copies of real models: each one that imports compiles
+// and runs, or fails with a clear diagnostic. Deterministic seeds; the sanitizer build runs it too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -366,6 +367,71 @@ TEST(FuzzCompile, UnusualModelsCompileAndAgreeOnEveryTarget) {
   // The generator must reach the device, or the accelerator half of the test checks nothing.
   EXPECT_GT(onDevice, kModels / 2);
   std::printf("fuzz: %d models on ref, cpu and nc-v2 (%d with device stages)\n", ran, onDevice);
+}
+
+// Damaged copies of real models (the bundled CNN, ONNX test models with convolutions, pooling and
+// control flow): each one the importer accepts is compiled for cpu and nc-v2 and run, and must end
+// in outputs or a clear diagnostic, never a crash or an internal error.
+TEST(FuzzCompile, DamagedModelsCompileOrFailCleanly) {
+  const std::string data = "/usr/share/libonnx-testdata/data/";
+  const std::vector<std::string> seeds = {std::string(TESSEL_SOURCE_DIR) + "/examples/small_cnn.onnx",
+                                          data + "pytorch-converted/test_ConvTranspose2d/model.onnx",
+                                          data + "node/test_maxpool_2d_pads/model.onnx",
+                                          data + "node/test_if/model.onnx",
+                                          data + "node/test_gemm_all_attributes/model.onnx"};
+  std::mt19937 rng(20261202);
+  int compiled = 0, rejected = 0;
+  for (const std::string &seed : seeds) {
+    const std::string bytes = testing::readBytes(seed);
+    ASSERT_FALSE(bytes.empty()) << "missing seed model " << seed;
+    for (int i = 0; i < 48; ++i) {
+      std::string damaged = bytes;
+      std::uniform_int_distribution<size_t> position(0, bytes.size() - 1);
+      for (int flips = 1 + static_cast<int>(rng() % 3); flips > 0; --flips)
+        damaged[position(rng)] ^= static_cast<char>(1 << (rng() % 8));
+      auto model = importOnnxBytes(damaged, seed);
+      if (!model.ok()) continue;
+      std::mt19937 feedRng(static_cast<uint32_t>(i));
+      NamedValues feeds;
+      bool feedable = true;
+      for (const Value *in : model->graph->inputs()) {
+        if (in->hasInitializer()) continue;
+        std::optional<std::vector<int64_t>> sizes = in->type().shape().sizes();
+        const bool small = sizes && std::all_of(sizes->begin(), sizes->end(), [](int64_t d) { return d >= 0 && d <= 64; });
+        if (!small || in->type().dtype() != DType::Float32) {
+          feedable = false;
+          break;
+        }
+        Tensor t(DType::Float32, *sizes);
+        for (float &v : t.span<float>()) v = std::uniform_real_distribution<float>(-1, 1)(feedRng);
+        feeds.emplace_back(in->name(), RuntimeValue(std::move(t)));
+      }
+      if (!feedable) continue;
+      auto expectClean = [&](const Diagnostic &d, const char *what) {
+        ++rejected;
+        EXPECT_NE(d.code, ErrorCode::Internal) << what << ": " << d.str();
+        EXPECT_FALSE(d.message.empty()) << what;
+      };
+      auto cpuModel = importOnnxBytes(damaged, seed);
+      auto session = Session::create(std::move(*cpuModel), "cpu");
+      if (!session.ok()) {
+        expectClean(session.diag(), "cpu compile");
+      } else if (auto out = (*session)->run(feeds); !out.ok()) {
+        expectClean(out.diag(), "cpu run");
+      }
+      auto ncModel = importOnnxBytes(damaged, seed);
+      auto exe = nc::compiler::compileNc(std::move(*ncModel), {});
+      if (!exe.ok()) {
+        expectClean(exe.diag(), "nc-v2 compile");
+        continue;
+      }
+      ++compiled;
+      if (auto out = (*exe)->run(feeds); !out.ok()) expectClean(out.diag(), "nc-v2 run");
+    }
+  }
+  // Some damage must leave a model that compiles, or the compilers were never reached.
+  EXPECT_GT(compiled, 0);
+  std::printf("fuzz: %d damaged models compiled for nc-v2, %d clean rejections\n", compiled, rejected);
 }
 
 }  // namespace
