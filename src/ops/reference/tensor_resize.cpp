@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "ops/resize_geometry.h"
 #include "ops/reference/shape_rules.h"
 #include "ops/reference/tensor_copy.h"
 
@@ -17,7 +18,7 @@ namespace {
 
 struct ResizeOptions {
   std::string mode = "nearest";                  // nearest, linear, cubic.
-  std::string coordinateMode = "half_pixel";     // See inputCoordinate.
+  std::string coordinateMode = "half_pixel";     // See resizeInputCoordinate.
   std::string nearestMode = "round_prefer_floor";
   double cubicA = -0.75;
   bool excludeOutside = false;
@@ -34,28 +35,6 @@ struct Tap {
 /// Per output coordinate along one axis: its taps, or none when it falls outside the crop
 /// region of tf_crop_and_resize (the output element is then the extrapolation value).
 using AxisTaps = std::vector<std::optional<std::vector<Tap>>>;
-
-/// The input coordinate that output coordinate `x` maps to, or nullopt outside the crop region.
-/// `resized` is scale * inSize as the reference computes it (not rounded to the output size).
-Expected<std::optional<double>> inputCoordinate(double x, int64_t inSize, double scale, double roiStart, double roiEnd,
-                                                const std::string &mode) {
-  const double resized = scale * static_cast<double>(inSize);
-  const double lastIn = static_cast<double>(inSize - 1);
-  if (mode == "half_pixel") return std::optional<double>{(x + 0.5) / scale - 0.5};
-  if (mode == "pytorch_half_pixel") return std::optional<double>{resized == 1 ? -0.5 : (x + 0.5) / scale - 0.5};
-  if (mode == "align_corners") return std::optional<double>{resized == 1 ? 0.0 : x * lastIn / (resized - 1)};
-  if (mode == "asymmetric") return std::optional<double>{x / scale};
-  if (mode == "tf_half_pixel_for_nn") return std::optional<double>{(x + 0.5) / scale};
-  if (mode == "tf_crop_and_resize") {
-    // The reference's operation order, so boundary points extrapolate exactly as it does.
-    const double roiSize = roiEnd - roiStart;
-    double original = resized == 1 ? roiSize * lastIn / 2 : x * roiSize * lastIn / (resized - 1);
-    original += roiStart * lastIn;
-    if (original < 0 || original > lastIn) return std::optional<double>{};
-    return std::optional<double>{original};
-  }
-  return makeError(ErrorCode::InvalidArgument, "unknown coordinate_transformation_mode '{}'", mode);
-}
 
 /// The cubic convolution kernel of Keys with parameter `a`, at distance `x`.
 double cubicKernel(double x, double a) {
@@ -93,15 +72,8 @@ std::vector<double> coefficients(double ratio, double scale, const ResizeOptions
     return {((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a, ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1,
             ((a + 2) * l - (a + 3)) * l * l + 1, ((a * l1 - 5 * a) * l1 + 8 * a) * l1 - 4 * a};
   }
-  // Nearest: choose the left or right neighbour.
-  bool right = true;
-  if (ratio != 1) {
-    const std::string &m = options.nearestMode;
-    if (m == "round_prefer_floor") right = ratio > 0.5;
-    if (m == "round_prefer_ceil") right = ratio >= 0.5;
-    if (m == "floor") right = false;
-    if (m == "ceil") right = true;
-  }
+  // Nearest: the left or the right neighbour.
+  const bool right = nearestPicksRight(ratio, options.nearestMode);
   return {right ? 0.0 : 1.0, right ? 1.0 : 0.0};
 }
 
@@ -111,8 +83,8 @@ Expected<AxisTaps> axisTaps(int64_t inSize, int64_t outSize, double scale, doubl
   AxisTaps taps(static_cast<size_t>(outSize));
   for (int64_t x = 0; x < outSize; ++x) {
     TESSEL_ASSIGN_OR_RETURN(std::optional<double> original,
-                            inputCoordinate(static_cast<double>(x), inSize, scale, roiStart, roiEnd,
-                                            options.coordinateMode));
+                            resizeInputCoordinate(static_cast<double>(x), inSize, scale, roiStart, roiEnd,
+                                                  options.coordinateMode));
     if (!original) continue;
     // The left neighbour sits strictly below the coordinate: ratio is in (0, 1].
     double left = std::floor(*original);

@@ -1,7 +1,8 @@
 // cpu lowering of Resize to the table-driven 2-D kernel (kernels/resize.h). The tables are built
-// here with the reference kernel's formulas (ops/reference/tensor_resize.cpp: the coordinate
-// transformation, the left neighbour strictly below the coordinate, the nearest rounding, edge
-// clamping), in double, so both targets pick the same source elements. Covered: f32, nearest and
+// here from Resize's geometry (ops/resize_geometry.h: the coordinate transformation and the nearest
+// rounding, which the reference kernel reads too), with the left neighbour strictly below the
+// coordinate and edge clamping as the reference does, in double, so both targets pick the same
+// source elements. Covered: f32, nearest and
 // linear, every coordinate mode but tf_crop_and_resize, exclude_outside = 0, constant scales or
 // sizes, resizing at most two adjacent axes among the last three (the last two, or H and W of a
 // channels-last [N, H, W, C]); anything else runs the reference kernel.
@@ -10,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "ops/resize_geometry.h"
 #include "targets/cpu/kernels/resize.h"
 #include "targets/cpu/step.h"
 
@@ -36,24 +38,15 @@ class ResizeStep final : public Step {
   ResizePlan plan_;
 };
 
-/// The input coordinate output coordinate `x` maps to (the reference's inputCoordinate).
-std::optional<double> inputCoordinate(double x, int64_t inSize, double scale, const std::string &mode) {
-  const double resized = scale * static_cast<double>(inSize);
-  const double lastIn = static_cast<double>(inSize - 1);
-  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
-  if (mode == "pytorch_half_pixel") return resized == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-  if (mode == "align_corners") return resized == 1 ? 0.0 : x * lastIn / (resized - 1);
-  if (mode == "asymmetric") return x / scale;
-  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
-  return std::nullopt;
-}
-
 /// The taps of every output coordinate along one axis, or nullopt for a mode not covered.
 std::optional<ResizeAxis> axisTable(int64_t inSize, int64_t outSize, double scale, const Options &options) {
+  // tf_crop_and_resize reads a region of interest: the reference kernel's.
+  if (options.coordinateMode == "tf_crop_and_resize") return std::nullopt;
   ResizeAxis axis;
   for (int64_t x = 0; x < outSize; ++x) {
-    std::optional<double> original = inputCoordinate(static_cast<double>(x), inSize, scale, options.coordinateMode);
-    if (!original) return std::nullopt;
+    auto coordinate = resizeInputCoordinate(static_cast<double>(x), inSize, scale, 0, 1, options.coordinateMode);
+    if (!coordinate.ok() || !*coordinate) return std::nullopt;
+    const std::optional<double> original = *coordinate;
     double left = std::floor(*original);
     if (left == *original) left -= 1;
     const double ratio = *original - left;
@@ -62,14 +55,7 @@ std::optional<ResizeAxis> axisTable(int64_t inSize, int64_t outSize, double scal
       w0 = 1 - ratio;
       w1 = ratio;
     } else {
-      bool right = true;
-      if (ratio != 1) {
-        const std::string &m = options.nearestMode;
-        if (m == "round_prefer_floor") right = ratio > 0.5;
-        if (m == "round_prefer_ceil") right = ratio >= 0.5;
-        if (m == "floor") right = false;
-      }
-      (right ? w1 : w0) = 1;
+      (nearestPicksRight(ratio, options.nearestMode) ? w1 : w0) = 1;
     }
     const int64_t first = static_cast<int64_t>(left);
     int64_t i0 = std::clamp<int64_t>(first, 0, inSize - 1), i1 = std::clamp<int64_t>(first + 1, 0, inSize - 1);
