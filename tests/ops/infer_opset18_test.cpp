@@ -31,7 +31,9 @@ TEST(Opset18Registry, EveryOnnxOpReachesOpset18OrSaysWhy) {
     if (op.sinceVersion > onnxLibraryMaxOpset()) {
       EXPECT_NE(opset18Signature(op.name), nullptr) << op.name << " has an opset-18 row but no signature";
       // Only the scatters, whose shapes did not change, may infer by ONNX's older schema.
-      if (op.name != "ScatterElements" && op.name != "ScatterND") EXPECT_NE(op.infer, &inferOnnx) << op.name;
+      if (op.name != "ScatterElements" && op.name != "ScatterND") {
+        EXPECT_NE(op.infer, &inferOnnx) << op.name;
+      }
     }
   }
   for (const auto &[name, until] : newest) EXPECT_EQ(until, 18) << name;

@@ -74,7 +74,7 @@ BranchTypes plannedOutputTypes(const Model &outer, const Graph &branch, int optL
   for (const Value *input : model.graph->inputs()) {
     if (!isStaticTensor(input->type())) return {};
   }
-  if (!optimizeForCpu(model, optLevel).ok()) return {.invalid = true};
+  if (!optimizeForCpu(model, optLevel).ok()) return {.invalid = true, .types = std::nullopt};
   std::vector<Type> types;
   for (const Value *output : model.graph->outputs()) {
     if (!isStaticTensor(output->type())) return {};

@@ -86,6 +86,8 @@ double activate(const ActivationSpec &spec, double v) {
     case Activation::Gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
     case Activation::GeluTanh: return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     case Activation::LeakyRelu: return v > 0 ? v : double(spec.alpha) * v;
+    case Activation::HardSigmoid: return std::clamp(double(spec.alpha) * v + double(spec.beta), 0.0, 1.0);
+    case Activation::HardSwish: return v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
   }
   return v;
 }

@@ -9,6 +9,7 @@
 // add their own float rounding (1e-5 relative).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -78,6 +79,8 @@ double activate(const ActivationSpec &spec, double x) {
     case Activation::GeluTanh:
       return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     case Activation::LeakyRelu: return x >= 0 ? x : double(spec.alpha) * x;
+    case Activation::HardSigmoid: return std::clamp(double(spec.alpha) * x + double(spec.beta), 0.0, 1.0);
+    case Activation::HardSwish: return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
   }
   return x;
 }

@@ -213,7 +213,9 @@ TEST(CpuControlFlow, NestedIfBranchesRunAsPlansAndMatchReference) {
     EXPECT_EQ(plan->summary().fallbackSteps, 0) << fallbacksOf(*plan);
     bool nestedMatMul = false;
     for (const StepProfile &step : plan->profile()) {
-      if (step.node.find("out/then_branch/") == 0 && step.opType == "If") EXPECT_EQ(step.kernel, "if (nested plans)");
+      if (step.node.find("out/then_branch/") == 0 && step.opType == "If") {
+        EXPECT_EQ(step.kernel, "if (nested plans)");
+      }
       nestedMatMul = nestedMatMul || (step.opType == "MatMul" || step.opType == "FusedMatMul");
     }
     EXPECT_TRUE(nestedMatMul);
