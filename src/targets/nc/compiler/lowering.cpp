@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "targets/nc/isa/tile_rules.h"
 #include "targets/nc/kernels/tiling.h"
 
 namespace tessel::nc::compiler {
@@ -155,8 +156,7 @@ namespace {
 
 /// T6 (section 4.2): whether `count` partitions may start at partition `start` of a block.
 bool partitionStartAllowed(int64_t start, int64_t count, int64_t P) {
-  const int64_t align = count > P / 2 ? P : count > P / 4 ? P / 2 : P / 4;
-  return start % align == 0;
+  return start % partitionStartAlignment(count, P) == 0;
 }
 
 /// Global partitions [g, g + count) of `t` (free pattern `dims` from t.freeBase) on partitions

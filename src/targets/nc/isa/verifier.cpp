@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "targets/nc/isa/tile_rules.h"
+
 namespace tessel::nc {
 namespace {
 
@@ -43,11 +45,6 @@ class Checker {
   std::vector<std::string> errors_;
 };
 
-bool isPeInput(DType t) {
-  return t == DType::F8E4M3 || t == DType::F8E5M2 || t == DType::BF16 || t == DType::F16 ||
-         t == DType::TF32 || t == DType::F32;
-}
-bool isWide(DType t) { return t == DType::F32 || t == DType::TF32; }
 
 void Checker::checkOperand(std::string_view name, const AccessPattern &ap, bool isDst) {
   uint64_t capacity = ap.space == MemSpace::SBUF   ? limits_.sbufBytesPerPartition
@@ -60,7 +57,7 @@ void Checker::checkOperand(std::string_view name, const AccessPattern &ap, bool 
     int start = ap.startPartition, count = ap.partitionCount;
     if (count < 1 || start + count > limits_.partitions)  // T1
       report("{}: partitions p{}:{} outside 0..{} (T1)", name, start, count, limits_.partitions);
-    int align = count > 64 ? 128 : count > 32 ? 64 : 32;  // T6, section 4.2.
+    const int64_t align = partitionStartAlignment(count, limits_.partitions);
     if (start % align != 0)
       report("{}: start partition {} not allowed for {} partitions; must be a multiple of {} (T6)", name, start,
              count, align);
@@ -74,10 +71,10 @@ void Checker::checkOperand(std::string_view name, const AccessPattern &ap, bool 
       return;
     }
     if (ap.space == MemSpace::HBM) continue;
-    if (dim.strideElements < INT16_MIN || dim.strideElements > INT16_MAX)
+    if (!accessDimEncodable(dim.strideElements, 1))
       report("{}: free dim {} stride {} outside the {} access-pattern range {}..{} (int16 stride)", name, d,
              dim.strideElements, memSpaceName(ap.space), INT16_MIN, INT16_MAX);
-    if (dim.count > UINT16_MAX)
+    if (!accessDimEncodable(0, dim.count))
       report("{}: free dim {} count {} outside the {} access-pattern range 1..{} (uint16 count)", name, d, dim.count,
              memSpaceName(ap.space), UINT16_MAX);
   }
@@ -143,7 +140,7 @@ void Checker::checkMatmul() {
     if (!isPeInput(in->dtype))
       report("{}: PE input dtype {} not one of f8e4m3 f8e5m2 bf16 f16 tf32 f32 (section 3)",
              in == stat ? "stationary" : "moving", dtypeName(in->dtype));
-  if (isWide(stat->dtype) != isWide(mov->dtype))  // T12
+  if (!peInputsPair(stat->dtype, mov->dtype))  // T12
     report("stationary {} with moving {}: f32/tf32 pairs only with f32/tf32 (T12)", dtypeName(stat->dtype),
            dtypeName(mov->dtype));
   if (stat->partitionCount != mov->partitionCount)  // T4

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "targets/nc/isa/tile_rules.h"
 #include "targets/nc/isa/verifier.h"
 
 namespace tessel::nc::tile {
@@ -40,13 +41,6 @@ int resolveDim(int dim, size_t rank) {
   int resolved = dim < 0 ? dim + static_cast<int>(rank) : dim;
   return resolved >= 0 && resolved < static_cast<int>(rank) ? resolved : -1;
 }
-
-bool isPeInput(DType t) {
-  return t == DType::F8E4M3 || t == DType::F8E5M2 || t == DType::BF16 || t == DType::F16 || t == DType::TF32 ||
-         t == DType::F32;
-}
-
-bool isWideFloat(DType t) { return t == DType::F32 || t == DType::TF32; }
 
 OperandView toOperand(const TileView &view) {
   return OperandView{view.space(), view.tile(), view.partitionStart(), view.partitions(), view.offsetElements(),
@@ -373,10 +367,7 @@ bool KernelBuilder::checkTile(TileOpKind kind, const char *what, const TileView 
     return false;
   }
   const TileDecl &decl = kernel_.tiles[view.tile()];
-  // T6 (section 4.2): the start partition is a multiple of the quarter, half or whole array that
-  // the partition count fits in.
-  int64_t quarter = profile_.partitions / 4, half = profile_.partitions / 2;
-  int64_t align = view.partitions() > half ? profile_.partitions : view.partitions() > quarter ? half : quarter;
+  const int64_t align = partitionStartAlignment(view.partitions(), profile_.partitions);  // T6
   if (view.partitionStart() % align != 0) {
     fail(fmt::format("{}: {} of tile '{}' starts at partition {} with {} partitions; the start must be a multiple "
                      "of {} (T6)",
@@ -384,7 +375,7 @@ bool KernelBuilder::checkTile(TileOpKind kind, const char *what, const TileView 
     return false;
   }
   for (const FreeDim &dim : view.dims()) {
-    if (dim.strideElements < INT16_MIN || dim.strideElements > INT16_MAX || dim.count > UINT16_MAX) {
+    if (!accessDimEncodable(dim.strideElements, dim.count)) {
       fail(fmt::format("{}: {} of tile '{}' has a free dim [stride {}, count {}] outside the int16 stride / uint16 "
                        "count of an access pattern",
                        opPrefix(kind), what, decl.name, dim.strideElements, dim.count));
@@ -507,7 +498,7 @@ void KernelBuilder::matmul(const TileView &dst, const TileView &stationary, cons
   if (!isPeInput(stationary.dtype()) || !isPeInput(moving.dtype()))
     return fail(fmt::format("{}: PE inputs must be f8e4m3/f8e5m2/bf16/f16/tf32/f32; got {} and {}", p,
                             dtypeName(stationary.dtype()), dtypeName(moving.dtype())));
-  if (isWideFloat(stationary.dtype()) != isWideFloat(moving.dtype()))
+  if (!peInputsPair(stationary.dtype(), moving.dtype()))
     return fail(fmt::format("{}: stationary {} with moving {}: f32/tf32 pair only with f32/tf32 (T12)", p,
                             dtypeName(stationary.dtype()), dtypeName(moving.dtype())));
   int64_t k = stationary.partitions(), m = stationary.freeSize(), n = moving.freeSize();
