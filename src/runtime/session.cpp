@@ -2,7 +2,6 @@
 #include "runtime/session.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
@@ -112,11 +111,8 @@ Expected<NamedValues> Session::run(const NamedValues &feeds) {
     placement_ = {};
     for (const nc::compiler::Fallback &f : exe->fallbacks())
       placement_.fallbacks.push_back(fmt::format("{} ({}): {}", f.node, f.opType, f.reason));
-    for (const std::string &stage : exe->stageText()) {
-      // "device stage: N nodes; ..." / "host stage: N nodes; ..."
-      const int nodes = std::atoi(stage.c_str() + stage.find(':') + 2);
-      (stage.rfind("device", 0) == 0 ? placement_.deviceNodes : placement_.hostNodes) += nodes;
-    }
+    for (size_t i = 0; i < exe->model().graph->nodes().size(); ++i)
+      ++(exe->nodeOnDevice(i) ? placement_.deviceNodes : placement_.hostNodes);
     TESSEL_ASSIGN_OR_RETURN(nc::compiler::NcRunResult result, exe->run(feeds));
     return std::move(result.outputs);
   }

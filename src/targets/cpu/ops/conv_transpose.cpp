@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "ops/reference/nn_common.h"
+#include "targets/cpu/ops/conv_geometry.h"
 #include "targets/cpu/kernels/conv_transpose.h"
 #include "targets/cpu/step.h"
 
@@ -64,21 +65,7 @@ Expected<Conv2dShape> readShape(LowerContext &ctx) {
     return makeError(ErrorCode::ShapeMismatch, "ConvTranspose: output is {}; X, W and the attributes give {}",
                      formatSizes(ctx.outputSizes(0)), formatSizes(expectedOut));
   }
-  const size_t last = g.spatialRank() - 1;
-  s.inWidth = g.inSizes[last];
-  s.outWidth = g.outSizes[last];
-  s.kernelWidth = g.kernel[last];
-  s.strideWidth = g.strides[last];
-  s.dilationWidth = g.dilations[last];
-  s.padLeft = g.padBegin[last];
-  if (g.spatialRank() == 2) {
-    s.inHeight = g.inSizes[0];
-    s.outHeight = g.outSizes[0];
-    s.kernelHeight = g.kernel[0];
-    s.strideHeight = g.strides[0];
-    s.dilationHeight = g.dilations[0];
-    s.padTop = g.padBegin[0];
-  }
+  setSpatialSizes(g, s);
   return s;
 }
 

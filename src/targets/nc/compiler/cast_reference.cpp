@@ -35,9 +35,6 @@ std::vector<size_t> roundedInputs(const Node &node) {
 Expected<CastReference> castReference(const Model &model, const std::function<bool(size_t)> &onDevice,
                                       const LoweringOptions &options) {
   CastReference ref;
-  // A copy of the model to rewrite (export and import keep the node order).
-  TESSEL_ASSIGN_OR_RETURN(std::string bytes, exportOnnxBytes(model));
-  TESSEL_ASSIGN_OR_RETURN(ref.model, importOnnxBytes(bytes, model.sourcePath));
   ref.exact = true;
   if (options.autoCast == AutoCast::None) return ref;
   const int64_t code = onnxCode(options.castType);
@@ -47,7 +44,10 @@ Expected<CastReference> castReference(const Model &model, const std::function<bo
                                : "--auto-cast all rounds every activation, which is not modelled";
     return ref;
   }
-  Graph &graph = *ref.model.graph;
+  // A copy of the model to rewrite (export and import keep the node order).
+  TESSEL_ASSIGN_OR_RETURN(std::string bytes, exportOnnxBytes(model));
+  TESSEL_ASSIGN_OR_RETURN(ref.model, importOnnxBytes(bytes, model.sourcePath));
+  Graph &graph = *ref.model->graph;
   std::vector<Node *> nodes;
   for (const auto &node : graph.nodes()) nodes.push_back(node.get());
   std::map<Value *, Value *> rounded;  // A value and its rounded copy, shared by its readers.
@@ -79,6 +79,10 @@ Expected<CastReference> castReference(const Model &model, const std::function<bo
       }
       node->setInput(input, it->second);
     }
+  }
+  if (ref.roundedValues == 0) {
+    ref.model.reset();  // Nothing on the device rounds: the model is its own reference.
+    return ref;
   }
   TESSEL_RETURN_IF_ERROR(graph.sortTopologically());
   return ref;

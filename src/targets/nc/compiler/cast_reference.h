@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "ir/graph.h"
@@ -20,10 +21,10 @@
 namespace tessel::nc::compiler {
 
 struct CastReference {
-  Model model;
-  bool exact = false;       // Every rounding of the device run is in the graph.
-  std::string unmodelled;   // Why not, when !exact.
-  int roundedValues = 0;    // Values given a Cast pair.
+  std::optional<Model> model;  // The rewritten copy; none when nothing is rounded (check against the model).
+  bool exact = false;          // Every rounding of the device run is modelled.
+  std::string unmodelled;      // Why not, when !exact.
+  int roundedValues = 0;       // Values given a Cast pair.
 };
 
 /// The cast reference of `model` (the artifact's optimized graph) for a run with `options`;

@@ -344,9 +344,9 @@ double NcExecutable::modelFlops() const {
 }
 
 bool NcExecutable::nodeOnDevice(size_t index) const {
+  const int64_t node = static_cast<int64_t>(index);
   for (const StageRef &stage : stages_)
-    if (!stage.onDevice && std::find(stage.nodes.begin(), stage.nodes.end(), static_cast<int64_t>(index)) != stage.nodes.end())
-      return false;
+    if (!stage.onDevice && std::find(stage.nodes.begin(), stage.nodes.end(), node) != stage.nodes.end()) return false;
   return true;
 }
 
