@@ -37,4 +37,7 @@ inline std::string RuntimeValue::describe() const {
   return "none";
 }
 
+/// Named values fed to or returned from a model run.
+using NamedValues = std::vector<std::pair<std::string, RuntimeValue>>;
+
 }  // namespace tessel

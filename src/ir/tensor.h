@@ -57,6 +57,8 @@ class Tensor {
   template <class T> std::span<const T> span() const { return {data<T>(), static_cast<size_t>(numel())}; }
   void *rawData();
   const void *rawData() const;
+  /// What holds the elements (shared by views); null for strings and undefined tensors.
+  const std::shared_ptr<Storage> &storage() const { return storage_; }
 
   /// The same elements under new sizes (shares storage). Precondition: same element count.
   Tensor reshaped(std::vector<int64_t> sizes) const;

@@ -1,8 +1,9 @@
-// A loaded model bound to a target: the entry point `tessel run` and the conformance runner use.
-// "ref" runs the reference interpreter; "cpu" compiles the model for the host (at the session's
-// optimization level) the first time it sees a set of input shapes, and reuses that plan for
-// later runs with the same shapes; "nc-v2" and "nc-v3" do the same for the accelerator (fp32, no
-// auto-cast: the session's numerics are the model's) and run it on the simulator.
+// A loaded model bound to a target: the entry point `tessel run`, the conformance runner and the
+// public API use. The target comes from the registry (runtime/target_registry.h). A target that
+// needs static shapes (cpu, the accelerator) compiles the model the first time it sees a set of
+// input shapes and reuses that plan for later runs with the same shapes; "ref" runs the graph as
+// imported. Accelerator sessions default to fp32 (no auto-cast): the session's numerics are the
+// model's.
 #pragma once
 
 #include <map>
@@ -11,39 +12,42 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "targets/cpu/executable.h"
-#include "targets/ref/interpreter.h"
+#include "targets/target.h"
 
 namespace tessel {
 
-namespace nc::compiler {
-class NcExecutable;
-}
-
 struct SessionOptions {
-  int optLevel = 3;  // cpu: the pass pipeline.
-  int threads = 0;   // cpu: 0 = all hardware threads.
+  int optLevel = 3;
+  int threads = 0;  // cpu: 0 = all hardware threads.
+  TargetOptions target;  // optLevel and threads above override its own.
 };
 
 class Session {
  public:
   ~Session();
 
-  /// Names of the targets a session can run on.
-  static std::vector<std::string> targets();
-
-  /// Loads an ONNX model (or, for "cpu", a .tsl artifact) for `target`. Fails on an unknown target
-  /// or a bad model.
+  /// Loads an ONNX model, or an artifact (whose own target then applies, whatever `target` says).
+  /// Fails on an unknown target or a bad model.
   static Expected<std::unique_ptr<Session>> load(const std::string &path, const std::string &target,
                                                  const SessionOptions &options = {});
   /// Binds an already imported model.
   static Expected<std::unique_ptr<Session>> create(Model model, const std::string &target,
                                                    const SessionOptions &options = {});
 
+  /// The imported model (for an artifact, the graph it runs).
   const Model &model() const { return model_; }
+  /// The target's name; for an artifact, the name its figures carry (its machine profile).
   const std::string &target() const { return target_; }
+
   /// Runs the model; see ReferenceInterpreter::run for the contract on feeds. Not re-entrant.
   Expected<NamedValues> run(const NamedValues &feeds);
+
+  /// The plan for feeds of these sizes, compiled now if there is none yet.
+  Expected<CompiledModel *> compiledFor(const std::vector<std::pair<std::string, std::vector<int64_t>>> &sizes);
+  /// The plan the last run used (or the artifact's, or the last compiled); null before any.
+  CompiledModel *lastCompiled() const { return last_; }
+  /// Every plan made so far.
+  size_t planCount() const { return plans_.size(); }
 
   /// Where the last run's nodes ran, on an accelerator target: nodes in device and host stages,
   /// and the reason of each host fallback.
@@ -51,21 +55,21 @@ class Session {
     int deviceNodes = 0, hostNodes = 0;
     std::vector<std::string> fallbacks;
   };
-  const Placement &lastPlacement() const { return placement_; }
+  Placement lastPlacement() const;
 
  private:
-  Session(Model model, std::string target, SessionOptions options);
-  Expected<cpu::CpuExecutable *> cpuPlanFor(const NamedValues &feeds);
-  Expected<nc::compiler::NcExecutable *> ncPlanFor(const NamedValues &feeds);
-  /// A copy of the model with its inputs fixed to the feeds' sizes, for a plan of those shapes.
-  Expected<Model> specializedCopy(const NamedValues &feeds) const;
+  Session(Model model, std::shared_ptr<const Target> target, SessionOptions options);
+  /// A copy of the model with its inputs fixed to these sizes, for a plan of those shapes.
+  Expected<Model> specializedCopy(const std::vector<std::pair<std::string, std::vector<int64_t>>> &sizes) const;
+  TargetOptions targetOptions() const;
 
   Model model_;
+  std::shared_ptr<const Target> targetImpl_;
   std::string target_;
   SessionOptions options_;
-  std::map<std::string, std::unique_ptr<cpu::CpuExecutable>> cpuPlans_;  // By input shapes.
-  std::map<std::string, std::unique_ptr<nc::compiler::NcExecutable>> ncPlans_;
-  Placement placement_;
+  bool fixedPlan_ = false;  // An artifact: one plan, for its compiled shapes.
+  std::map<std::string, std::unique_ptr<CompiledModel>> plans_;  // By input shapes.
+  CompiledModel *last_ = nullptr;
 };
 
 }  // namespace tessel

@@ -17,7 +17,9 @@
 #include "commands.h"
 #include "frontend/onnx/importer.h"
 #include "ir/npy.h"
-#include "targets/cpu/executable.h"
+#include "ir/specialize.h"
+#include "runtime/random_inputs.h"
+#include "runtime/target_registry.h"
 
 namespace tessel::cli {
 
@@ -43,15 +45,6 @@ double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-/// A value name as a file name: what `tessel run --output-dir` writes, so the two agree.
-std::string fileNameFor(const std::string &valueName) {
-  std::string safe = valueName;
-  for (char &c : safe) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
-  }
-  return safe + ".npy";
-}
-
 std::vector<const Value *> feedInputs(const Graph &graph) {
   std::vector<const Value *> inputs;
   for (const Value *input : graph.inputs()) {
@@ -66,7 +59,7 @@ Expected<std::map<std::string, Tensor>> readInputFiles(const Graph &graph, const
   if (dir.empty()) return tensors;
   if (!std::filesystem::is_directory(dir)) return makeError(ErrorCode::InvalidArgument, "--inputs '{}' is not a folder", dir);
   for (const Value *input : feedInputs(graph)) {
-    std::filesystem::path file = std::filesystem::path(dir) / fileNameFor(input->name());
+    std::filesystem::path file = std::filesystem::path(dir) / npyFileName(input->name());
     if (!std::filesystem::exists(file)) continue;
     TESSEL_ASSIGN_OR_RETURN(Tensor t, readNpy(file.string()));
     tensors.emplace(input->name(), std::move(t));
@@ -75,19 +68,23 @@ Expected<std::map<std::string, Tensor>> readInputFiles(const Graph &graph, const
 }
 
 struct Compiled {
-  std::unique_ptr<cpu::CpuExecutable> plan;
+  std::unique_ptr<CompiledModel> plan;
   bool fromArtifact = false;
   double prepareMs = 0;  // Import + compile, or artifact load.
 };
 
 Expected<Compiled> prepare(const BenchArgs &args) {
   Compiled c;
-  cpu::CpuCompileOptions options;
+  TargetOptions options;
   options.optLevel = args.optLevel;
   options.threads = args.threads;
   auto start = Clock::now();
-  if (cpu::isCpuArtifact(args.model)) {
-    TESSEL_ASSIGN_OR_RETURN(c.plan, cpu::loadCpuArtifact(args.model, options));
+  if (isArtifact(args.model)) {
+    TESSEL_ASSIGN_OR_RETURN(auto loaded, loadArtifact(args.model, options));
+    if (loaded.first->name() != "cpu")
+      return makeFileError(ErrorCode::InvalidArgument, args.model, "an artifact of target '{}': bench times cpu artifacts",
+                           loaded.first->name());
+    c.plan = std::move(loaded.second);
     c.fromArtifact = true;
   } else {
     TESSEL_ASSIGN_OR_RETURN(Model model, importOnnxFile(args.model));
@@ -95,8 +92,9 @@ Expected<Compiled> prepare(const BenchArgs &args) {
     TESSEL_ASSIGN_OR_RETURN(auto files, readInputFiles(*model.graph, args.inputsDir));
     std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
     for (const auto &[name, tensor] : files) sizes.emplace_back(name, tensor.sizes());
-    TESSEL_RETURN_IF_ERROR(cpu::specializeInputs(model, sizes, args.batch));
-    TESSEL_ASSIGN_OR_RETURN(c.plan, cpu::compileCpu(std::move(model), options));
+    TESSEL_RETURN_IF_ERROR(specializeInputs(model, sizes, args.batch));
+    TESSEL_ASSIGN_OR_RETURN(std::shared_ptr<const Target> cpu, findTarget("cpu"));
+    TESSEL_ASSIGN_OR_RETURN(c.plan, cpu->compile(std::move(model), options));
   }
   c.prepareMs = msSince(start);
   return c;
@@ -144,7 +142,7 @@ struct Latency {
   double mean() const { return std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size()); }
 };
 
-Expected<NamedValues> timeRuns(cpu::CpuExecutable &plan, const NamedValues &feeds, int runs, Latency *latency) {
+Expected<NamedValues> timeRuns(CompiledModel &plan, const NamedValues &feeds, int runs, Latency *latency) {
   NamedValues outputs;
   for (int i = 0; i < runs; ++i) {
     auto start = Clock::now();
@@ -161,22 +159,22 @@ Status writeOutputs(const std::string &dir, const NamedValues &outputs) {
   if (ec) return makeError(ErrorCode::InvalidArgument, "cannot create --outputs '{}': {}", dir, ec.message());
   for (const auto &[name, value] : outputs) {
     if (!value.isTensor()) continue;
-    TESSEL_RETURN_IF_ERROR(writeNpy((std::filesystem::path(dir) / fileNameFor(name)).string(), value.tensor()));
+    TESSEL_RETURN_IF_ERROR(writeNpy((std::filesystem::path(dir) / npyFileName(name)).string(), value.tensor()));
   }
   return {};
 }
 
 /// Profile rows sorted by time, slowest first, and the same time summed per op type.
 struct ProfileTable {
-  std::vector<cpu::StepProfile> steps;
+  std::vector<OpTime> steps;
   std::vector<std::pair<std::string, double>> byOp;  // op type -> ms per run
   std::map<std::string, int> countByOp;
   double totalMsPerRun = 0;
 };
 
-double msPerRun(const cpu::StepProfile &s) { return s.runs > 0 ? s.totalMs / static_cast<double>(s.runs) : 0; }
+double msPerRun(const OpTime &s) { return s.runs > 0 ? s.totalMs / static_cast<double>(s.runs) : 0; }
 
-ProfileTable summarize(std::vector<cpu::StepProfile> steps) {
+ProfileTable summarize(std::vector<OpTime> steps) {
   ProfileTable t;
   std::stable_sort(steps.begin(), steps.end(), [](const auto &a, const auto &b) { return a.totalMs > b.totalMs; });
   std::map<std::string, double> byOp;
@@ -195,7 +193,7 @@ double percentOf(double part, double whole) { return whole > 0 ? 100.0 * part / 
 
 void printText(const BenchArgs &args, const Compiled &c, int threads, int64_t batch, const Latency &latency,
                const ProfileTable *profile) {
-  const cpu::CpuPlanSummary &summary = c.plan->summary();
+  const PlanStats summary = c.plan->planStats();
   std::printf("model: %s (%s in %.0f ms)\n", args.model.c_str(),
               c.fromArtifact ? "artifact loaded" : fmt::format("compiled at -O{}", args.optLevel).c_str(), c.prepareMs);
   std::printf("plan: %d steps, %d on reference kernels, arena %.1f MiB, constants %.1f MiB\n", summary.steps,
@@ -235,7 +233,7 @@ void printText(const BenchArgs &args, const Compiled &c, int threads, int64_t ba
 
 void printJson(const BenchArgs &args, const Compiled &c, int threads, int64_t batch, const Latency &latency,
                const ProfileTable *profile) {
-  const cpu::CpuPlanSummary &summary = c.plan->summary();
+  const PlanStats summary = c.plan->planStats();
   nlohmann::json out{
       {"runtime", "tessel"},
       {"model", args.model},
@@ -278,7 +276,7 @@ Status bench(const BenchArgs &args) {
     return makeError(ErrorCode::InvalidArgument, "--runs must be at least 1; --warmup, --threads and --batch not negative");
   }
   TESSEL_ASSIGN_OR_RETURN(Compiled compiled, prepare(args));
-  cpu::CpuExecutable &plan = *compiled.plan;
+  CompiledModel &plan = *compiled.plan;
   int64_t batch = 0;
   TESSEL_ASSIGN_OR_RETURN(NamedValues feeds, makeFeeds(args, *plan.model().graph, batch));
 
@@ -292,10 +290,10 @@ Status bench(const BenchArgs &args) {
   if (args.profile) {
     plan.setProfiling(true);
     TESSEL_RETURN_IF_ERROR(timeRuns(plan, feeds, args.runs, nullptr).status());
-    profile = summarize(plan.profile());
+    profile = summarize(plan.opProfile());
     plan.setProfiling(false);
   }
-  int threads = plan.pool().size();
+  int threads = plan.planStats().threads;
   if (args.json) {
     printJson(args, compiled, threads, batch, latency, profile ? &*profile : nullptr);
   } else {

@@ -5,7 +5,6 @@
 #include <CLI/CLI.hpp>
 
 #include <map>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,24 +29,9 @@ void addCompileCommand(CLI::App &app);
 void addBenchCommand(CLI::App &app);
 void addProfileCommand(CLI::App &app);
 
-/// `tessel compile` for an accelerator target (nc_model_command.cpp).
-struct NcCompileRequest {
-  std::string model, target, output;
-  std::vector<std::string> shapes;
-  int64_t batch = 0;
-  int optLevel = 3;
-  std::string autoCast = "matmul", autoCastType = "bf16";
-  int cores = 1;
-  bool report = false, timePasses = false;
-};
-void compileForNc(const NcCompileRequest &request);
-/// `tessel run` of an accelerator artifact: simulate, check against the reference, print the figures.
-void runNcArtifact(const std::string &path, const std::vector<std::string> &inputs, uint64_t seed,
-                   const std::string &outputDir, bool timingOnly);
-
-/// A seeded random tensor for a graph input: symbolic dims take `dimValues` (default 1); floats are
-/// uniform in [-1, 1), integers in [0, 10), bools fair coins.
-Expected<Tensor> randomInput(const Value &input, const std::map<std::string, int64_t> &dimValues, std::mt19937_64 &rng);
+/// The file `tessel run --output-dir` and `tessel bench --outputs` write a value to: NAME.npy, with
+/// characters a file name should not hold replaced by '_'.
+std::string npyFileName(const std::string &valueName);
 
 /// Imports an ONNX model and gives its inputs static sizes from `--shape` specs and `--batch` (compile).
 Expected<Model> importSpecialized(const std::string &path, const std::vector<std::string> &shapes, int64_t batch);

@@ -1,12 +1,14 @@
-// `tessel compile MODEL --target cpu [-O N] [-o OUT.tsl] [--shape NAME=D0,D1,...] [--batch B]
-// [--threads N] [--report]`: optimizes and plans a model for the host and writes the artifact
-// (optimized graph, plan, packed weights) that `tessel run` and `tessel bench` load.
+// `tessel compile MODEL --target T [-O N] [-o OUT.tsl] [--shape NAME=D0,D1,...] [--batch B]
+// [--threads N] [--report] [--auto-cast ...] [--cores N] [--time-passes]`: compiles a model for any
+// target of the registry and writes its artifact (cpu: optimized graph, plan, packed weights;
+// accelerator: stages, programs, constants) that `tessel run`, `bench` and `profile` load.
 #include <cstdio>
 #include <map>
 
 #include "commands.h"
 #include "frontend/onnx/importer.h"
-#include "targets/cpu/executable.h"
+#include "ir/specialize.h"
+#include "runtime/target_registry.h"
 
 namespace tessel::cli {
 
@@ -26,36 +28,24 @@ struct CompileArgs {
   bool timePasses = false;
 };
 
-std::string megabytes(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
-
-void printReport(const cpu::CpuExecutable &plan) {
-  const cpu::CpuPlanSummary &summary = plan.summary();
-  std::map<std::string, int> kernels;
-  for (const cpu::StepProfile &step : plan.profile()) ++kernels[step.opType + " -> " + step.kernel];
-  std::printf("steps: %d (%d on reference kernels)\n", summary.steps, summary.fallbackSteps);
-  std::printf("activation arena: %s (%s without reuse)\n", megabytes(summary.arenaBytes).c_str(),
-              megabytes(summary.unplannedBytes).c_str());
-  std::printf("constants: %s\n", megabytes(summary.constantBytes).c_str());
-  std::printf("kernels:\n");
-  for (const auto &[kernel, count] : kernels) std::printf("  %4d  %s\n", count, kernel.c_str());
-  if (!summary.fallbacks.empty()) {
-    std::printf("fallbacks:\n");
-    for (const std::string &fallback : summary.fallbacks) std::printf("  %s\n", fallback.c_str());
-  }
-}
-
 void compileModel(const CompileArgs &args) {
-  if (args.target != "cpu") {
-    return compileForNc(NcCompileRequest{args.model, args.target, args.output, args.shapes, args.batch, args.optLevel,
-                                         args.autoCast, args.autoCastType, args.cores, args.report, args.timePasses});
-  }
+  auto target = findTarget(args.target);
+  if (!target.ok()) return reportError(target.diag().str());
   auto model = importSpecialized(args.model, args.shapes, args.batch);
   if (!model.ok()) return reportError(model.diag().str());
-  auto plan = cpu::compileCpu(std::move(*model), {args.optLevel, args.threads});
-  if (!plan.ok()) return reportError(plan.diag().str());
-  if (args.report) printReport(**plan);
+  TargetOptions options;
+  options.optLevel = args.optLevel;
+  options.threads = args.threads;
+  options.autoCast = args.autoCast;
+  options.autoCastType = args.autoCastType;
+  options.cores = args.cores;
+  options.timePasses = args.timePasses;
+  auto compiled = (*target)->compile(std::move(*model), options);
+  if (!compiled.ok()) return reportError(withLocation(compiled.status(), SourceLoc::inFile(args.model)).str());
+  if (args.report) std::printf("%s", (*compiled)->report().c_str());
+  if (args.timePasses) std::printf("%s", (*compiled)->compileTimes().c_str());
   if (args.output.empty()) return;
-  Status saved = (*plan)->save(args.output);
+  Status saved = (*compiled)->save(args.output);
   if (!saved.ok()) return reportError(saved.str());
   std::printf("wrote %s\n", args.output.c_str());
 }
@@ -69,7 +59,7 @@ Expected<Model> importSpecialized(const std::string &path, const std::vector<std
     sizes.push_back(std::move(parsed));
   }
   TESSEL_ASSIGN_OR_RETURN(Model model, importOnnxFile(path));
-  TESSEL_RETURN_IF_ERROR(cpu::specializeInputs(model, sizes, batch));
+  TESSEL_RETURN_IF_ERROR(specializeInputs(model, sizes, batch));
   return model;
 }
 
@@ -100,7 +90,7 @@ void addCompileCommand(CLI::App &app) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App *cmd = app.add_subcommand("compile", "Compile a model for a target and write the artifact");
   cmd->add_option("model", args->model, "Model file (.onnx)")->required();
-  cmd->add_option("--target", args->target, "Target: cpu, nc-v2, nc-v3, or an accelerator profile (.json)")
+  cmd->add_option("--target", args->target, "Target: cpu, nc-v2, nc-v3, or an accelerator profile (.json); `ref` has no artifact")
       ->capture_default_str();
   cmd->add_option("--auto-cast", args->autoCast, "nc: none, matmul (matmul/conv operands) or all (activations too)")
       ->capture_default_str();

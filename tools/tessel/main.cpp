@@ -1,4 +1,5 @@
 // tessel: the command-line tool. `tessel --help` lists the subcommands.
+#include <cctype>
 #include <cstdio>
 
 #include "commands.h"
@@ -13,6 +14,13 @@ int &exitCode() {
 void reportError(const std::string &message) {
   std::fprintf(stderr, "tessel: error: %s\n", message.c_str());
   exitCode() = 1;
+}
+
+std::string npyFileName(const std::string &valueName) {
+  std::string safe = valueName;
+  for (char &c : safe)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  return safe + ".npy";
 }
 
 }  // namespace tessel::cli

@@ -1,15 +1,16 @@
 // `tessel run MODEL|ARTIFACT [--input NAME=FILE.npy ...] [--output-dir DIR] [--target T] [-O N]
-// [--threads N] [--seed S]`: runs a model (a .tsl artifact runs on cpu), feeding seeded random
-// inputs for any input not given, and writes outputs as .npy.
+// [--threads N] [--seed S] [--timing-only]`: runs a model on a target (an artifact on its own),
+// feeding seeded random inputs for any input not given, and writes outputs as .npy. A target with
+// numerics of its own (the accelerator's casts) checks its outputs against the reference with the
+// same casts; a simulated one prints its latency, MFU and bounding engine.
 #include <cstdio>
 #include <filesystem>
 #include <random>
 
 #include "commands.h"
 #include "ir/npy.h"
+#include "runtime/random_inputs.h"
 #include "runtime/session.h"
-#include "support/memory_budget.h"
-#include "targets/nc/compiler/executable.h"
 
 namespace tessel::cli {
 
@@ -41,10 +42,35 @@ void printSummary(const std::string &name, const RuntimeValue &value) {
   std::printf("  %s: %s [%s]\n", name.c_str(), value.describe().c_str(), head.c_str());
 }
 
+/// The leading (batch) dim of the first graph input, for throughput.
+int64_t batchOf(const Graph &graph) {
+  for (const Value *in : graph.inputs())
+    if (!in->hasInitializer() && in->type().shape().rank() > 0 && in->type().shape().dims()[0].isStatic())
+      return std::max<int64_t>(1, in->type().shape().dims()[0].size);
+  return 1;
+}
+
+/// A simulated run's figures: latency, throughput, MFU, the bounding engine.
+void printFigures(const RunFigures &f, const Graph &graph) {
+  if (!f.simulated) return;
+  if (f.programs == 0) {
+    // No device stage: a latency of 0 us would read as free; the host's time is not simulated.
+    std::printf("simulated latency: none: every node runs on the host (%zu host fallbacks; see tessel compile "
+                "--report)\n",
+                f.fallbacks.size());
+    return;
+  }
+  std::printf("simulated latency: %.3f us on %d %s core%s (%zu host fallbacks%s)\n", f.latencyUs, f.cores, f.device.c_str(),
+              f.cores > 1 ? "s" : "", f.fallbacks.size(), f.fallbacks.empty() ? "" : ", whose host time is not included");
+  const int64_t batch = batchOf(graph);
+  std::printf("throughput: %.1f inferences/s (batch %lld)\n", f.latencyUs > 0 ? batch * 1e6 / f.latencyUs : 0.0,
+              static_cast<long long>(batch));
+  std::printf("MFU: %.1f%% of %d core%s (%.3g model FLOP)\n", f.mfuPercent, f.cores, f.cores > 1 ? "s" : "", f.modelFlops);
+  std::printf("bounding engine: %s\n", f.boundingEngine.c_str());
+}
+
 void runModel(const RunArgs &args) {
-  if (nc::compiler::isNcArtifact(args.model)) return runNcArtifact(args.model, args.inputs, args.seed, args.outputDir, args.timingOnly);
-  const std::string target = cpu::isCpuArtifact(args.model) ? "cpu" : args.target;
-  auto session = Session::load(args.model, target, {args.optLevel, args.threads});
+  auto session = Session::load(args.model, args.target, {args.optLevel, args.threads});
   if (!session.ok()) return reportError(session.diag().str());
   const Graph &graph = *(*session)->model().graph;
   std::map<std::string, int64_t> dimValues;
@@ -53,103 +79,71 @@ void runModel(const RunArgs &args) {
     if (eq == std::string::npos) return reportError(fmt::format("--dim '{}' is not NAME=SIZE", spec));
     dimValues[spec.substr(0, eq)] = std::atoll(spec.c_str() + eq + 1);
   }
-  NamedValues feeds;
+  NamedValues given;
   for (const std::string &spec : args.inputs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos) return reportError(fmt::format("--input '{}' is not NAME=FILE.npy", spec));
     auto tensor = readNpy(spec.substr(eq + 1));
     if (!tensor.ok()) return reportError(tensor.diag().str());
-    feeds.emplace_back(spec.substr(0, eq), std::move(tensor).value());
+    given.emplace_back(spec.substr(0, eq), std::move(tensor).value());
   }
-  std::mt19937_64 rng(args.seed);
-  for (Value *input : graph.inputs()) {
-    bool given = false;
-    for (const auto &[name, value] : feeds) given = given || name == input->name();
-    if (given || input->hasInitializer()) continue;
-    auto tensor = randomInput(*input, dimValues, rng);
-    if (!tensor.ok()) return reportError(withLocation(tensor.status(), SourceLoc::inFile(args.model)).str());
-    feeds.emplace_back(input->name(), std::move(tensor).value());
+  auto feeds = completeFeeds(graph, std::move(given), dimValues, args.seed);
+  if (!feeds.ok()) return reportError(withLocation(feeds.status(), SourceLoc::inFile(args.model)).str());
+  if (args.timingOnly) {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
+    for (const auto &[name, value] : *feeds)
+      if (value.isTensor()) sizes.emplace_back(name, value.tensor().sizes());
+    auto plan = (*session)->compiledFor(sizes);
+    if (!plan.ok()) return reportError(plan.diag().str());
+    Status ran = (*plan)->runTimingOnly(*feeds);
+    if (!ran.ok()) return reportError(withLocation(ran, SourceLoc::inFile(args.model)).str());
+    std::printf("outputs: not computed (--timing-only)\n");
+    return printFigures((*plan)->lastRun(), (*plan)->model().graph ? *(*plan)->model().graph : graph);
   }
-  auto outputs = (*session)->run(feeds);
+  auto outputs = (*session)->run(*feeds);
   if (!outputs.ok()) return reportError(outputs.diag().str());
-  std::printf("outputs (target %s):\n", target.c_str());
-  for (const auto &[name, value] : *outputs) printSummary(name, value);
-  if (args.outputDir.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(args.outputDir, ec);
-  for (const auto &[name, value] : *outputs) {
-    if (!value.isTensor()) continue;
-    std::string safe = name;
-    for (char &c : safe) {
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  CompiledModel &plan = *(*session)->lastCompiled();
+  // A target with its own numerics (the accelerator's casts) checks its outputs against the reference.
+  auto check = plan.checkOutputs(*feeds, *outputs);
+  if (!check.ok()) return reportError(check.diag().str());
+  if (check->text.empty()) {
+    std::printf("outputs (target %s):\n", (*session)->target().c_str());
+    for (const auto &[name, value] : *outputs) printSummary(name, value);
+  } else {
+    std::printf("%s", check->text.c_str());
+  }
+  printFigures(plan.lastRun(), *plan.model().graph);
+  if (!args.outputDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.outputDir, ec);
+    for (const auto &[name, value] : *outputs) {
+      if (!value.isTensor()) continue;
+      std::string file = (std::filesystem::path(args.outputDir) / npyFileName(name)).string();
+      Status written = writeNpy(file, value.tensor());
+      if (!written.ok()) return reportError(written.str());
+      std::printf("wrote %s\n", file.c_str());
     }
-    std::string file = (std::filesystem::path(args.outputDir) / (safe + ".npy")).string();
-    Status written = writeNpy(file, value.tensor());
-    if (!written.ok()) return reportError(written.str());
-    std::printf("wrote %s\n", file.c_str());
+  }
+  if (!check->passed) {
+    std::fprintf(stderr, "tessel: error: %s: outputs differ from the reference beyond the tolerance\n", args.model.c_str());
+    exitCode() = 1;
   }
 }
 
 }  // namespace
 
-Expected<Tensor> randomInput(const Value &input, const std::map<std::string, int64_t> &dimValues, std::mt19937_64 &rng) {
-  const Type &type = input.type();
-  if (!type.isTensor() || type.dtype() == DType::Undefined || !type.shape().rankKnown()) {
-    return makeError(ErrorCode::InvalidArgument, "input '{}' has type {}; pass it with --input {}=FILE.npy",
-                     input.name(), type.str(), input.name());
-  }
-  std::vector<int64_t> sizes;
-  for (const Dim &d : type.shape().dims()) {
-    if (d.isStatic()) {
-      sizes.push_back(d.size);
-    } else {
-      auto it = dimValues.find(d.symbol);
-      sizes.push_back(it == dimValues.end() ? 1 : it->second);
-    }
-  }
-  // A model may declare any sizes; the allocation must fit before it is made.
-  const std::optional<uint64_t> bytes = checkedByteCount(sizes, dtypeSize(type.dtype()));
-  const std::string what = fmt::format("input '{}' ({}[{}])", input.name(), dtypeName(type.dtype()), fmt::join(sizes, ","));
-  if (!bytes) return makeError(ErrorCode::InvalidArgument, "{}: its byte count overflows 64 bits", what);
-  if (Status fits = checkFitsMemory(what, *bytes); !fits.ok()) {
-    Diagnostic diag = fits.diag();
-    diag.message += fmt::format("; pass it with --input {}=FILE.npy or give smaller sizes with --dim", input.name());
-    return diag;
-  }
-  Tensor t(type.dtype(), sizes);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(0, 9);
-  bool handled = visitDType(type.dtype(), [&]<class T>(TypeTag<T>) {
-    if constexpr (std::is_same_v<T, std::string>) {
-      for (auto &s : t.span<std::string>()) s = std::to_string(small(rng));
-    } else if constexpr (std::is_same_v<T, bool>) {
-      for (auto &b : t.span<bool>()) b = small(rng) % 2;
-    } else if constexpr (std::is_integral_v<T>) {
-      for (auto &v : t.span<T>()) v = static_cast<T>(small(rng));
-    } else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
-      for (auto &v : t.span<T>()) v = T(uniform(rng), uniform(rng));
-    } else if constexpr (std::is_arithmetic_v<T>) {
-      for (auto &v : t.span<T>()) v = static_cast<T>(uniform(rng));
-    } else {
-      for (auto &v : t.span<T>()) v = T(static_cast<float>(uniform(rng)));
-    }
-  });
-  if (!handled) return makeError(ErrorCode::InvalidArgument, "cannot make random {} input", dtypeName(type.dtype()));
-  return t;
-}
-
 void addRunCommand(CLI::App &app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App *cmd = app.add_subcommand("run", "Run a model and write its outputs as .npy");
-  cmd->add_option("model", args->model, "Model file (.onnx, or a .tsl artifact from tessel compile: cpu, or nc-* simulated and checked)")->required();
+  cmd->add_option("model", args->model, "Model file (.onnx, or a .tsl artifact from tessel compile: it runs on its own target)")->required();
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy; inputs not given are seeded random");
   cmd->add_option("--dim", args->dims, "NAME=SIZE for a symbolic dimension of random inputs (default 1)");
   cmd->add_option("--output-dir", args->outputDir, "Folder for the outputs as NAME.npy");
-  cmd->add_option("--target", args->target, "Target to run on: ref, cpu, nc-v2 or nc-v3 (fp32 on the simulator)")->capture_default_str();
+  cmd->add_option("--target", args->target, "Target to run on: ref, cpu, nc-v2, nc-v3 or a profile .json (fp32 on the simulator)")->capture_default_str();
   cmd->add_option("-O", args->optLevel, "cpu: optimization level 0-3")->capture_default_str();
   cmd->add_option("--threads", args->threads, "cpu: threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
-  cmd->add_flag("--timing-only", args->timingOnly, "nc artifacts: simulate the timing only (no outputs, no check)");
+  cmd->add_flag("--timing-only", args->timingOnly, "Simulated targets: simulate the timing only (no outputs, no check)");
   cmd->callback([args] { runModel(*args); });
 }
 

@@ -78,10 +78,4 @@ Expected<std::unique_ptr<CpuExecutable>> loadCpuArtifact(const std::string &path
 /// True when `path` starts with the .tsl artifact magic.
 bool isCpuArtifact(const std::string &path);
 
-/// Gives every symbolic or unknown dim of the graph inputs a size: `sizes` maps an input name to
-/// its sizes; `batch` (if > 0) replaces a non-static leading dim. Fails, naming the input, when a
-/// dim stays unknown.
-Status specializeInputs(Model &model, const std::vector<std::pair<std::string, std::vector<int64_t>>> &sizes,
-                        int64_t batch);
-
 }  // namespace tessel::cpu

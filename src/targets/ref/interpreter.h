@@ -12,8 +12,6 @@
 
 namespace tessel {
 
-/// Named values fed to or returned from a model run.
-using NamedValues = std::vector<std::pair<std::string, RuntimeValue>>;
 
 class ReferenceInterpreter {
  public:

@@ -7,6 +7,7 @@
 
 #include "frontend/onnx/importer.h"
 #include "ir/parser.h"
+#include "ir/specialize.h"
 #include "targets/cpu/cpu_test_util.h"
 #include "targets/cpu/executable.h"
 

@@ -1,9 +1,9 @@
 // Fixing the sizes of a model's graph inputs before planning.
 #include <algorithm>
 
-#include "targets/cpu/executable.h"
+#include "ir/specialize.h"
 
-namespace tessel::cpu {
+namespace tessel {
 
 Status specializeInputs(Model &model, const std::vector<std::pair<std::string, std::vector<int64_t>>> &sizes,
                         int64_t batch) {
@@ -47,4 +47,4 @@ Status specializeInputs(Model &model, const std::vector<std::pair<std::string, s
   return Status::success();
 }
 
-}  // namespace tessel::cpu
+}  // namespace tessel

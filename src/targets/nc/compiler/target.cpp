@@ -1,0 +1,233 @@
+#include "targets/nc/compiler/target.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include "targets/nc/compiler/cast_reference.h"
+#include "targets/nc/compiler/executable.h"
+#include "targets/nc/profile/report.h"
+#include "targets/nc/profile/summary.h"
+#include "targets/nc/profile/trace.h"
+
+namespace tessel::nc::compiler {
+
+namespace {
+
+Expected<LoweringOptions> parseCast(const std::string &autoCast, const std::string &castType) {
+  LoweringOptions options;
+  if (autoCast == "none") {
+    options.autoCast = AutoCast::None;
+  } else if (autoCast == "matmul") {
+    options.autoCast = AutoCast::Matmul;
+  } else if (autoCast == "all") {
+    options.autoCast = AutoCast::All;
+  } else {
+    return makeError(ErrorCode::InvalidArgument, "auto-cast '{}': expected none, matmul or all", autoCast);
+  }
+  if (castType == "bf16") {
+    options.castType = DType::BF16;
+  } else if (castType == "fp16") {
+    options.castType = DType::F16;
+  } else if (castType == "fp8_e4m3") {
+    options.castType = DType::F8E4M3;
+  } else {
+    return makeError(ErrorCode::InvalidArgument, "auto-cast type '{}': expected bf16, fp16 or fp8_e4m3", castType);
+  }
+  return options;
+}
+
+struct OutputError {
+  double maxAbs = 0, ratio = 0, range = 0;  // max |got - want|, its worst ratio to the tolerance, max |want|.
+};
+
+/// `got` against `want` within max(tolerance.rangeFraction * max|want|, minAbs, 1e-6) + tolerance.relative * |want|.
+OutputError compareOutput(const Tensor &got, const Tensor &want, const Tolerance &tolerance, double minAbs = 0) {
+  OutputError e;
+  for (int64_t i = 0; i < want.numel(); ++i) e.range = std::max(e.range, std::abs(want.scalarAsDouble(i)));
+  const double atol = std::max({tolerance.rangeFraction * e.range, minAbs, 1e-6});
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double err = std::abs(got.scalarAsDouble(i) - want.scalarAsDouble(i));
+    const double ratio = err / (atol + tolerance.relative * std::abs(want.scalarAsDouble(i)));
+    if (!(ratio <= e.ratio)) e.ratio = std::isnan(ratio) ? INFINITY : ratio;
+    e.maxAbs = std::max(e.maxAbs, err);
+  }
+  return e;
+}
+
+class NcModel final : public CompiledModel {
+ public:
+  explicit NcModel(std::unique_ptr<NcExecutable> exe) : exe_(std::move(exe)) {
+    figures_.simulated = true;
+    figures_.device = exe_->profile().name;
+    figures_.cores = exe_->cores();
+    figures_.programs = static_cast<int>(exe_->programs().size());
+    figures_.modelFlops = exe_->modelFlops();
+    for (const Fallback &f : exe_->fallbacks()) figures_.fallbacks.push_back(fmt::format("{} ({}): {}", f.node, f.opType, f.reason));
+    for (size_t i = 0; i < exe_->model().graph->nodes().size(); ++i)
+      ++(exe_->nodeOnDevice(i) ? figures_.deviceNodes : figures_.hostNodes);
+  }
+
+  const Model &model() const override { return exe_->model(); }
+
+  Expected<NamedValues> run(const NamedValues &feeds) override {
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe_->run(feeds));
+    recordFigures(result);
+    return std::move(result.outputs);
+  }
+  RunFigures lastRun() const override { return figures_; }
+  Status save(const std::string &path) const override { return exe_->save(path); }
+  std::string report() const override { return exe_->report(); }
+
+  std::string compileTimes() const override {
+    if (exe_->passTimes().empty()) return {};
+    std::string text = "time per pass:\n";
+    for (const PassTime &t : exe_->passTimes()) text += fmt::format("  {:10.1f} ms  {}\n", t.ms, t.name);
+    return text + fmt::format("  {:10.1f} ms  total\n", exe_->compileSeconds() * 1000.0);
+  }
+
+  Status runTimingOnly(const NamedValues &feeds) override {
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe_->run(feeds, /*timingOnly=*/true));
+    recordFigures(result);
+    return Status::success();
+  }
+
+  Expected<std::vector<std::string>> traces(const NamedValues &feeds) override {
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe_->run(feeds, /*timingOnly=*/true));
+    recordFigures(result);
+    std::vector<std::string> traces;
+    for (size_t i = 0; i < result.timelines.size(); ++i)
+      traces.push_back(formatTrace(result.timelines[i], exe_->programs()[i].program));
+    return traces;
+  }
+
+  Expected<std::string> writeProfile(const NamedValues &feeds, const std::string &dir) override {
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe_->run(feeds, /*timingOnly=*/true));
+    recordFigures(result);
+    if (result.timelines.empty()) return std::string("no device program: every node runs on the host; nothing to profile\n");
+    std::string text;
+    for (size_t i = 0; i < result.timelines.size(); ++i) {
+      const std::string sub =
+          result.timelines.size() == 1 ? dir : (std::filesystem::path(dir) / fmt::format("program{}", i)).string();
+      TESSEL_RETURN_IF_ERROR(nc::writeProfile(sub, result.timelines[i], exe_->programs()[i].program));
+      text += formatSummary(summarize(result.timelines[i], exe_->programs()[i].program));
+      text += fmt::format("wrote {}/{{trace.json, summary.txt, summary.json, report.html}}\n", sub);
+    }
+    return text;
+  }
+
+  /// The device's outputs against the reference with the same casts (tight), and how far the casts
+  /// move them from the f32 reference (reported, not checked).
+  Expected<OutputCheck> checkOutputs(const NamedValues &feeds, const NamedValues &outputs) const override {
+    const Model &model = exe_->model();
+    const LoweringOptions &lowering = exe_->options().lowering;
+    TESSEL_ASSIGN_OR_RETURN(CastReference casted,
+                            castReference(model, [&](size_t i) { return exe_->nodeOnDevice(i); }, lowering));
+    const Model &reference = casted.model ? *casted.model : model;
+    TESSEL_ASSIGN_OR_RETURN(NamedValues want, ReferenceInterpreter(reference).run(feeds));
+    // A deep network rounded to bf16 is chaotic: a value moved across a rounding boundary by the
+    // order of f32 sums moves everything after it. The reference's own answer to inputs perturbed by
+    // 1e-6 (relative) measures that noise; the check allows twice it.
+    std::vector<double> noise(want.size(), 0.0);
+    const bool casting = lowering.autoCast != AutoCast::None;
+    if (casting && casted.exact) {
+      NamedValues perturbed = feeds;
+      std::mt19937_64 rng(1);
+      std::uniform_real_distribution<float> jitter(-1e-6f, 1e-6f);
+      for (auto &[name, value] : perturbed) {
+        if (!value.isTensor() || value.tensor().dtype() != tessel::DType::Float32) continue;
+        tessel::Tensor t = value.tensor().clone();
+        for (float &v : t.span<float>()) v *= 1.0f + jitter(rng);
+        value = RuntimeValue(std::move(t));
+      }
+      TESSEL_ASSIGN_OR_RETURN(NamedValues other, ReferenceInterpreter(reference).run(perturbed));
+      for (size_t o = 0; o < want.size(); ++o)
+        noise[o] = compareOutput(other[o].second.tensor(), want[o].second.tensor(), {}).maxAbs;
+    }
+    // The f32 reference, when the checked one is another graph.
+    NamedValues f32 = want;
+    if (casted.model) {
+      TESSEL_ASSIGN_OR_RETURN(f32, ReferenceInterpreter(model).run(feeds));
+    }
+    const Tolerance tolerance = casting && casted.exact ? kSameCastTolerance : toleranceFor(lowering);
+    OutputCheck check;
+    if (casted.exact) {
+      check.text = fmt::format("outputs (target {}, checked against the reference {} within max({} * max|want|{}) + {} * |want|):\n",
+                               exe_->profile().name, casting ? "with the device's casts" : "in f32",
+                               tolerance.rangeFraction, casting ? ", 2 * its rounding noise" : "", tolerance.relative);
+    } else {
+      check.text = fmt::format("outputs (target {}, checked against the f32 reference within the cast's {} * max|want| + "
+                               "{} * |want|; {}):\n",
+                               exe_->profile().name, tolerance.rangeFraction, tolerance.relative, casted.unmodelled);
+    }
+    for (size_t o = 0; o < want.size() && o < outputs.size(); ++o) {
+      const tessel::Tensor &w = want[o].second.tensor(), &g = outputs[o].second.tensor();
+      const OutputError error = compareOutput(g, w, tolerance, 2 * noise[o]);
+      check.passed = check.passed && error.ratio <= 1.0;
+      check.text += fmt::format("  {}: {} max abs error {:.3g}, max error / tolerance {:.3f}: {}", want[o].first,
+                                outputs[o].second.describe(), error.maxAbs, error.ratio, error.ratio <= 1.0 ? "PASS" : "FAIL");
+      if (casting && casted.exact) {
+        const OutputError drift = compareOutput(g, f32[o].second.tensor(), tolerance);
+        check.text += fmt::format("; rounding noise {:.3g}; the casts move it {:.3g} from f32 ({:.2g} of max|f32|)", noise[o],
+                                  drift.maxAbs, drift.maxAbs / std::max(drift.range, 1e-30));
+      }
+      check.text += "\n";
+    }
+    return check;
+  }
+
+ private:
+  void recordFigures(const NcRunResult &result) {
+    figures_.deviceUs = figures_.latencyUs = result.deviceNs / 1000.0;
+    double longest = -1;
+    for (size_t i = 0; i < result.timelines.size(); ++i) {
+      ProfileSummary s = summarize(result.timelines[i], exe_->programs()[i].program);
+      if (s.totalNs > longest) {
+        longest = s.totalNs;
+        figures_.boundingEngine = fmt::format("{} ({:.0f}% active)", s.boundingEngine, s.boundingActivePercent);
+      }
+    }
+    figures_.mfuPercent = 0;
+    if (figures_.latencyUs > 0 && !result.timelines.empty())
+      figures_.mfuPercent = 100.0 * figures_.modelFlops /
+                            (result.timelines[0].pePeakFlopsPerSec * exe_->cores() * figures_.latencyUs * 1e-6);
+  }
+
+  std::unique_ptr<NcExecutable> exe_;
+  RunFigures figures_;
+};
+
+class NcTarget final : public Target {
+ public:
+  explicit NcTarget(std::string profile) : Target(std::move(profile)) {}
+  Expected<std::unique_ptr<CompiledModel>> compile(Model model, const TargetOptions &options) const override {
+    TESSEL_ASSIGN_OR_RETURN(LoweringOptions lowering, parseCast(options.autoCast, options.autoCastType));
+    lowering.cores = options.cores;
+    NcCompileOptions nc;
+    nc.target = name();
+    nc.lowering = lowering;
+    nc.optLevel = options.optLevel;
+    nc.timePasses = options.timePasses;
+    TESSEL_ASSIGN_OR_RETURN(auto exe, compileNc(std::move(model), nc));
+    return std::unique_ptr<CompiledModel>(new NcModel(std::move(exe)));
+  }
+  bool ownsArtifact(const std::string &path) const override { return isNcArtifact(path); }
+  Expected<std::unique_ptr<CompiledModel>> loadArtifact(const std::string &path, const TargetOptions &) const override {
+    TESSEL_ASSIGN_OR_RETURN(auto exe, loadNcArtifact(path));
+    return std::unique_ptr<CompiledModel>(new NcModel(std::move(exe)));
+  }
+};
+
+}  // namespace
+
+bool isAcceleratorTargetName(const std::string &name) {
+  const std::vector<std::string> bundled = bundledProfileNames();
+  return std::find(bundled.begin(), bundled.end(), name) != bundled.end() || name.ends_with(".json");
+}
+
+Expected<std::unique_ptr<Target>> makeTarget(const std::string &profile) {
+  TESSEL_RETURN_IF_ERROR(loadProfile(profile).status());
+  return std::unique_ptr<Target>(new NcTarget(profile));
+}
+
+}  // namespace tessel::nc::compiler

@@ -1,0 +1,117 @@
+// The one interface every target implements: compile a model into a CompiledModel, load an
+// artifact, run. Targets register by name (runtime/target_registry.h); sessions, the command-line
+// tool and the public API reach them only through that registry and this interface.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/runtime_value.h"
+#include "support/diagnostic.h"
+
+namespace tessel {
+
+struct TargetOptions {
+  int optLevel = 3;  // The graph pass pipeline.
+  int threads = 0;   // cpu: thread pool size (0 = all hardware threads).
+  // Accelerators:
+  std::string autoCast = "none";  // none, matmul or all.
+  std::string autoCastType = "bf16";
+  int cores = 1;
+  bool timePasses = false;  // Record the time of every pass and compiler stage (compileTimes()).
+};
+
+/// The figures of the last run.
+struct RunFigures {
+  bool simulated = false;
+  double latencyUs = 0;   // Measured on this host, or the simulated device time.
+  double deviceUs = 0;    // Simulated device time.
+  double mfuPercent = 0;
+  double modelFlops = 0;  // The device stages' matmul, convolution and attention FLOPs.
+  std::string device;     // The machine profile, e.g. "nc-v2".
+  int cores = 1;
+  int programs = 0;       // Device programs (stage x core); 0: every node ran on the host.
+  std::string boundingEngine;
+  int deviceNodes = 0, hostNodes = 0;
+  std::vector<std::string> fallbacks;  // "node (Op): reason" for each node that left the device.
+};
+
+/// Time in one op over the profiled runs.
+struct OpTime {
+  std::string node, opType, kernel, outputType;
+  double totalMs = 0;
+  int64_t runs = 0;
+};
+
+/// What a plan holds, where the target plans memory on this host.
+struct PlanStats {
+  int steps = 0, fallbackSteps = 0;    // Steps that run, and those on reference kernels.
+  std::vector<std::string> fallbacks;  // "node 'x' (Op): reason" per reference step.
+  size_t arenaBytes = 0, constantBytes = 0;
+  int threads = 1;                     // The thread pool's size, counting the caller.
+};
+
+/// How a target's outputs compare with the reference interpreter's.
+struct OutputCheck {
+  std::string text;  // One line per output, as `tessel run` prints it.
+  bool passed = true;
+};
+
+/// A model compiled for one target at fixed input shapes. run() is not re-entrant.
+class CompiledModel {
+ public:
+  virtual ~CompiledModel() = default;
+  /// The graph it runs (after the target's passes).
+  virtual const Model &model() const = 0;
+  virtual Expected<NamedValues> run(const NamedValues &feeds) = 0;
+  virtual RunFigures lastRun() const = 0;
+
+  /// Writes the artifact that Target::loadArtifact reads back.
+  virtual Status save(const std::string &path) const;
+  /// What the compiler decided, as text.
+  virtual std::string report() const { return {}; }
+  /// The time of every pass and compiler stage, where TargetOptions::timePasses asked for it.
+  virtual std::string compileTimes() const { return {}; }
+
+  virtual PlanStats planStats() const { return {}; }
+  /// Per-op timing, where the target runs natively.
+  virtual void setProfiling(bool on) {}
+  virtual std::vector<OpTime> opProfile() const { return {}; }
+
+  /// Where the target simulates: one run's timing alone (no outputs; lastRun() has its figures);
+  /// the same as a Perfetto trace per program; or written with the summary and HTML report to
+  /// `dir`, returning the summaries and what was written, as text.
+  virtual Status runTimingOnly(const NamedValues &feeds);
+  virtual Expected<std::vector<std::string>> traces(const NamedValues &feeds);
+  virtual Expected<std::string> writeProfile(const NamedValues &feeds, const std::string &dir);
+
+  /// Where the target's numerics are not the reference's own (casts): its outputs for `feeds`
+  /// against the reference with the same casts. Empty text where there is nothing to check.
+  virtual Expected<OutputCheck> checkOutputs(const NamedValues &feeds, const NamedValues &outputs) const {
+    return OutputCheck{};
+  }
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  const std::string &name() const { return name_; }
+  /// Whether compile() needs every input size known. Targets that do not (ref) take symbolic dims.
+  virtual bool needsStaticShapes() const { return true; }
+  virtual Expected<std::unique_ptr<CompiledModel>> compile(Model model, const TargetOptions &options) const = 0;
+  /// Whether `path` is an artifact this target wrote.
+  virtual bool ownsArtifact(const std::string &path) const { return false; }
+  virtual Expected<std::unique_ptr<CompiledModel>> loadArtifact(const std::string &path,
+                                                                const TargetOptions &options) const;
+
+ protected:
+  explicit Target(std::string name) : name_(std::move(name)) {}
+
+ private:
+  std::string name_;
+};
+
+}  // namespace tessel
