@@ -1,0 +1,78 @@
+"""The accelerator tools: library kernels, profiles and the run summary of an nc-v2 executable."""
+
+import json
+
+import numpy as np
+import pytest
+
+import tessel
+from conftest import SMALL_CNN
+
+
+@pytest.fixture(scope="module")
+def small_cnn_nc():
+    return tessel.compile(SMALL_CNN, target="nc-v2", batch=2)
+
+
+def test_kernels_list_matmul():
+    kernels = {k.name: k for k in tessel.nc.kernels()}
+    assert "matmul" in kernels
+    assert {"M", "N", "K"} <= set(kernels["matmul"].dims)
+    assert kernels["matmul"].dtypes
+
+
+def test_kernel_run_small_matmul(tmp_path):
+    r = tessel.nc.kernel_run("matmul", target="nc-v2", shape={"M": 128, "N": 128, "K": 128}, seed=3,
+                             profile_dir=tmp_path / "profile")
+    assert r.checked and r.passed
+    assert r.races == 0
+    assert r.latency_us > 0 and r.instructions > 0
+    assert 0 < r.mfu_percent <= 100
+    assert r.bounding_engine
+    assert r.summary and str(r) == r.summary
+    assert (tmp_path / "profile" / "report.html").exists()
+
+
+def test_kernel_run_timing_only_is_not_checked():
+    r = tessel.nc.kernel_run("matmul", shape={"M": 128, "N": 128, "K": 128}, timing_only=True)
+    assert not r.checked and r.latency_us > 0
+
+
+def test_kernel_run_errors():
+    with pytest.raises(tessel.InvalidArgumentError, match="unknown kernel 'nope'"):
+        tessel.nc.kernel_run("nope")
+    with pytest.raises(tessel.InvalidArgumentError):
+        tessel.nc.kernel_run("matmul", shape={"Q": 4})
+
+
+def test_nc_run_summary(small_cnn_nc, small_cnn_input):
+    y = small_cnn_nc(small_cnn_input)
+    assert y.shape == (2, 10)
+    expected = np.load(SMALL_CNN.parent / "small_cnn_expected.npy")
+    # Auto-cast to bf16 for matmul operands: close, not exact.
+    np.testing.assert_allclose(y, expected, atol=2e-2)
+    s = small_cnn_nc.last_run
+    assert s.simulated and s.latency_us > 0 and s.device_us > 0
+    assert 0 < s.mfu_percent <= 100
+    assert s.bounding_engine
+    assert s.device_nodes > 0
+    assert len(s.fallbacks) == s.host_nodes
+    html = small_cnn_nc._repr_html_()
+    assert "mfu_percent" in html and "bounding_engine" in html and "nc-v2" in html
+
+
+def test_profile_writes_the_report(small_cnn_nc, tmp_path):
+    summary = small_cnn_nc.profile(tmp_path / "prof")
+    assert (tmp_path / "prof" / "report.html").exists()
+    assert summary.simulated and summary.latency_us > 0
+
+
+def test_timeline_is_perfetto_json(small_cnn_nc):
+    trace = json.loads(small_cnn_nc.timeline())
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace[0]["traceEvents"]
+    assert events
+
+
+def test_cpu_has_no_timeline(small_cnn_cpu):
+    with pytest.raises(tessel.Error):
+        small_cnn_cpu.timeline()
