@@ -8,6 +8,7 @@ packages=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-onnx
+  pybind11-dev python3-dev python3-pytest python3-venv python3-torch  # the Python package and its tests
   chromium  # headless screenshot test of the profiler report
 )
 

@@ -11,7 +11,7 @@ tessel.nc runs the accelerator's library kernels. Errors are tessel.Error subcla
 
 import importlib
 
-from . import _tessel
+from . import _tessel, nc
 from ._errors import (Error, ExecutionError, ExportError, InternalError, InvalidArgumentError, InvalidModelError,
                       IoError, NotFoundError, ParseError, ShapeMismatchError, TypeMismatchError, UnsupportedOpError,
                       UnsupportedOpsetError)
@@ -36,6 +36,6 @@ def targets():
 
 def __getattr__(name):
     # tessel.torch imports torch, which takes a second: only when asked for.
-    if name in ("torch", "nc"):
-        return importlib.import_module(f".{name}", __name__)
+    if name == "torch":
+        return importlib.import_module(".torch", __name__)
     raise AttributeError(f"module 'tessel' has no attribute '{name}'")

@@ -119,7 +119,9 @@ class Executable:
         rows = [("target", self.target)]
         rows += [(f"input {i.name}", f"{i.dtype} {i.shape}") for i in self.inputs]
         rows += [(f"output {o.name}", f"{o.dtype} {o.shape}") for o in self.outputs]
-        return html_table("tessel.Executable", rows) + self.last_run._repr_html_()
+        summary = self.last_run
+        ran = summary.simulated or summary.latency_us > 0
+        return html_table("tessel.Executable", rows) + (summary._repr_html_() if ran else "<p>not run yet</p>")
 
 
 def _model_source(model):

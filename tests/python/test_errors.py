@@ -47,6 +47,15 @@ def test_wrong_feed_shape_names_the_input_and_file(small_cnn_cpu):
     assert "small_cnn.onnx" in str(e)
 
 
+def test_feed_names_are_checked(small_cnn_cpu, small_cnn_input):
+    with pytest.raises(tessel.InvalidArgumentError, match="small_cnn.onnx: the model has no input named 'img'"):
+        small_cnn_cpu.run(None, {"img": small_cnn_input})
+    with pytest.raises(tessel.InvalidArgumentError, match="input 'image' .* was not given"):
+        small_cnn_cpu.run(None, {})
+    with pytest.raises(tessel.InvalidArgumentError, match="feed names are strings"):
+        small_cnn_cpu.run(None, {0: small_cnn_input})
+
+
 def test_unknown_output_name():
     exe = tessel.compile(add_model(), target="cpu")
     a = np.zeros((2, 3), np.float32)
