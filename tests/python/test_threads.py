@@ -31,3 +31,32 @@ def test_eight_threads_share_one_executable(small_cnn_cpu, small_cnn_input):
     # Checked after all runs, so an output overwritten by a later run shows too.
     assert all(len(o) == runs for o in outputs)
     assert all(out.tobytes() == expected for o in outputs for out in o)
+
+
+def test_a_run_releases_the_gil():
+    import time
+
+    import tessel
+    from conftest import SMALL_CNN
+
+    exe = tessel.compile(SMALL_CNN, target="cpu", batch=256, threads=1)
+    x = np.zeros((256, 1, 28, 28), np.float32)
+    exe(x)  # Warm: the timed run is the run alone.
+    took = {}
+
+    def work():
+        start = time.perf_counter()
+        exe(x)
+        took["run"] = time.perf_counter() - start
+
+    # This thread keeps taking the GIL while the other runs; were the run to hold it, one gap
+    # would last the whole run.
+    worker = threading.Thread(target=work)
+    longest, last = 0.0, time.perf_counter()
+    worker.start()
+    while worker.is_alive():
+        now = time.perf_counter()
+        longest, last = max(longest, now - last), now
+    worker.join()
+    assert took["run"] > 0.02
+    assert longest < took["run"] / 2, (longest, took["run"])
