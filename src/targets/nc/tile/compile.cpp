@@ -55,6 +55,8 @@ Expected<CompiledKernel> compileKernel(const Kernel &kernel, const MachineProfil
   compiled.name = kernel.name;
   compiled.hbmTensors = layoutHbm(kernel, &compiled.hbmBytes);
   compiled.tiles = allocation.tiles;
+  compiled.tilePredecessors = allocation.predecessors;
+  compiled.allocationPolicy = std::string(allocationPolicyName(allocation.policy));
   compiled.peakSbufBytesPerPartition = allocation.peakSbufBytesPerPartition;
   compiled.peakPsumBytesPerPartition = allocation.peakPsumBytesPerPartition;
 

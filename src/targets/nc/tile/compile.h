@@ -1,5 +1,5 @@
 // Compiles a recorded kernel (Tile IR) into an accelerator program: SBUF/PSUM allocation by liveness
-// (bank rules, alignment; buffers reused in the order they were freed, which multi-buffers loops),
+// (bank rules, alignment; a new tile takes the block freed the longest ago, which multi-buffers loops),
 // dependences on the bytes each op touches, engine choice where the kernel left it open, a list
 // scheduler across the engines and DMA queues driven by the cost functions of machine/cost.h (the
 // same ones the timing simulator uses), and semaphore insertion for every cross-engine dependence.
@@ -52,6 +52,8 @@ struct CompiledKernel {
   std::vector<HbmPlacement> hbmTensors;  // Inputs and outputs, in declaration order.
   uint64_t hbmBytes = 0;
   std::vector<TilePlacement> tiles;
+  std::vector<std::vector<int32_t>> tilePredecessors;  // Per tile: the tiles whose bytes it reuses.
+  std::string allocationPolicy;                        // How the offsets were chosen (allocate.h).
   uint64_t peakSbufBytesPerPartition = 0, peakPsumBytesPerPartition = 0;
   double estimatedNs = 0;       // The list scheduler's estimate.
   std::vector<InstructionTiming> timing;  // Parallel to `program`.
@@ -62,7 +64,8 @@ struct CompiledKernel {
 Expected<CompiledKernel> compileKernel(const Kernel &kernel, const MachineProfile &profile,
                                        const CompileOptions &options = {});
 
-/// The allocation: one line per tile (name, space, offset, bytes per partition, live range).
+/// The allocation: the policy and the peaks, then one line per tile (id, name, space, offset, bytes per
+/// partition, live range, and the tiles whose bytes it reuses).
 std::string printAllocation(const Kernel &kernel, const CompiledKernel &compiled);
 /// The schedule: per engine/queue, its instructions in order with estimated start times.
 std::string printSchedule(const CompiledKernel &compiled);

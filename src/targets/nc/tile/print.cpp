@@ -1,6 +1,7 @@
-// Text forms of a compiled kernel for tests and people: the allocation (one line per tile) and the
-// schedule (per engine and DMA queue, its instructions in program order with the scheduler's
-// estimated start and end times). Both are deterministic.
+// Text forms of a compiled kernel for tests and people: the allocation (its policy, then one line per
+// tile with the tiles whose bytes it reuses) and the schedule (per engine and DMA queue, its
+// instructions in program order with the scheduler's estimated start and end times). Both are
+// deterministic.
 #include <map>
 
 #include <fmt/format.h>
@@ -12,22 +13,28 @@
 namespace tessel::nc::tile {
 
 std::string printAllocation(const Kernel &kernel, const CompiledKernel &compiled) {
-  std::string text = fmt::format("allocation '{}': SBUF peak {} bytes per partition, PSUM peak {}\n", compiled.name,
-                                 compiled.peakSbufBytesPerPartition, compiled.peakPsumBytesPerPartition);
+  std::string text = fmt::format("allocation '{}': SBUF peak {} bytes per partition, PSUM peak {}, policy {}\n",
+                                 compiled.name, compiled.peakSbufBytesPerPartition, compiled.peakPsumBytesPerPartition,
+                                 compiled.allocationPolicy);
   for (const HbmPlacement &tensor : compiled.hbmTensors)
     text += fmt::format("  {} {}: HBM offset {} {}[{}]\n", tensor.isOutput ? "output" : "input", tensor.name,
                         tensor.offsetBytes, dtypeName(tensor.dtype), fmt::join(tensor.shape, ", "));
-  for (const TilePlacement &placement : compiled.tiles) {
+  for (size_t t = 0; t < compiled.tiles.size(); ++t) {
+    const TilePlacement &placement = compiled.tiles[t];
     const std::string &name = placement.tile >= 0 && static_cast<size_t>(placement.tile) < kernel.tiles.size()
                                   ? kernel.tiles[placement.tile].name
                                   : std::string("?");
     if (placement.firstOp < 0) {
-      text += fmt::format("  tile {}: {} unused\n", name, placement.space == MemSpace::PSUM ? "PSUM" : "SBUF");
+      text += fmt::format("  tile #{} {}: {} unused\n", t, name, placement.space == MemSpace::PSUM ? "PSUM" : "SBUF");
       continue;
     }
-    text += fmt::format("  tile {}: {} offset {} bytes {} ops #{}..#{}\n", name,
+    text += fmt::format("  tile #{} {}: {} offset {} bytes {} ops #{}..#{}", t, name,
                         placement.space == MemSpace::PSUM ? "PSUM" : "SBUF", placement.offsetBytes,
                         placement.bytesPerPartition, placement.firstOp, placement.lastOp);
+    // Whose bytes it takes over: the reuse the dependences order it after.
+    if (t < compiled.tilePredecessors.size() && !compiled.tilePredecessors[t].empty())
+      text += fmt::format(" reuses #{}", fmt::join(compiled.tilePredecessors[t], " #"));
+    text += "\n";
   }
   return text;
 }

@@ -35,13 +35,13 @@ TEST(Compile, AddKernelProgram) {
             "dma_copy.DMA dst=hbm[p0:1, off 262144, [512,128], [1,512]]:bf16 src=sbuf[p0:128, off 2048, [1,512]]:bf16 "
             "queue=q2 wait=s1>=1\n");
   EXPECT_EQ(printAllocation(kernel, compiled),
-            "allocation 'add': SBUF peak 3072 bytes per partition, PSUM peak 0\n"
+            "allocation 'add': SBUF peak 3072 bytes per partition, PSUM peak 0, policy least-recently-freed\n"
             "  input x: HBM offset 0 bf16[128, 512]\n"
             "  input y: HBM offset 131072 bf16[128, 512]\n"
             "  output out: HBM offset 262144 bf16[128, 512]\n"
-            "  tile a: SBUF offset 0 bytes 1024 ops #0..#2\n"
-            "  tile b: SBUF offset 1024 bytes 1024 ops #1..#2\n"
-            "  tile sum: SBUF offset 2048 bytes 1024 ops #2..#3\n");
+            "  tile #0 a: SBUF offset 0 bytes 1024 ops #0..#2\n"
+            "  tile #1 b: SBUF offset 1024 bytes 1024 ops #1..#2\n"
+            "  tile #2 sum: SBUF offset 2048 bytes 1024 ops #2..#3\n");
   std::string schedule = printSchedule(compiled);
   EXPECT_NE(schedule.find("DVE:\n"), std::string::npos) << schedule;
   EXPECT_NE(schedule.find("DMA.q2:\n"), std::string::npos) << schedule;
