@@ -76,3 +76,10 @@ def test_timeline_is_perfetto_json(small_cnn_nc):
 def test_cpu_has_no_timeline(small_cnn_cpu):
     with pytest.raises(tessel.Error):
         small_cnn_cpu.timeline()
+
+
+def test_nc_save_and_load_round_trip(small_cnn_nc, small_cnn_input, tmp_path):
+    small_cnn_nc.save(tmp_path / "small_cnn-nc-v2.tsl")
+    loaded = tessel.load(tmp_path / "small_cnn-nc-v2.tsl")
+    assert loaded.target == "nc-v2"
+    assert loaded(small_cnn_input).tobytes() == small_cnn_nc(small_cnn_input).tobytes()
