@@ -5,6 +5,7 @@
 
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
+#include "targets/nc/compiler/conv_forms.h"
 
 namespace tessel::nc::compiler {
 namespace {
@@ -23,10 +24,10 @@ tessel::DType irDtype(DType castType) {
 }
 
 /// The inputs of `node` the device rounds to the matmul dtype.
-std::vector<size_t> roundedInputs(const Node &node) {
+std::vector<size_t> roundedInputs(const Node &node, const LoweringOptions &options) {
   const std::string &op = node.opType();
   if (op == "MatMul" || op == "Gemm" || op == "FusedMatMul") return {0, 1};
-  if ((op == "Conv" || op == "FusedConv") && node.attrInt("group", 1) == 1) return {0, 1};
+  if ((op == "Conv" || op == "FusedConv") && (node.attrInt("group", 1) == 1 || depthwiseOnPe(node, options))) return {0, 1};
   return {};
 }
 
@@ -62,7 +63,7 @@ Expected<CastReference> castReference(const Model &model, const std::function<bo
       ref.exact = false;  // The device rounds alpha * B, not B.
       ref.unmodelled = fmt::format("Gemm '{}' rounds alpha * B", node->name());
     }
-    for (size_t input : roundedInputs(*node)) {
+    for (size_t input : roundedInputs(*node, options)) {
       Value *v = node->input(input);
       if (!v || !v->type().isTensor() || v->type().dtype() != tessel::DType::Float32) continue;
       auto [it, added] = rounded.try_emplace(v, nullptr);

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "targets/nc/compiler/conv_forms.h"
 #include "targets/nc/compiler/epilogue.h"
 #include "targets/nc/compiler/lowering.h"
 #include "targets/nc/compiler/spatial_windows.h"
@@ -463,6 +464,49 @@ Status emitDepthwiseConv(LoweringContext &ctx, const Node &node, const ConvShape
   return Status::success();
 }
 
+/// Depthwise on the PE: tap t is a matmul with stationary diag(W[:, t]) over the channel block, so the
+/// taps accumulate in PSUM like a dense convolution's and the vector engines only evict. The
+/// diagonals are made on chip: an identity times each tap's per-partition weight, rounded to the
+/// matmul dtype on the way (POOL, a few columns per tap).
+Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvShape &s, const ConvOutput &o) {
+  KernelBuilder &b = ctx.builder();
+  const int64_t P = ctx.profile().partitions, bank = ctx.profile().psum.bankFp32Elements;
+  const DType dtype = ctx.matmulDtype();
+  Expected<DeviceTensor> x = s.padded() ? ctx.standard(node.input(0), 1) : ctx.standardAs(node.input(0), 1, dtype);
+  if (!x.ok()) return x.diag();
+  const int64_t Wi = s.padded() ? s.W + s.padLeft + s.padRight : s.W;
+  const int64_t imageSize = (s.padded() ? s.H + s.padTop + s.padBottom : s.H) * Wi;
+  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {s.C, s.taps()}, ctx.constantFloats(node.input(1)));
+  TileView identity = b.sbuf(node.name() + "/identity", dtype, std::min(P, s.C), {std::min(P, s.C)});
+  b.memset(identity, 1.0f, Engine::POOL);
+  b.affineSelect(identity, identity, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1, /*offset=*/0, 0.0f);
+  b.affineSelect(identity, identity, /*partitionMultiplier=*/-1, /*freeMultiplier=*/1, /*offset=*/0, 0.0f);
+  TileRing accRing(MemSpace::PSUM, node.name() + "/acc", DType::F32, std::min(P, s.C), {bank}, kPsumSlots);
+  for (const Span &ch : splitRange(s.C, P)) {
+    TileView weights = b.sbuf(node.name() + "/w", DType::F32, ch.count, {s.taps()});
+    b.load(weights, wHbm.rows(ch.start, ch.count));
+    TileView diagonals = b.sbuf(node.name() + "/diag", dtype, ch.count, {s.taps() * ch.count});
+    const TileView eye = identity.partitionSlice(0, ch.count).cols(0, ch.count);
+    for (int64_t t = 0; t < s.taps(); ++t)
+      b.tensorScalar(diagonals.cols(t * ch.count, ch.count), eye, AluOp::Multiply, weights.cols(t, 1), AluOp::None, 0.0f,
+                     Engine::POOL);
+    const TileView input = denseInput(b, node, s, *x, ch, dtype);
+    for (const OutputChunk &chunk : splitOutput(s.N, s.OH, s.OW, bank)) {
+      TileView acc = accRing.next(b).partitionSlice(0, ch.count).cols(0, chunk.size());
+      for (int64_t t = 0; t < s.taps(); ++t) {
+        const int64_t kh = t / s.KW, kw = t % s.KW;
+        const int64_t offset = chunk.n0 * imageSize + (chunk.oh0 * s.strideH + kh * s.dilationH) * Wi +
+                               chunk.ow0 * s.strideW + kw * s.dilationW;
+        TileView moving = input.pattern(offset, windowDims(chunk.images, imageSize, chunk.rows, s.strideH * Wi, chunk.cols,
+                                                           s.strideW));
+        b.matmul(acc, diagonals.cols(t * ch.count, ch.count), moving, /*accumulate=*/t > 0);
+      }
+      evictChunk(ctx, s, o, ch.start, ch.count, chunk, acc);
+    }
+  }
+  return Status::success();
+}
+
 // ---- Entry ------------------------------------------------------------------------------------------------
 
 Status emitConv(LoweringContext &ctx, const Node &node) {
@@ -478,7 +522,9 @@ Status emitConv(LoweringContext &ctx, const Node &node) {
   }
   o.epilogue = node.domain() == "tessel" ? epilogueOf(node) : Epilogue{};
 
-  if (s.depthwise()) {
+  if (s.depthwise() && depthwiseOnPe(node, ctx.options())) {
+    TESSEL_RETURN_IF_ERROR(emitDepthwiseConvOnPe(ctx, node, s, o));
+  } else if (s.depthwise()) {
     TESSEL_RETURN_IF_ERROR(emitDepthwiseConv(ctx, node, s, o));
   } else if (foldable(s, ctx.profile().partitions)) {
     TESSEL_ASSIGN_OR_RETURN(HbmView x, ctx.hbmOf(node.input(0)));
@@ -491,6 +537,13 @@ Status emitConv(LoweringContext &ctx, const Node &node) {
 }
 
 }  // namespace
+
+bool depthwiseOnPe(const Node &node, const LoweringOptions &options) {
+  ConvShape s;
+  if (!readConvShape(node, s).empty() || !s.depthwise() || options.autoCast == AutoCast::None) return false;
+  constexpr int64_t kBankFp32Elements = 512;  // PSUM bank per partition on both generations (2 KiB).
+  return s.N * s.OH * s.OW >= kBankFp32Elements;
+}
 
 std::vector<OpLowering> convLowerings() {
   return {OpLowering{"", "Conv", checkConv, emitConv}, OpLowering{"tessel", "FusedConv", checkConv, emitConv}};

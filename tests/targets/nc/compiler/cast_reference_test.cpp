@@ -9,6 +9,7 @@
 
 #include "ir/parser.h"
 #include "targets/nc/compiler/cast_reference.h"
+#include "targets/nc/compiler/conv_forms.h"
 #include "targets/nc/compiler/executable.h"
 #include "targets/nc/compiler/nc_model_check.h"
 
@@ -101,6 +102,46 @@ TEST(CastReference, SaysWhatItCannotModel) {
   ASSERT_TRUE(onHost.ok());
   EXPECT_EQ(onHost->roundedValues, 0);
   EXPECT_FALSE(onHost->model.has_value());
+}
+
+// A depthwise convolution over an image of at least a PSUM bank runs on the PE (diagonal-weight
+// matmuls), so its operands are rounded like any PE convolution's, and the same-cast reference
+// rounds them too; in f32 (no casts) it stays on the vector engines.
+TEST(CastReference, RoundsTheOperandsOfADepthwiseConvolutionOnThePe) {
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=13) ir_version=8 {{
+func @main(%img: f32[1,48,32,32]) -> (%d: f32[1,48,32,32]) {{
+  const %dw = {}
+  %d = Conv(%img, %dw) {{group = 48, pads = [1, 1, 1, 1]}}
+  return %d
+}}
+}}
+)",
+                                     denseText({48, 1, 3, 3}, 5));
+  auto model = parseModel(ir, "<depthwise>");
+  ASSERT_TRUE(model.ok()) << model.diag().str();
+  const Node &conv = *(*model).graph->nodes().front();
+  LoweringOptions none;
+  none.autoCast = AutoCast::None;
+  EXPECT_TRUE(depthwiseOnPe(conv, LoweringOptions{}));
+  EXPECT_FALSE(depthwiseOnPe(conv, none));
+  auto exe = compileNc(std::move(*model), NcCompileOptions{});
+  ASSERT_TRUE(exe.ok()) << exe.diag().str();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  Tensor img(tessel::DType::Float32, {1, 48, 32, 32});
+  for (float &v : img.span<float>()) v = u(rng);
+  auto device = (*exe)->run({{"img", RuntimeValue(img)}});
+  ASSERT_TRUE(device.ok()) << device.diag().str();
+  auto casted = castReference((*exe)->model(), [&](size_t i) { return (*exe)->nodeOnDevice(i); }, (*exe)->options().lowering);
+  ASSERT_TRUE(casted.ok() && casted->model.has_value());
+  EXPECT_EQ(casted->roundedValues, 2);  // X and W.
+  auto same = ReferenceInterpreter(*casted->model).run({{"img", RuntimeValue(img)}});
+  auto f32 = ReferenceInterpreter((*exe)->model()).run({{"img", RuntimeValue(img)}});
+  ASSERT_TRUE(same.ok() && f32.ok());
+  const double toSame = maxAbsDifference(device->outputs[0].second.tensor(), (*same)[0].second.tensor());
+  const double toF32 = maxAbsDifference(device->outputs[0].second.tensor(), (*f32)[0].second.tensor());
+  EXPECT_GT(toF32, 1e-3);  // bf16 operands...
+  EXPECT_LT(toSame, 1e-5);  // ...exactly modelled: nine products summed in f32.
 }
 
 }  // namespace
