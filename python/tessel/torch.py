@@ -12,7 +12,7 @@ import io
 
 import torch
 
-from ._errors import ExportError
+from ._errors import ExportError, InvalidArgumentError
 from ._executable import compile as _compile
 
 __all__ = ["CompiledModule", "compile"]
@@ -28,11 +28,15 @@ class CompiledModule:
     def __init__(self, executable, module_name):
         self.executable = executable
         self.module_name = module_name
+        self._input_names = [i.name for i in executable.inputs]
 
     def __call__(self, *inputs):
-        arrays = [t.detach().cpu().contiguous().numpy() if isinstance(t, torch.Tensor) else t for t in inputs]
-        outputs = [torch.from_numpy(a) for a in self.executable(*arrays)] if len(self.executable.outputs) > 1 \
-            else [torch.from_numpy(self.executable(*arrays))]
+        if len(inputs) != len(self._input_names):
+            raise InvalidArgumentError(f"{self.module_name} was compiled for {len(self._input_names)} inputs; "
+                                       f"got {len(inputs)}")
+        feeds = {name: t.detach().cpu().contiguous().numpy() if isinstance(t, torch.Tensor) else t
+                 for name, t in zip(self._input_names, inputs)}
+        outputs = [torch.from_numpy(a) for a in self.executable.run(None, feeds)]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def __repr__(self):

@@ -48,6 +48,8 @@ def test_several_inputs_and_outputs():
     s, t = fast(a, b)
     np.testing.assert_allclose(s.numpy(), (a + b).numpy(), atol=1e-6)
     np.testing.assert_allclose(t.numpy(), torch.tanh(a * b).numpy(), atol=1e-5)
+    with pytest.raises(tessel.InvalidArgumentError, match="TwoOutputs was compiled for 2 inputs; got 1"):
+        fast(a)
 
 
 class Same(torch.nn.Module):
