@@ -1,5 +1,5 @@
 // `tessel kernel list` and `tessel kernel run NAME --target T --shape R=..,C=.. [--dtype D]
-// [--option K=V ...] [--timing-only] [--seed N] [--profile DIR] [--print-schedule]
+// [--variant V] [--option K=V ...] [--timing-only] [--seed N] [--profile DIR] [--print-schedule]
 // [--print-allocation]`: lists the accelerator kernel library, and runs one kernel in the simulator
 // on a machine profile (nc-v2, nc-v3 or a profile JSON): its simulated time, MFU when its FLOPs are
 // known, the check against the reference target, any data races, and the profile summary. Exits 1
@@ -31,6 +31,7 @@ struct KernelRunArgs {
   std::string target = "nc-v2";
   std::string shape;
   std::string dtype;
+  std::string variant;
   std::vector<std::string> options;
   bool timingOnly = false;
   uint64_t seed = 1;
@@ -50,8 +51,10 @@ void listKernels() {
   for (const kernels::KernelDef &kernel : kernels::kernelLibrary()) {
     std::vector<std::string_view> dtypes;
     for (nc::DType dtype : kernel.dtypes) dtypes.push_back(nc::dtypeName(dtype));
+    std::string summary = kernel.summary;
+    if (!kernel.variants.empty()) summary += fmt::format(" [variants: {}]", fmt::join(kernel.variants, ", "));
     rows.push_back({kernel.name, fmt::format("{}", fmt::join(kernel.dimNames, ",")),
-                    fmt::format("{}", fmt::join(dtypes, ",")), kernel.summary});
+                    fmt::format("{}", fmt::join(dtypes, ",")), summary});
   }
   size_t nameWidth = 0, dimsWidth = 0, dtypesWidth = 0;
   for (const Row &row : rows) {
@@ -73,7 +76,7 @@ void runKernelCommand(const KernelRunArgs &args) {
                                    kernels::kernelLibrary().size()));
   auto profile = nc::loadProfile(args.target);
   if (!profile.ok()) return reportError(fmt::format("kernel '{}': {}", kernel->name, profile.diag().str()));
-  auto params = kernels::parseKernelParams(*kernel, args.shape, args.dtype, args.options);
+  auto params = kernels::parseKernelParams(*kernel, args.shape, args.dtype, args.options, args.variant);
   if (!params.ok()) return reportError(params.diag().str());
 
   kernels::KernelRunOptions options;
@@ -84,8 +87,10 @@ void runKernelCommand(const KernelRunArgs &args) {
 
   std::string optionText;
   for (const auto &[key, value] : params->options) optionText += fmt::format(" {}={}", key, value);
-  std::printf("kernel %s %s %s on %s%s\n", kernel->name.c_str(), kernels::formatDims(*kernel, *params).c_str(),
-              std::string(nc::dtypeName(params->dtype)).c_str(), profile->name.c_str(), optionText.c_str());
+  std::string variantText = params->variant.empty() ? "" : " variant " + params->variant;
+  std::printf("kernel %s%s %s %s on %s%s\n", kernel->name.c_str(), variantText.c_str(),
+              kernels::formatDims(*kernel, *params).c_str(), std::string(nc::dtypeName(params->dtype)).c_str(),
+              profile->name.c_str(), optionText.c_str());
   const nc::Timeline &timeline = result->simulation.timeline;
   std::printf("simulated time: %.3f us (%zu instructions; scheduler estimate %.3f us)\n", timeline.totalNs / 1000.0,
               result->compiled.program.size(), result->compiled.estimatedNs / 1000.0);
@@ -137,6 +142,7 @@ void addKernelCommand(CLI::App &app) {
   run->add_option("--target", args->target, "Machine profile: nc-v2, nc-v3 or a profile .json")->capture_default_str();
   run->add_option("--shape", args->shape, "Dims as NAME=SIZE,..., e.g. R=256,C=512 (defaults fill the rest)");
   run->add_option("--dtype", args->dtype, "Element type (default: the kernel's first)");
+  run->add_option("--variant", args->variant, "Kernel variant (see `tessel kernel list`; default: its first)");
   run->add_option("--option", args->options, "Kernel option KEY=VALUE (repeatable)");
   run->add_flag("--timing-only", args->timingOnly, "Simulate timing only: no numerics, no check");
   run->add_option("--seed", args->seed, "Seed of the random inputs")->capture_default_str();

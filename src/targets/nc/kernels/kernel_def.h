@@ -14,11 +14,12 @@
 
 namespace tessel::nc::kernels {
 
-/// One kernel instance: `--shape M=128,N=512,K=256 --dtype bf16 --option causal=1`.
+/// One kernel instance: `--shape M=128,N=512,K=256 --dtype bf16 --option causal=1 --variant tiled`.
 struct KernelParams {
   std::map<std::string, int64_t> dims;
   DType dtype = DType::BF16;
   std::map<std::string, std::string> options;
+  std::string variant;  // One of KernelDef::variants ("" for a kernel without variants).
 
   /// The dim `name`; the runner checks required dims before build() runs.
   int64_t dim(const std::string &name) const { return dims.at(name); }
@@ -55,6 +56,9 @@ struct KernelDef {
   double (*relTolerance)(DType dtype) = nullptr;
   /// Useful FLOPs of one run (for MFU and the report); may be null for non-PE kernels.
   double (*flops)(const KernelParams &params) = nullptr;
+  /// Accepted --variant values, the default first; empty when the kernel has one form. Variants are
+  /// other ways of writing the same computation (one reference), e.g. the steps of a tutorial.
+  std::vector<std::string> variants = {};
 };
 
 /// Runs a model written in tessel's text IR (src/ir/parser.h) on the reference target with float32

@@ -39,6 +39,7 @@
 
 #include <fmt/format.h>
 
+#include "targets/nc/kernels/matmul_tutorial.h"
 #include "targets/nc/kernels/reference.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/machine/cost.h"
@@ -65,6 +66,9 @@ constexpr int64_t kLoadAheadChunks = 2;
 constexpr int64_t kChunkSlots = kLoadAheadChunks + 2;
 /// Slots of the per-output-block tiles: one being filled while the previous one drains.
 constexpr int64_t kEpilogueSlots = 2;
+
+/// The library's own form (this file); the tutorial's forms are matmul_tutorial.h.
+constexpr const char *kBlockedVariant = "blocked";
 
 /// The epilogue applied to each output element after the optional bias.
 enum class Epilogue { None, Relu, Gelu, Silu };
@@ -364,6 +368,7 @@ class MatmulBuilder {
 };
 
 Status buildMatmul(KernelBuilder &b, const KernelParams &params) {
+  if (!params.variant.empty() && params.variant != kBlockedVariant) return buildMatmulTutorial(b, params);
   const int64_t M = params.dim("M"), N = params.dim("N"), K = params.dim("K");
   TESSEL_ASSIGN_OR_RETURN(bool hasBias, parseFlag(params, "bias", false));
   TESSEL_ASSIGN_OR_RETURN(bool allowStripe, parseFlag(params, "stripe", true));
@@ -424,6 +429,12 @@ double matmulFlops(const KernelParams &params) {
          static_cast<double>(params.dim("K"));
 }
 
+std::vector<std::string> matmulVariants() {
+  std::vector<std::string> variants = {kBlockedVariant};
+  for (const std::string &variant : matmulTutorialVariants()) variants.push_back(variant);
+  return variants;
+}
+
 }  // namespace
 
 std::vector<KernelDef> matmulKernels() {
@@ -437,7 +448,8 @@ std::vector<KernelDef> matmulKernels() {
                     referenceMatmul,
                     matmulAbsTolerance,
                     matmulRelTolerance,
-                    matmulFlops}};
+                    matmulFlops,
+                    matmulVariants()}};
 }
 
 }  // namespace tessel::nc::kernels

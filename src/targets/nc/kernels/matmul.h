@@ -15,6 +15,8 @@ namespace tessel::nc::kernels {
 /// inputs and bf16 otherwise. Option act=none|relu|gelu|silu applies after the bias. PSUM accumulates
 /// in fp32 over the whole K; the epilogue (bias add, activation) runs on the PSUM -> SBUF eviction.
 /// Option stripe=0 streams a_t chunks instead of keeping an m-block's stripe resident (for tests).
+/// Variants: "blocked" (default; this family's own form) and the NKI tutorial's four kernels
+/// (matmul_tutorial.h: tiled, hoisted, mn-blocked, mnk-blocked), which take no bias or activation.
 std::vector<KernelDef> matmulKernels();
 
 }  // namespace tessel::nc::kernels

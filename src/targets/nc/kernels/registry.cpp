@@ -80,7 +80,8 @@ const std::vector<KernelDef> &kernelLibrary() {
 const KernelDef *findKernel(std::string_view name) { return findKernelIn(kernelLibrary(), name); }
 
 Expected<KernelParams> parseKernelParams(const KernelDef &kernel, std::string_view shapeText,
-                                         std::string_view dtypeText, const std::vector<std::string> &optionTexts) {
+                                         std::string_view dtypeText, const std::vector<std::string> &optionTexts,
+                                         std::string_view variantText) {
   KernelParams params;
   const std::string dimList = fmt::format("{}", fmt::join(kernel.dimNames, ", "));
   for (std::string_view piece : splitList(shapeText)) {
@@ -124,6 +125,17 @@ Expected<KernelParams> parseKernelParams(const KernelDef &kernel, std::string_vi
     if (eq == std::string::npos || eq == 0)
       return makeError(ErrorCode::InvalidArgument, "kernel '{}': --option '{}' is not KEY=VALUE", kernel.name, option);
     params.options[option.substr(0, eq)] = option.substr(eq + 1);
+  }
+  if (!kernel.variants.empty()) params.variant = kernel.variants.front();
+  if (!variantText.empty()) {
+    if (std::find(kernel.variants.begin(), kernel.variants.end(), variantText) == kernel.variants.end()) {
+      if (kernel.variants.empty())
+        return makeError(ErrorCode::InvalidArgument, "kernel '{}' has no variants; got --variant {}", kernel.name,
+                         variantText);
+      return makeError(ErrorCode::InvalidArgument, "kernel '{}': unknown variant '{}'; use one of {}", kernel.name,
+                       variantText, fmt::join(kernel.variants, ", "));
+    }
+    params.variant = std::string(variantText);
   }
   return params;
 }

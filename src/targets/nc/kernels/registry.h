@@ -19,11 +19,12 @@ const std::vector<KernelDef> &kernelLibrary();
 const KernelDef *findKernel(std::string_view name);
 
 /// Parses "R=256,C=512" (every dim of `kernel` given or defaulted, no others), a dtype name the
-/// kernel accepts ("" = its first), and "key=value" options. Errors name the kernel and the text:
-/// unknown or repeated dim, missing dim, a size that is not a positive integer, a dtype the kernel
-/// does not accept, an option that is not key=value.
+/// kernel accepts ("" = its first), "key=value" options and a variant name ("" = its first). Errors
+/// name the kernel and the text: unknown or repeated dim, missing dim, a size that is not a positive
+/// integer, a dtype the kernel does not accept, an option that is not key=value, an unknown variant.
 Expected<KernelParams> parseKernelParams(const KernelDef &kernel, std::string_view shapeText,
-                                         std::string_view dtypeText, const std::vector<std::string> &optionTexts);
+                                         std::string_view dtypeText, const std::vector<std::string> &optionTexts,
+                                         std::string_view variantText = "");
 
 /// "R=256,C=512" in the kernel's dim order.
 std::string formatDims(const KernelDef &kernel, const KernelParams &params);

@@ -123,10 +123,26 @@ int64_t dependentIssueCycles(const MachineProfile &profile, Engine engine, int64
   return 0;
 }
 
-// t_chunk = max(bytes / (BW_ENGINE x efficiency), T_CHUNK_MIN) (section 9.4 [P:DMA; A]).
+// e(bytes): piecewise linear in log2(bytes) through the profile's points, constant past both ends
+// (section 9.4; the curve's shape [P:DMABW], its plateau [A] checked against anchor 2).
+double dmaChunkEfficiency(const MachineProfile &profile, int64_t bytes) {
+  const std::vector<DmaChunkEfficiency> &curve = profile.dma.chunkEfficiency;
+  if (curve.empty()) return 1.0;
+  if (bytes <= curve.front().bytes) return curve.front().efficiency;
+  if (bytes >= curve.back().bytes) return curve.back().efficiency;
+  size_t i = 1;
+  while (curve[i].bytes < bytes) ++i;
+  const DmaChunkEfficiency &lo = curve[i - 1], &hi = curve[i];
+  double t = (std::log2(static_cast<double>(bytes)) - std::log2(static_cast<double>(lo.bytes))) /
+             (std::log2(static_cast<double>(hi.bytes)) - std::log2(static_cast<double>(lo.bytes)));
+  return lo.efficiency + t * (hi.efficiency - lo.efficiency);
+}
+
+// t_chunk = max(bytes / (BW_ENGINE x e(bytes) x efficiency), T_CHUNK_MIN) (section 9.4 [P:DMA, DMABW; A]).
 double dmaChunkNs(const MachineProfile &profile, int64_t bytes, double efficiency) {
   TESSEL_CHECK(efficiency > 0 && efficiency <= 1, "DMA efficiency {}", efficiency);
-  return std::max(static_cast<double>(bytes) / (profile.dma.bytesPerNsPerEngine * efficiency), profile.dma.chunkMinNs);
+  const double rate = profile.dma.bytesPerNsPerEngine * dmaChunkEfficiency(profile, bytes) * efficiency;
+  return std::max(static_cast<double>(bytes) / rate, profile.dma.chunkMinNs);
 }
 
 // t_transfer = T_XFER_FIXED + sum_chunks t_chunk (section 9.4 [P:DMA; A]).

@@ -82,7 +82,12 @@ int64_t costPoolCycles(const MachineProfile &profile, int64_t elementsPerPartiti
 /// waits for the previous one's result through a semaphore; `iiCycles` is each one's cost.
 int64_t dependentIssueCycles(const MachineProfile &profile, Engine engine, int64_t iiCycles);
 
-/// Time one DMA engine spends on one contiguous chunk of `bytes`, at `efficiency` of its rate.
+/// The fraction of its sustained rate a DMA engine reaches on contiguous chunks of `bytes`
+/// (profile.dma.chunkEfficiency, interpolated in log2(bytes)).
+double dmaChunkEfficiency(const MachineProfile &profile, int64_t bytes);
+
+/// Time one DMA engine spends on one contiguous chunk of `bytes`, at `efficiency` of its rate (on top
+/// of the chunk-size efficiency).
 double dmaChunkNs(const MachineProfile &profile, int64_t bytes, double efficiency = 1.0);
 
 /// Time one DMA engine is busy with one transfer of `chunks` equal chunks (no trigger latency).

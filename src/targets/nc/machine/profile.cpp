@@ -125,6 +125,28 @@ class FieldReader {
     return result;
   }
 
+  /// A non-empty list of [bytes, efficiency] pairs, bytes strictly ascending and positive, each
+  /// efficiency in (0, 1].
+  std::vector<DmaChunkEfficiency> efficiencyCurve(const json &parent, const std::string &path, const char *key) {
+    std::vector<DmaChunkEfficiency> result;
+    const json *value = list(parent, path, key, "a non-empty list of [bytes, efficiency] pairs");
+    for (size_t i = 0; value && i < value->size() && !failed(); ++i) {
+      const json &item = (*value)[i];
+      std::string itemPath = fmt::format("{}[{}]", join(path, key), i);
+      if (!item.is_array() || item.size() != 2 || !item[0].is_number_integer() || !item[1].is_number()) {
+        wrongType(itemPath, "[bytes, efficiency]", item);
+        break;
+      }
+      DmaChunkEfficiency point{item[0].get<int64_t>(), item[1].get<double>()};
+      if (point.bytes <= 0 || (!result.empty() && point.bytes <= result.back().bytes))
+        fail(fmt::format("{} bytes must be positive and ascending; got {}", itemPath, item.dump()));
+      else if (!(point.efficiency > 0 && point.efficiency <= 1))
+        fail(fmt::format("{} efficiency must be in (0, 1]; got {}", itemPath, item.dump()));
+      else result.push_back(point);
+    }
+    return result;
+  }
+
   /// A list of [engine, engine, resource] string triples.
   std::vector<PortConflict> conflictList(const json &parent, const std::string &path, const char *key) {
     std::vector<PortConflict> result;
@@ -249,6 +271,7 @@ void readDma(FieldReader &r, const json &root, MachineProfile &p) {
   p.dma.peakBytesPerNsPerEngine = r.positiveNumber(dma, "dma", "peakBytesPerNsPerEngine");
   p.dma.triggerNs = r.nonNegativeNumber(dma, "dma", "triggerNs");
   p.dma.chunkMinNs = r.nonNegativeNumber(dma, "dma", "chunkMinNs");
+  p.dma.chunkEfficiency = r.efficiencyCurve(dma, "dma", "chunkEfficiency");
   p.dma.transferFixedNs = r.nonNegativeNumber(dma, "dma", "transferFixedNs");
   p.dma.loadTranspose2dEfficiency = r.optionalFraction(dma, "dma", "loadTranspose2dEfficiency");
   if (const json *dge = r.optionalObject(dma, "dma", "hwDge")) {

@@ -123,6 +123,13 @@ struct DmaTransposeParams {
   std::vector<int64_t> dtypeBytes;
 };
 
+/// One point of the DMA efficiency curve: a contiguous chunk of `bytes` streams at `efficiency` of
+/// the engine's sustained rate.
+struct DmaChunkEfficiency {
+  int64_t bytes = 0;
+  double efficiency = 1;
+};
+
 /// The DMA engines of one core, sections 5.5 and 9.4.
 struct DmaParams {
   int64_t enginesPerCore = 0, queuesPerEngine = 0;
@@ -130,6 +137,9 @@ struct DmaParams {
   double peakBytesPerNsPerEngine = 0;  // Theoretical ceiling.
   double triggerNs = 0;                // Trigger instruction to first byte moving.
   double chunkMinNs = 0;               // Least time one contiguous chunk takes [A].
+  /// Efficiency by contiguous chunk size, ascending in bytes; interpolated in log2(bytes) and held
+  /// constant beyond both ends (dmaChunkEfficiency, cost.h).
+  std::vector<DmaChunkEfficiency> chunkEfficiency;
   double transferFixedNs = 0;          // Occupancy per transfer beyond its chunks [A].
   std::optional<double> loadTranspose2dEfficiency;  // nc-v2 [A].
   std::optional<HwDgeParams> hwDge;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace tessel::nc {
 namespace {
@@ -79,7 +80,12 @@ TEST(MachineProfile, NcV2HoldsSection10Values) {
   EXPECT_DOUBLE_EQ(p.dma.bytesPerNsPerEngine, 17);
   EXPECT_DOUBLE_EQ(p.dma.peakBytesPerNsPerEngine, 27.2);
   EXPECT_DOUBLE_EQ(p.dma.triggerNs, 1300);
-  EXPECT_DOUBLE_EQ(p.dma.chunkMinNs, 64);
+  EXPECT_DOUBLE_EQ(p.dma.chunkMinNs, 38);
+  ASSERT_EQ(p.dma.chunkEfficiency.size(), 4u);
+  EXPECT_EQ(p.dma.chunkEfficiency.front().bytes, 256);
+  EXPECT_DOUBLE_EQ(p.dma.chunkEfficiency.front().efficiency, 0.4);
+  EXPECT_EQ(p.dma.chunkEfficiency.back().bytes, 4096);
+  EXPECT_DOUBLE_EQ(p.dma.chunkEfficiency.back().efficiency, 1.0);
   EXPECT_DOUBLE_EQ(p.dma.transferFixedNs, 0);
   EXPECT_DOUBLE_EQ(p.dma.loadTranspose2dEfficiency.value_or(0), 0.25);
   EXPECT_FALSE(p.dma.hwDge.has_value());
@@ -206,6 +212,32 @@ TEST(MachineProfileErrors, WrongTypes) {
       parseProfile(replaceOnce(base, "\"bytesPerPartition\": 196608", "\"bytesPerPartition\": -1"), "e.json");
   ASSERT_FALSE(negativeSize.ok());
   EXPECT_EQ(negativeSize.diag().str(), "e.json: sbuf.bytesPerPartition must be positive; got -1");
+}
+
+// Every number of a bundled profile has a source: each section's "sources" names every key of the
+// section with a tag, P: (published), D: (derived) or A: (assumption, with the reason), and names no
+// key the section does not have.
+TEST(MachineProfile, EveryNumberHasASource) {
+  for (const std::string &name : bundledProfileNames()) {
+    nlohmann::json root = nlohmann::json::parse(readSourceProfile(name));
+    auto check = [&](const nlohmann::json &section, const std::string &path) {
+      ASSERT_TRUE(section.contains("sources")) << name << ": " << path << " has no sources";
+      const nlohmann::json &sources = section["sources"];
+      for (const auto &[key, value] : section.items()) {
+        if (key == "source" || key == "sources" || key == "name" || key == "description" || value.is_object()) continue;
+        ASSERT_TRUE(sources.contains(key)) << name << ": " << path << key << " has no source";
+        const std::string text = sources[key].get<std::string>();
+        EXPECT_TRUE(text.find("P:") != std::string::npos || text.find("D:") != std::string::npos ||
+                    text.find("A:") != std::string::npos || text.find("null:") == 0)
+            << name << ": " << path << key << ": '" << text << "' has no P:/D:/A: tag";
+      }
+      for (const auto &[key, value] : sources.items())
+        EXPECT_TRUE(section.contains(key)) << name << ": " << path << "sources names " << key << ", not in the section";
+    };
+    check(root, "");
+    for (const auto &[key, value] : root.items())
+      if (value.is_object() && key != "sources") check(value, key + ".");
+  }
 }
 
 TEST(MachineProfileErrors, NotJson) {
