@@ -228,7 +228,8 @@ namespace {
 std::shared_ptr<Executable::Impl> makeImpl(std::unique_ptr<Session> session) {
   auto impl = std::make_shared<Executable::Impl>();
   impl->target = session->target();
-  const Graph &graph = *session->model().graph;
+  // A plan made now knows every size (its outputs' too); otherwise the model as imported says.
+  const Graph &graph = session->lastCompiled() ? *session->lastCompiled()->model().graph : *session->model().graph;
   impl->inputs = describe(graph.inputs(), true);
   impl->outputs = describe(graph.outputs(), false);
   impl->session = std::move(session);
@@ -368,8 +369,8 @@ std::string Executable::report() const {
 RunSummary Executable::lastRun() const {
   std::lock_guard lock(impl_->mutex);
   const RunFigures &f = impl_->figures;
-  return RunSummary{f.simulated, f.latencyUs, f.deviceUs, f.mfuPercent, f.boundingEngine, f.deviceNodes, f.hostNodes,
-                    f.fallbacks};
+  return RunSummary{f.simulated, f.latencyUs, f.deviceUs, f.hostUs, f.mfuPercent, f.boundingEngine, f.deviceNodes,
+                    f.hostNodes, f.fallbacks};
 }
 
 void Executable::setProfiling(bool on) const {

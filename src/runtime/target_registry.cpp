@@ -23,11 +23,12 @@ Registry &registry() {
   static Registry *r = [] {
     auto *r = new Registry;
     auto exactly = [](std::string name) { return [name](const std::string &n) { return n == name; }; };
-    r->entries.push_back({"ref", exactly("ref"), [](const std::string &) { return wrap(ref::makeTarget()); }});
-    r->entries.push_back({"cpu", exactly("cpu"), [](const std::string &) { return wrap(cpu::makeTarget()); }});
+    r->entries.push_back({"ref", exactly("ref"), [](const std::string &) { return wrap(ref::makeTarget()); }, false});
+    r->entries.push_back({"cpu", exactly("cpu"), [](const std::string &) { return wrap(cpu::makeTarget()); }, false});
     for (const std::string &profile : {std::string("nc-v2"), std::string("nc-v3")})
-      r->entries.push_back({profile, exactly(profile), nc::compiler::makeTarget});
-    r->entries.push_back({"PROFILE.json", [](const std::string &n) { return n.ends_with(".json"); }, nc::compiler::makeTarget});
+      r->entries.push_back({profile, exactly(profile), nc::compiler::makeTarget, false});
+    r->entries.push_back(
+        {".json", [](const std::string &n) { return n.ends_with(".json"); }, nc::compiler::makeTarget, true});
     return r;
   }();
   return *r;
@@ -45,7 +46,8 @@ std::vector<std::string> targetNames() {
   Registry &r = registry();
   std::lock_guard lock(r.mutex);
   std::vector<std::string> names;
-  for (const TargetEntry &e : r.entries) names.push_back(e.name);
+  for (const TargetEntry &e : r.entries)
+    if (!e.pattern) names.push_back(e.name);
   return names;
 }
 
@@ -61,14 +63,13 @@ Expected<std::shared_ptr<const Target>> findTarget(const std::string &name) {
     return shared;
   }
   std::vector<std::string> names;
-  for (const TargetEntry &e : r.entries) names.push_back(e.name);
+  for (const TargetEntry &e : r.entries) names.push_back(e.pattern ? "a profile " + e.name : e.name);
   return makeError(ErrorCode::InvalidArgument, "unknown target '{}'; available: {}", name, fmt::join(names, ", "));
 }
 
 Expected<std::pair<std::shared_ptr<const Target>, std::unique_ptr<CompiledModel>>> loadArtifact(
     const std::string &path, const TargetOptions &options) {
   for (const std::string &name : targetNames()) {
-    if (name.ends_with(".json")) continue;
     TESSEL_ASSIGN_OR_RETURN(std::shared_ptr<const Target> target, findTarget(name));
     if (!target->ownsArtifact(path)) continue;
     TESSEL_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> compiled, target->loadArtifact(path, options));
@@ -79,7 +80,6 @@ Expected<std::pair<std::shared_ptr<const Target>, std::unique_ptr<CompiledModel>
 
 bool isArtifact(const std::string &path) {
   for (const std::string &name : targetNames()) {
-    if (name.ends_with(".json")) continue;
     auto target = findTarget(name);
     if (target.ok() && (*target)->ownsArtifact(path)) return true;
   }

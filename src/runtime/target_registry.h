@@ -12,15 +12,17 @@
 namespace tessel {
 
 struct TargetEntry {
-  std::string name;                                   // As listed, e.g. "cpu"; "PROFILE.json" for a pattern.
+  std::string name;                                   // E.g. "cpu"; for a pattern, what it matches (".json").
   std::function<bool(const std::string &)> accepts;   // Whether a requested name is this entry's.
   std::function<Expected<std::unique_ptr<Target>>(const std::string &)> make;
+  bool pattern = false;                               // Names a family (profile paths), not one target.
 };
 
 /// Adds a target (the built-in ones are there from the start).
 void registerTarget(TargetEntry entry);
 
-/// The listed names: "ref", "cpu", "nc-v2", "nc-v3", "PROFILE.json", and any registered since.
+/// The targets by name: "ref", "cpu", "nc-v2", "nc-v3", and any registered since (findTarget also
+/// takes the path of a machine profile, .json).
 std::vector<std::string> targetNames();
 
 /// The target `name` names; made once and shared. Fails, listing the targets, on an unknown name.

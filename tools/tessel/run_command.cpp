@@ -54,14 +54,17 @@ int64_t batchOf(const Graph &graph) {
 void printFigures(const RunFigures &f, const Graph &graph) {
   if (!f.simulated) return;
   if (f.programs == 0) {
-    // No device stage: a latency of 0 us would read as free; the host's time is not simulated.
-    std::printf("simulated latency: none: every node runs on the host (%zu host fallbacks; see tessel compile "
-                "--report)\n",
-                f.fallbacks.size());
+    // No device stage: the latency is the host's, measured (never 0 us, which would read as free).
+    std::printf("latency: %.3f us, all on the host (measured on this host; no device program; %zu host fallbacks, see "
+                "tessel compile --report)\n",
+                f.hostUs, f.fallbacks.size());
     return;
   }
-  std::printf("simulated latency: %.3f us on %d %s core%s (%zu host fallbacks%s)\n", f.latencyUs, f.cores, f.device.c_str(),
-              f.cores > 1 ? "s" : "", f.fallbacks.size(), f.fallbacks.empty() ? "" : ", whose host time is not included");
+  std::printf("simulated latency: %.3f us on %d %s core%s (%zu host fallbacks)\n", f.deviceUs, f.cores, f.device.c_str(),
+              f.cores > 1 ? "s" : "", f.fallbacks.size());
+  if (f.hostUs > 0)
+    std::printf("latency: %.3f us = device %.3f us (simulated) + host stages %.3f us (measured on this host)\n",
+                f.latencyUs, f.deviceUs, f.hostUs);
   const int64_t batch = batchOf(graph);
   std::printf("throughput: %.1f inferences/s (batch %lld)\n", f.latencyUs > 0 ? batch * 1e6 / f.latencyUs : 0.0,
               static_cast<long long>(batch));

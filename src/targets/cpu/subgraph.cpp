@@ -16,6 +16,7 @@ Value *mapped(const ValueMap &map, Value *value) {
 }
 
 void copyNodes(const Graph &source, Graph &target, ValueMap &map);
+void copyAttributes(const Node &node, Node *copy, ValueMap &map);
 
 /// A copy of `source` for a node of the target graph; reads of values outside it go through `map`.
 std::shared_ptr<Graph> copyGraph(const Graph &source, Node *parent, ValueMap &map) {
@@ -42,16 +43,20 @@ void copyNodes(const Graph &source, Graph &target, ValueMap &map) {
         map[output] = copy->output(o);
       }
     }
-    for (const auto &[key, attr] : node->attributes()) {
-      if (attr.is<Attribute::GraphPtr>()) {
-        copy->setAttr(key, copyGraph(*attr.get<Attribute::GraphPtr>(), copy, map));
-      } else if (attr.is<std::vector<Attribute::GraphPtr>>()) {
-        std::vector<Attribute::GraphPtr> graphs;
-        for (const auto &graph : attr.get<std::vector<Attribute::GraphPtr>>()) graphs.push_back(copyGraph(*graph, copy, map));
-        copy->setAttr(key, std::move(graphs));
-      } else {
-        copy->setAttr(key, attr);
-      }
+    copyAttributes(*node, copy, map);
+  }
+}
+
+void copyAttributes(const Node &node, Node *copy, ValueMap &map) {
+  for (const auto &[key, attr] : node.attributes()) {
+    if (attr.is<Attribute::GraphPtr>()) {
+      copy->setAttr(key, copyGraph(*attr.get<Attribute::GraphPtr>(), copy, map));
+    } else if (attr.is<std::vector<Attribute::GraphPtr>>()) {
+      std::vector<Attribute::GraphPtr> graphs;
+      for (const auto &graph : attr.get<std::vector<Attribute::GraphPtr>>()) graphs.push_back(copyGraph(*graph, copy, map));
+      copy->setAttr(key, std::move(graphs));
+    } else {
+      copy->setAttr(key, attr);
     }
   }
 }
@@ -170,6 +175,53 @@ Model subgraphModel(const Model &outer, const Graph &source, const std::vector<T
   }
   copyNodes(source, graph, map);
   for (Value *output : source.outputs()) graph.addOutput(mapped(map, output));
+  return model;
+}
+
+Model nodesModel(const Model &outer, const std::vector<const Node *> &nodes, const std::vector<const Value *> &outputs,
+                 std::vector<const Value *> &inputsFrom) {
+  Model model;
+  model.opsetImports = outer.opsetImports;
+  model.irVersion = outer.irVersion;
+  model.sourcePath = outer.sourcePath;
+  model.graph = std::make_shared<Graph>(outer.graph->name());
+  Graph &graph = *model.graph;
+  std::unordered_set<const Value *> produced;
+  for (const Node *node : nodes)
+    for (const Value *out : node->outputs())
+      if (out) produced.insert(out);
+  ValueMap map;
+  inputsFrom.clear();
+  auto bind = [&](Value *read) {
+    if (!read || produced.count(read) || map.count(read)) return;
+    if (read->hasInitializer() && !read->isGraphInput()) {
+      map[read] = graph.addInitializer(read->name(), read->initializer());
+    } else {
+      map[read] = graph.addInput(read->name(), read->type());
+      inputsFrom.push_back(read);
+    }
+  };
+  for (const Node *node : nodes) {
+    for (Value *in : node->inputs()) bind(in);
+    for (Graph *sub : node->subgraphs())
+      for (const Value *read : outerReads(*sub)) bind(const_cast<Value *>(read));
+  }
+  for (const Node *node : nodes) {
+    std::vector<Value *> inputs;
+    for (Value *input : node->inputs()) inputs.push_back(input ? mapped(map, input) : nullptr);
+    std::vector<std::string> names;
+    for (Value *output : node->outputs()) names.push_back(output ? graph.uniqueName(output->name()) : "");
+    Node *copy = graph.addNode(node->opType(), inputs, names, node->name(), node->domain());
+    copy->setSourceIndex(node->sourceIndex());
+    for (size_t o = 0; o < node->outputs().size(); ++o) {
+      if (Value *output = node->output(o)) {
+        copy->output(o)->setType(output->type());
+        map[output] = copy->output(o);
+      }
+    }
+    copyAttributes(*node, copy, map);
+  }
+  for (const Value *output : outputs) graph.addOutput(mapped(map, const_cast<Value *>(output)));
   return model;
 }
 

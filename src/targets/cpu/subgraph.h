@@ -1,6 +1,6 @@
 // Subgraphs on the cpu target, before planning: copying a graph's nodes into another graph (nested
 // subgraphs included), inlining an If whose condition folded to a constant, and making a standalone
-// model of an If branch, whose reads of enclosing scopes become its inputs (constants become its
+// model of an If branch (or of any run of nodes), whose reads of enclosing scopes become its inputs (constants become its
 // initializers), so that the branch is optimized and planned like any model.
 #pragma once
 
@@ -25,5 +25,12 @@ std::vector<const Value *> outerReads(const Graph &graph);
 /// behind each of those inputs, in order. Opsets and source path are `outer`'s.
 Model subgraphModel(const Model &outer, const Graph &graph, const std::vector<Type> &ownInputTypes,
                     std::vector<const Value *> &inputsFrom);
+
+/// A model of `nodes` (some nodes of `outer`'s main graph, in order), with `outputs` (values they
+/// produce) as its outputs. The values they read from elsewhere become its inputs, or its
+/// initializers when constant; `inputsFrom` receives the outer value behind each input, in order.
+/// What the accelerator's host stages are planned from.
+Model nodesModel(const Model &outer, const std::vector<const Node *> &nodes, const std::vector<const Value *> &outputs,
+                 std::vector<const Value *> &inputsFrom);
 
 }  // namespace tessel::cpu

@@ -21,6 +21,8 @@
 #include "support/memory_budget.h"
 #include "frontend/onnx/importer.h"
 #include "passes/pipelines.h"
+#include "targets/cpu/subgraph.h"
+#include "targets/cpu/target.h"
 #include "targets/nc/isa/encoding.h"
 #include "targets/nc/kernels/runner.h"
 #include "targets/nc/sim/simulator.h"
@@ -332,8 +334,71 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
                                           stage.nodes.size(), fmt::join(in, ", "), fmt::join(out, ", ")));
   }
   exe->model_ = std::move(model);
+  const Clock::time_point hostStart = Clock::now();
+  exe->planHostStages();
+  if (!exe->hostPlans_.empty()) exe->passTimes_.push_back(PassTime{"nc: host stages on the cpu target", msSince(hostStart)});
   exe->compileSeconds_ = msSince(start) / 1000.0;
   return exe;
+}
+
+void NcExecutable::planHostStages() {
+  const Graph &graph = *model_.graph;
+  std::vector<const Node *> nodes;
+  for (const auto &node : graph.nodes()) nodes.push_back(node.get());
+  // The stage each node runs in, to find the values a host stage hands to later stages.
+  std::map<const Node *, size_t> stageOf;
+  for (size_t s = 0; s < stages_.size(); ++s)
+    for (int64_t index : stages_[s].nodes)
+      if (index >= 0 && index < static_cast<int64_t>(nodes.size())) stageOf[nodes[static_cast<size_t>(index)]] = s;
+  hostPlans_.clear();
+  hostPlans_.resize(stages_.size());
+  const std::unique_ptr<Target> cpu = cpu::makeTarget();
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    if (stages_[s].onDevice) continue;
+    HostPlan &host = hostPlans_[s];
+    std::vector<const Node *> stageNodes;
+    for (int64_t index : stages_[s].nodes)
+      if (index >= 0 && index < static_cast<int64_t>(nodes.size())) stageNodes.push_back(nodes[static_cast<size_t>(index)]);
+    std::vector<const Value *> outputs;
+    for (const Node *node : stageNodes)
+      for (const Value *out : node->outputs()) {
+        if (!out) continue;
+        bool needed = std::find(graph.outputs().begin(), graph.outputs().end(), out) != graph.outputs().end();
+        for (const Node *user : nodes)
+          if (!needed && (!stageOf.count(user) || stageOf.at(user) != s)) {
+            const std::vector<const Value *> reads = valuesRead(*user, graph);
+            needed = std::find(reads.begin(), reads.end(), out) != reads.end();
+          }
+        if (needed) outputs.push_back(out);
+      }
+    std::vector<const Value *> inputsFrom;
+    Model stage = cpu::nodesModel(model_, stageNodes, outputs, inputsFrom);
+    const Value *unsized = nullptr;
+    for (const Value *in : stage.graph->inputs())
+      if (!unsized && (!in->type().isTensor() || !in->type().shape().isStatic())) unsized = in;
+    if (unsized) {
+      host.why = fmt::format("the reference interpreter: '{}' has no static shape ({})", unsized->name(), unsized->type().str());
+      continue;
+    }
+    TargetOptions options;
+    options.optLevel = options_.optLevel;
+    auto plan = cpu->compile(std::move(stage), options);
+    if (!plan.ok()) {
+      host.why = fmt::format("the reference interpreter: the cpu target did not plan it: {}", plan.diag().message);
+      continue;
+    }
+    host.why = fmt::format("the cpu target ({} steps)", (*plan)->planStats().steps);
+    host.plan = std::move(*plan);
+    for (const Value *in : inputsFrom) host.inputs.push_back(in->name());
+    for (const Value *out : outputs) host.outputs.push_back(out->name());
+  }
+}
+
+std::vector<std::string> NcExecutable::hostStagePlans() const {
+  std::vector<std::string> plans;
+  for (size_t s = 0; s < stages_.size() && s < hostPlans_.size(); ++s)
+    if (!stages_[s].onDevice) plans.push_back(hostPlans_[s].why);
+  return plans;
 }
 
 double NcExecutable::modelFlops() const {
@@ -369,6 +434,7 @@ std::string NcExecutable::report() const {
         prog.estimatedNs / 1000.0);
   }
   if (programs_.empty()) text += "no device program: every node runs on the host (the fallbacks say why)\n";
+  for (const std::string &plan : hostStagePlans()) text += fmt::format("host stage on {}\n", plan);
   text += fmt::format("host fallbacks: {}\n", fallbacks_.size());
   for (const Fallback &f : fallbacks_) text += fmt::format("  {} ({}): {}\n", f.node, f.opType, f.reason);
   return text;
@@ -389,9 +455,23 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
     return makeError(ErrorCode::InvalidArgument, "value '{}' was not fed or computed", v->name());
   };
 
-  for (const StageRef &stage : stages_) {
+  for (size_t stageIndex = 0; stageIndex < stages_.size(); ++stageIndex) {
+    const StageRef &stage = stages_[stageIndex];
     if (!stage.onDevice) {
       if (timingOnly) continue;  // Only device time is simulated.
+      const Clock::time_point hostStart = Clock::now();
+      if (stageIndex < hostPlans_.size() && hostPlans_[stageIndex].plan) {
+        HostPlan &host = hostPlans_[stageIndex];
+        NamedValues stageFeeds;
+        for (const std::string &name : host.inputs) {
+          TESSEL_ASSIGN_OR_RETURN(RuntimeValue v, valueOf(graph.findValue(name)));
+          stageFeeds.emplace_back(name, std::move(v));
+        }
+        TESSEL_ASSIGN_OR_RETURN(NamedValues outs, host.plan->run(stageFeeds));
+        for (size_t i = 0; i < outs.size() && i < host.outputs.size(); ++i) env[host.outputs[i]] = std::move(outs[i].second);
+        result.hostNs += msSince(hostStart) * 1e6;
+        continue;
+      }
       for (int64_t index : stage.nodes) {
         if (index < 0 || index >= static_cast<int64_t>(nodes.size()))
           return makeError(ErrorCode::InvalidModel, "host stage names node #{}; the graph has {}", index, nodes.size());
@@ -405,6 +485,7 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
         for (size_t i = 0; i < outs.size() && i < node->outputs().size(); ++i)
           if (node->output(i)) env[node->output(i)->name()] = std::move(outs[i]);
       }
+      result.hostNs += msSince(hostStart) * 1e6;
       continue;
     }
     // Every core gets the stage's inputs and its own constants; the outputs come from core 0 (a
@@ -646,6 +727,7 @@ Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) 
       prog.modelFlops = p.at("modelFlops").get<double>();
       exe->programs_.push_back(std::move(prog));
     }
+    exe->planHostStages();
     return exe;
   } catch (const nlohmann::json::exception &e) {
     return makeFileError(ErrorCode::ParseError, path, "malformed header: {}", e.what());

@@ -18,6 +18,7 @@
 #include "targets/nc/sim/timeline.h"
 #include "targets/nc/tile/compile.h"
 #include "targets/ref/interpreter.h"
+#include "targets/target.h"
 
 namespace tessel::nc::compiler {
 
@@ -52,12 +53,14 @@ struct NcRunResult {
   NamedValues outputs;
   std::vector<Timeline> timelines;  // One per program (device stage x core), as programs() lists them.
   double deviceNs = 0;              // Sum over device stages of their slowest core's simulated time.
+  double hostNs = 0;                // The host stages' time, measured on this host (not with timingOnly).
 };
 
 class NcExecutable {
  public:
-  /// Runs the model: host stages on the reference interpreter, device stages in the simulator
-  /// (timingOnly skips the numerics and returns no outputs).
+  /// Runs the model: host stages on the cpu target (timed), device stages in the simulator
+  /// (timingOnly skips the numerics and the host stages, and returns no outputs). Not re-entrant:
+  /// the host stages' plans have one arena each.
   Expected<NcRunResult> run(const NamedValues &feeds, bool timingOnly = false) const;
 
   const Model &model() const { return model_; }
@@ -77,6 +80,9 @@ class NcExecutable {
   const std::vector<PassTime> &passTimes() const { return passTimes_; }
   double compileSeconds() const { return compileSeconds_; }
 
+  /// Per host stage, in order: "cpu target (N steps)" or why it runs on the reference interpreter.
+  std::vector<std::string> hostStagePlans() const;
+
   /// The compile report: stages and transfers, fallbacks, memory use per device stage.
   std::string report() const;
 
@@ -94,6 +100,17 @@ class NcExecutable {
   };
 
  private:
+  /// Plans every host stage on the cpu target (a model of its nodes, compiled by the cpu pipeline);
+  /// one that does not plan (a value of unknown shape crosses into it) stays on the reference
+  /// interpreter, with the reason. Made after compiling and after loading an artifact.
+  void planHostStages();
+
+  struct HostPlan {
+    std::unique_ptr<CompiledModel> plan;  // Null: the reference interpreter runs the stage.
+    std::vector<std::string> inputs, outputs;  // Value names, in the plan's order.
+    std::string why;                      // The plan, or why there is none.
+  };
+
   Model model_;
   MachineProfile profile_;
   NcCompileOptions options_;
@@ -104,6 +121,7 @@ class NcExecutable {
   std::vector<Fallback> fallbacks_;
   std::vector<PassTime> passTimes_;
   double compileSeconds_ = 0;
+  mutable std::vector<HostPlan> hostPlans_;  // Per stage (empty for device stages); run() uses their arenas.
 };
 
 /// Optimizes `model` (static input shapes) at options.optLevel, partitions it, lowers and compiles

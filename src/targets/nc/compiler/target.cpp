@@ -178,7 +178,9 @@ class NcModel final : public CompiledModel {
 
  private:
   void recordFigures(const NcRunResult &result) {
-    figures_.deviceUs = figures_.latencyUs = result.deviceNs / 1000.0;
+    figures_.deviceUs = result.deviceNs / 1000.0;
+    figures_.hostUs = result.hostNs / 1000.0;
+    figures_.latencyUs = figures_.deviceUs + figures_.hostUs;
     double longest = -1;
     for (size_t i = 0; i < result.timelines.size(); ++i) {
       ProfileSummary s = summarize(result.timelines[i], exe_->programs()[i].program);
@@ -188,9 +190,9 @@ class NcModel final : public CompiledModel {
       }
     }
     figures_.mfuPercent = 0;
-    if (figures_.latencyUs > 0 && !result.timelines.empty())
+    if (figures_.deviceUs > 0 && !result.timelines.empty())
       figures_.mfuPercent = 100.0 * figures_.modelFlops /
-                            (result.timelines[0].pePeakFlopsPerSec * exe_->cores() * figures_.latencyUs * 1e-6);
+                            (result.timelines[0].pePeakFlopsPerSec * exe_->cores() * figures_.deviceUs * 1e-6);
   }
 
   std::unique_ptr<NcExecutable> exe_;
