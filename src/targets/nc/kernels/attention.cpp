@@ -25,6 +25,17 @@
 // and at the end o[:, :D] / o[:, D] goes to the output superblock, stored with one DMA. Causal: key
 // blocks after the diagonal are skipped. The score matrix never leaves PSUM/SBUF.
 //
+// Non-causal with resident keys where DVE and ACT share the PSUM port (nc-v2), each query superblock
+// runs in two passes instead, software-pipelined (pass 1 of superblock i is recorded before pass 2
+// of superblock i - 1):
+//   pass 1: s = q^T_tile^T @ k^T_block (PE), ACT copies s to SBUF as bf16, DVE takes the row max
+//           there (off the port); the maxima become diagonal blocks diag(max_u) [P, SB]
+//   pass 2: s^T = k^T_tile^T @ q^T [keys, queries] (PE), s^T += (-1)^T @ diag(max) (PE),
+//           p^T = exp(scale * s^T) (ACT, one exp per score, straight into SBUF as bf16),
+//           o += p^T_u^T @ [v | 1] (PE, one accumulation group per query tile over all keys)
+// so p is never transposed or evicted from PSUM and o is never rescaled: every score crosses the
+// shared PSUM port twice, both times on ACT, the faster of the two readers.
+//
 // PSUM tiles come from fixed rings (TileRing) sized to the banks, so which bank a block uses never
 // depends on allocation history, and the ring depth is the pipelining depth between PE and ACT/DVE.
 #include "targets/nc/kernels/attention.h"
@@ -125,7 +136,7 @@ struct PsumSlots {
 };
 
 /// `tiles`: the query tiles that go through a key block together.
-PsumSlots planPsum(const MachineProfile &profile, int64_t tiles, int64_t headDim) {
+PsumSlots planPsum(const MachineProfile &profile, int64_t tiles, int64_t headDim, bool twoPass) {
   const int64_t bankBytes = profile.psum.bytesPerPartition / profile.psum.banks;
   const int64_t halfBank = profile.psum.bankFp32Elements * dtypeSizeBytes(DType::BF16);
   const int64_t outputBytes = (headDim + 1) * dtypeSizeBytes(DType::F32);
@@ -133,8 +144,10 @@ PsumSlots planPsum(const MachineProfile &profile, int64_t tiles, int64_t headDim
     const int64_t perBank = std::max<int64_t>(1, bankBytes / bytes);
     return ceilDiv(count, perBank);
   };
-  PsumSlots slots{tiles, tiles, tiles, 2};
+  // Two passes: probsT counts the transposed score banks (f32, a bank each).
+  PsumSlots slots = twoPass ? PsumSlots{2, 2, tiles, 2} : PsumSlots{tiles, tiles, tiles, 2};
   auto banks = [&] {
+    if (twoPass) return slots.scores + slots.probsT + banksFor(slots.outputs, outputBytes) + banksFor(slots.transposes, halfBank);
     return slots.scores + banksFor(slots.probsT, halfBank) + banksFor(slots.outputs, outputBytes) +
            banksFor(slots.transposes, halfBank);
   };
@@ -185,14 +198,24 @@ EnginePlan planEngines(const MachineProfile &profile) {
   return plan;
 }
 
+/// Whether the keys of two heads (the current one and the prefetched next) fit the share of SBUF
+/// they may use: v rows and k^T per superblock.
+bool keysStayResident(const AttentionShape &shape, const MachineProfile &profile) {
+  const int64_t perHead =
+      shape.superBlocks * shape.rowsPerPartition * (shape.D + 1 + shape.partitions) * dtypeSizeBytes(DType::BF16);
+  return 2 * perHead <= profile.sbuf.bytesPerPartition / kResidentKeysSbufFraction;
+}
+
 class AttentionBuilder {
  public:
   /// `allowResident` false reloads key blocks per query superblock even when a head's keys fit SBUF.
   AttentionBuilder(KernelBuilder &b, const AttentionShape &shape, bool allowResident)
       : b_(b), shape_(shape), allowResident_(allowResident), engines_(planEngines(b.profile())),
-        psumSlots_(planPsum(b.profile(), shape.rowsPerPartition, shape.D)),
+        resident_(allowResident && keysStayResident(shape, b.profile())), twoPass_(resident_ && !shape.causal && engines_.stageScores),
+        psumSlots_(planPsum(b.profile(), shape.rowsPerPartition, shape.D, twoPass_)),
         scoresRing_(MemSpace::PSUM, "scores", DType::F32, shape.partitions, {shape.bankColumns}, psumSlots_.scores),
-        probsTRing_(MemSpace::PSUM, "p_t_ps", DType::BF16, shape.partitions, {shape.superRows}, psumSlots_.probsT),
+        probsTRing_(MemSpace::PSUM, twoPass_ ? "s_t_ps" : "p_t_ps", twoPass_ ? DType::F32 : DType::BF16,
+                    shape.partitions, {shape.superRows}, psumSlots_.probsT),
         outputRing_(MemSpace::PSUM, "o_ps", DType::F32, shape.partitions, {shape.D + 1}, psumSlots_.outputs),
         transposeRing_(MemSpace::PSUM, "x_t_ps", DType::BF16, shape.D, {shape.superRows}, psumSlots_.transposes) {}
 
@@ -203,17 +226,15 @@ class AttentionBuilder {
     v_ = b_.input("v", DType::BF16, dims);
     o_ = b_.output("o", DType::BF16, dims);
 
-    // Bytes per partition of one head's resident keys: v rows and k^T per superblock.
-    const int64_t perHead = shape_.superBlocks * shape_.rowsPerPartition *
-                            (shape_.D + 1 + shape_.partitions) * dtypeSizeBytes(DType::BF16);
-    resident_ = allowResident_ && 2 * perHead <= b_.profile().sbuf.bytesPerPartition / kResidentKeysSbufFraction;
-
     std::vector<std::pair<int64_t, int64_t>> items;  // (head, query superblock).
     for (int64_t h = 0; h < shape_.H; ++h)
       for (int64_t qsb = 0; qsb < shape_.superBlocks; ++qsb) items.push_back({h, qsb});
     std::vector<TileView> nextKRows, nextVRows;
-    if (resident_) loadKeyRows(0, nextKRows, nextVRows);
+    // The first head's k, then q, then v: the first scores need k and q only.
+    if (resident_) loadKeyRows(0, &nextKRows, nullptr);
     std::optional<TileView> nextQ = loadRows(q_, 0, shape_.layout(0), "q", D());
+    if (resident_) loadKeyRows(0, nullptr, &nextVRows);
+    std::optional<FirstPass> pending;
     for (size_t i = 0; i < items.size(); ++i) {
       const auto [h, qsb] = items[i];
       if (resident_ && qsb == 0) {
@@ -222,12 +243,21 @@ class AttentionBuilder {
           keys_.push_back(KeyBlock{transposeRows(nextKRows[static_cast<size_t>(sb)], shape_.layout(sb), "k_t"),
                                    nextVRows[static_cast<size_t>(sb)]});
         nextKRows.clear(), nextVRows.clear();
-        if (h + 1 < shape_.H) loadKeyRows(h + 1, nextKRows, nextVRows);
+        if (h + 1 < shape_.H) loadKeyRows(h + 1, &nextKRows, &nextVRows);
       }
       TileView qRows = *nextQ;
       if (i + 1 < items.size()) nextQ = loadRows(q_, items[i + 1].first, shape_.layout(items[i + 1].second), "q", D());
-      querySuperblock(h, qsb, qRows);
+      if (!twoPass_) {
+        querySuperblock(h, qsb, qRows);
+        continue;
+      }
+      // Software pipelining: superblock i's maxima are recorded before superblock i - 1's
+      // exponentials, so DVE works on the next while ACT and PE finish the previous.
+      FirstPass first = firstPass(h, qsb, qRows);
+      if (pending) secondPass(*pending);
+      pending = std::move(first);
     }
+    if (pending) secondPass(*pending);
   }
 
  private:
@@ -267,11 +297,13 @@ class AttentionBuilder {
                rows.partitionSlice(0, layout.count(t)).cols(t * D(), D()));
   }
 
-  void loadKeyRows(int64_t h, std::vector<TileView> &kRows, std::vector<TileView> &vRows) {
-    for (int64_t sb = 0; sb < shape_.superBlocks; ++sb) {
-      kRows.push_back(loadRows(k_, h, shape_.layout(sb), "k", D()));
-      vRows.push_back(loadRows(v_, h, shape_.layout(sb), "v", D() + 1));
-    }
+  /// Loads head h's k rows (into `kRows`, all of them first) and v rows (into `vRows`); either may
+  /// be null.
+  void loadKeyRows(int64_t h, std::vector<TileView> *kRows, std::vector<TileView> *vRows) {
+    for (int64_t sb = 0; kRows && sb < shape_.superBlocks; ++sb)
+      kRows->push_back(loadRows(k_, h, shape_.layout(sb), "k", D()));
+    for (int64_t sb = 0; vRows && sb < shape_.superBlocks; ++sb)
+      vRows->push_back(loadRows(v_, h, shape_.layout(sb), "v", D() + 1));
   }
 
   /// x^T [D, width] in SBUF from rows [P, tiles * D]: one PE transpose per tile, one PSUM eviction.
@@ -280,7 +312,11 @@ class AttentionBuilder {
     for (int64_t t = 0; t < layout.tiles; ++t)
       b_.transpose(ps.cols(t * P(), layout.count(t)), rows.partitionSlice(0, layout.count(t)).cols(t * D(), D()));
     TileView out = b_.sbuf(name, DType::BF16, D(), {layout.tiles * P()});
-    b_.copy(out.cols(0, layout.width()), ps.cols(0, layout.width()));
+    // Two passes keep DVE's PSUM time for the maxima; ACT reads PSUM faster where they share the port.
+    if (twoPass_)
+      b_.copy(out.cols(0, layout.width()), ps.cols(0, layout.width()), Engine::ACT);
+    else
+      b_.copy(out.cols(0, layout.width()), ps.cols(0, layout.width()));
     return out;
   }
 
@@ -479,17 +515,121 @@ class AttentionBuilder {
     storeRows(o_, h, queries, outRows);
   }
 
+  /// [P, P] bf16 of -1: the stationary operand that subtracts the row maxima from s^T on PE.
+  TileView negOnes() {
+    if (!negOnes_) {
+      negOnes_ = b_.sbuf("neg_ones", DType::BF16, P(), {P()});
+      b_.memset(*negOnes_, -1.0f, Engine::POOL);
+    }
+    return *negOnes_;
+  }
+
+  /// What pass 1 of a query superblock leaves for pass 2.
+  struct FirstPass {
+    int64_t h = 0;
+    RowLayout queries;
+    TileView qT;                  // [D, width].
+    TileView maxDiagonal;         // [P, width]: block u = diag(row max of query tile u).
+    std::vector<KeyBlock> keys;   // The head's key blocks.
+  };
+
+  /// Pass 1: q^T, and each query row's max over all keys (of the bf16-rounded scores), laid out as
+  /// diagonal blocks: (-1)^T @ diag(max) adds -max_q to column q of s^T on PE, with no transpose of
+  /// the maxima and no PSUM read.
+  FirstPass firstPass(int64_t h, int64_t qsb, const TileView &qRows) {
+    FirstPass pass;
+    pass.h = h;
+    pass.queries = shape_.layout(qsb);
+    const RowLayout &queries = pass.queries;
+    pass.qT = transposeRows(qRows, queries, "q_t").cols(0, queries.width());
+    const int64_t tiles = queries.tiles, blocks = shape_.superBlocks;
+    // bf16 maxima: the reduce runs at twice the rate from bf16 in SBUF.
+    TileView blockMax = b_.sbuf("block_max", DType::BF16, P(), {tiles * blocks});
+    for (int64_t kb = 0; kb < blocks; ++kb) {
+      pass.keys.push_back(keyBlock(h, kb));
+      const int64_t width = shape_.layout(kb).width();
+      for (int64_t u = 0; u < tiles; ++u) {
+        const int64_t nq = queries.count(u);
+        TileView s = scoresRing_.next(b_).partitionSlice(0, nq).cols(0, width);
+        b_.matmul(s, pass.qT.cols(u * P(), nq), pass.keys.back().kT.cols(0, width), /*accumulate=*/false);
+        // DVE and ACT share the PSUM port: ACT (the faster reader) moves the scores to SBUF as bf16
+        // and DVE finds the max there, off the port, so every PSUM read is ACT's.
+        TileView staged =
+            b_.sbuf("scores_bf16", DType::BF16, P(), {shape_.bankColumns}).partitionSlice(0, nq).cols(0, width);
+        b_.copy(staged, s, Engine::ACT);
+        b_.reduce(blockMax.partitionSlice(0, nq).cols(u * blocks + kb, 1), staged, AluOp::Maximum);
+      }
+    }
+    TileView rowMax = rowValues("row_max", queries.count(0), tiles);
+    TileView diagonal = b_.sbuf("max_diagonal", DType::BF16, P(), {tiles * P()});
+    // Rows past a ragged tile's queries must add nothing.
+    if (queries.count(tiles - 1) < P()) b_.memset(diagonal, 0.0f, Engine::POOL);
+    for (int64_t u = 0; u < tiles; ++u) {
+      const int64_t nq = queries.count(u);
+      TileView column = rowMax.partitionSlice(0, nq).cols(u, 1);
+      b_.reduce(column, blockMax.partitionSlice(0, nq).cols(u * blocks, blocks), AluOp::Maximum);
+      // A bf16 max is a shift within one rounding of the true max: exp stays <= ~1, and p v and the
+      // row sums share it, so o / l is unchanged.
+      b_.tensorScalar(diagonal.partitionSlice(0, nq).cols(u * P(), nq), identity().partitionSlice(0, nq).cols(0, nq),
+                      AluOp::Multiply, column, AluOp::None, 0.0f, Engine::DVE);
+    }
+    pass.maxDiagonal = diagonal.cols(0, queries.width());
+    return pass;
+  }
+
+  /// Pass 2 of a query superblock (non-causal, keys resident): the scores transposed, s^T [keys,
+  /// queries] = k^T_tile^T @ q^T, minus the row maxima (accumulated on PE), and ACT's one exp per
+  /// score writes p^T straight into SBUF, the stationary operand of p v: no transposes of p, no PSUM
+  /// evictions of p^T, and with the final max known no rescaling of o. DVE (pass 1) and ACT each
+  /// read every score once from PSUM, where on nc-v2 they share one port.
+  void secondPass(const FirstPass &pass) {
+    const RowLayout &queries = pass.queries;
+    const int64_t width = queries.width();
+    std::vector<TileView> out;
+    for (int64_t u = 0; u < queries.tiles; ++u) out.push_back(outputRing_.next(b_).partitionSlice(0, queries.count(u)));
+    for (int64_t kb = 0; kb < shape_.superBlocks; ++kb) {
+      const KeyBlock &key = pass.keys[static_cast<size_t>(kb)];
+      const RowLayout keys = shape_.layout(kb);
+      for (int64_t t = 0; t < keys.tiles; ++t) {
+        const int64_t kc = keys.count(t);
+        TileView sT = probsTRing_.next(b_).partitionSlice(0, kc).cols(0, width);
+        b_.matmul(sT, key.kT.cols(t * P(), kc), pass.qT, /*accumulate=*/false);
+        b_.matmul(sT, negOnes().cols(0, kc), pass.maxDiagonal, /*accumulate=*/true);
+        TileView pT = b_.sbuf("p_t", DType::BF16, P(), {shape_.superRows}).partitionSlice(0, kc).cols(0, width);
+        b_.activation(pT, sT, ActFunc::Exp, activationArgs(shape_.scale));
+        for (int64_t u = 0; u < queries.tiles; ++u)
+          b_.matmul(out[static_cast<size_t>(u)], pT.cols(u * P(), queries.count(u)),
+                    key.v.partitionSlice(0, kc).cols(t * (D() + 1), D() + 1),
+                    /*accumulate=*/kb > 0 || t > 0);
+      }
+    }
+    // o / l: column D of the output holds the row sums.
+    TileView outRows = b_.sbuf("o", DType::BF16, P(), {queries.tiles * D()});
+    for (int64_t u = 0; u < queries.tiles; ++u) {
+      const int64_t nq = queries.count(u);
+      const TileView &o = out[static_cast<size_t>(u)];
+      TileView inverse = rowValues("inv_sum", nq, 1);
+      b_.tensorScalar(inverse, o.cols(D(), 1), AluOp::Reciprocal, 0.0f, AluOp::None, 0.0f, Engine::DVE);
+      b_.tensorScalar(outRows.partitionSlice(0, nq).cols(u * D(), D()), o.cols(0, D()), AluOp::Multiply, inverse,
+                      AluOp::None, 0.0f, Engine::ACT);
+    }
+    storeRows(o_, pass.h, queries, outRows);
+  }
+
   KernelBuilder &b_;
   const AttentionShape &shape_;
   const bool allowResident_;
   const EnginePlan engines_;
+  const bool resident_;  // A head's keys stay in SBUF (else they are reloaded per query superblock).
+  // Non-causal, keys resident, DVE and ACT sharing the PSUM port: the row max first, then one exp
+  // per score (on nc-v3, where they do not share it, the single pass is a few percent faster).
+  const bool twoPass_;
   const PsumSlots psumSlots_;
   TileRing scoresRing_, probsTRing_, outputRing_, transposeRing_;
   HbmView q_, k_, v_, o_;
-  bool resident_ = true;
   std::vector<KeyBlock> keys_;                               // The current head's, when resident.
   std::map<std::pair<int64_t, int64_t>, TileView> masks_;    // By (superblock rows, query tile).
-  std::optional<TileView> identity_, identityF32_;
+  std::optional<TileView> identity_, identityF32_, negOnes_;
 };
 
 Status buildAttention(KernelBuilder &b, const KernelParams &params) {
