@@ -171,6 +171,12 @@ Expected<InstructionCost> costInstructionOn(const Instruction &insn, Engine engi
       stream(freeElements(*src), inputs, maxStrideBytes({dst, src, in1}), speedup);
       return cost;
     }
+    case Opcode::TensorTensorScan: {  // Section 6.1: max(MIN_II, 2N).
+      const AccessPattern *in1 = slot(insn, 2);
+      if (!onDve || !src || !in1) return noRule(insn, engine, index);
+      stream(freeElements(*src), 2, maxStrideBytes({dst, src, in1}), 1.0);
+      return cost;
+    }
     case Opcode::TensorScalar:
     case Opcode::TensorCopy: {  // Section 6.1: max(MIN_II, N); nc-v3 DVE performance mode /4 or /2.
       if (!src) return noRule(insn, engine, index);

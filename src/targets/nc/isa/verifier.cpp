@@ -255,6 +255,12 @@ void Checker::checkOpcodeRules() {
       if (slot("in0") && slot("in1") && slot("in0")->space == MemSpace::PSUM && slot("in1")->space == MemSpace::PSUM)
         report("in0 and in1 both in PSUM (T11)");
       return;
+    case Opcode::TensorTensorScan:
+      if (insn_.op0 == AluOp::None || insn_.op1 == AluOp::None) report("op0 and op1 are required");
+      if (slot("in0") && slot("in1") && slot("in0")->space == MemSpace::PSUM && slot("in1")->space == MemSpace::PSUM)
+        report("in0 and in1 both in PSUM (T11)");
+      checkPerPartitionScalars({"initial"});
+      return;
     case Opcode::TensorScalar:
       if (insn_.op0 == AluOp::None) report("op0 is required");
       checkPerPartitionScalars({"scalar0", "scalar1"});

@@ -11,6 +11,7 @@
 
 #include "targets/nc/kernels/attention.h"
 #include "targets/nc/kernels/elementwise.h"
+#include "targets/nc/kernels/mamba.h"
 #include "targets/nc/kernels/matmul.h"
 #include "targets/nc/kernels/norm.h"
 #include "targets/nc/kernels/reduction.h"
@@ -42,6 +43,7 @@ std::vector<KernelDef> buildLibrary() {
   append(transposeKernels());
   append(matmulKernels());
   append(attentionKernels());
+  append(mambaKernels());
   return library;
 }
 

@@ -12,7 +12,7 @@
 namespace tessel::nc::kernels {
 
 /// All library kernels, family by family (elementwise, softmax, norm, reduction, transpose, matmul,
-/// attention); names are unique.
+/// attention, mamba); names are unique.
 const std::vector<KernelDef> &kernelLibrary();
 
 /// The kernel named `name`, or null.

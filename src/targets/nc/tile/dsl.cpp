@@ -607,6 +607,33 @@ void KernelBuilder::tensorTensor(const TileView &dst, const TileView &a, const T
   record(std::move(tileOp));
 }
 
+void KernelBuilder::tensorTensorScan(const TileView &dst, const TileView &a, const TileView &b, AluOp op0, AluOp op1,
+                                     ScalarOperand initial) {
+  const TileOpKind kind = TileOpKind::TensorTensorScan;
+  if (!checkTile(kind, "dst", dst) || !checkTile(kind, "a", a) || !checkTile(kind, "b", b) ||
+      !checkScalar(kind, "initial", initial, dst))
+    return;
+  std::string p = opPrefix(kind);
+  if (op0 == AluOp::None || op1 == AluOp::None) return fail(fmt::format("{}: op0 and op1 are required", p));
+  if (a.partitions() != dst.partitions() || b.partitions() != dst.partitions() || a.freeSize() != dst.freeSize() ||
+      b.freeSize() != dst.freeSize())
+    return fail(fmt::format("{}: dst {}, a {} and b {} must have the same partitions and free size", p,
+                            shapeText(dst), shapeText(a), shapeText(b)));
+  if (a.space() == MemSpace::PSUM && b.space() == MemSpace::PSUM)
+    return fail(fmt::format("{}: a and b both in PSUM (T11)", p));
+  if (!checkEngine(kind, Opcode::TensorTensorScan, Engine::DVE, {&dst, &a, &b})) return;
+  TileOp tileOp = makeOp(kind, Opcode::TensorTensorScan, Engine::DVE, {toOperand(dst), toOperand(a), toOperand(b)});
+  float imm = 0;
+  if (const TileView *view = std::get_if<TileView>(&initial))
+    tileOp.operands.push_back(toOperand(*view));
+  else
+    tileOp.operands.push_back(std::nullopt), imm = std::get<float>(initial);
+  tileOp.op0 = op0;
+  tileOp.op1 = op1;
+  tileOp.scalars = {imm};
+  record(std::move(tileOp));
+}
+
 void KernelBuilder::tensorScalar(const TileView &dst, const TileView &src, AluOp op0, ScalarOperand s0, AluOp op1,
                                  ScalarOperand s1, std::optional<Engine> engine) {
   const TileOpKind kind = TileOpKind::TensorScalar;

@@ -154,6 +154,10 @@ class KernelBuilder {
   /// dst = a op b elementwise (DVE by default; POOL allowed for SBUF-only operands).
   void tensorTensor(const TileView &dst, const TileView &a, const TileView &b, AluOp op,
                     std::optional<Engine> engine = std::nullopt);
+  /// DVE scan along the free elements of each partition: r[i] = (a[i] op0 r[i-1]) op1 b[i], dst = r,
+  /// r[-1] = initial (an immediate or a [P, 1] view).
+  void tensorTensorScan(const TileView &dst, const TileView &a, const TileView &b, AluOp op0, AluOp op1,
+                        ScalarOperand initial = 0.0f);
   /// dst = (src op0 s0) op1 s1; op1 None skips the second op.
   void tensorScalar(const TileView &dst, const TileView &src, AluOp op0, ScalarOperand s0,
                     AluOp op1 = AluOp::None, ScalarOperand s1 = 0.0f, std::optional<Engine> engine = std::nullopt);

@@ -47,6 +47,7 @@ std::string_view tileOpKindName(TileOpKind kind) {
     case TileOpKind::BnAggr: return "bnAggr";
     case TileOpKind::AllGather: return "allGather";
     case TileOpKind::AllReduce: return "allReduce";
+    case TileOpKind::TensorTensorScan: return "tensorTensorScan";
   }
   return "?";
 }

@@ -30,6 +30,8 @@ inline const std::string kEveryOpcodeProgram =
     "in1=sbuf[p0:128, off 4096, [0,8], [1,64]]:f32 op0=multiply\n"
     "tensor_tensor.POOL dst=sbuf[p96:16, off 0, [2,4], [8,2], [1,2], [16,2]]:i32 in0=sbuf[p96:16, off 256, [-1,64]]:i32 "
     "in1=sbuf[p96:16, off 512, [32,2], [8,4], [1,8]]:i32 op0=bitwise_xor\n"
+    "tensor_tensor_scan.DVE dst=sbuf[p0:128, off 0, [1,512]]:f32 in0=sbuf[p0:128, off 4096, [1,512]]:f32 "
+    "in1=psum[p0:128, off 0, [1,512]]:f32 initial=sbuf[p0:128, off 8192]:f32 op0=multiply op1=add\n"
     "tensor_scalar.DVE dst=sbuf[p0:128, off 0, [1,100]]:bf16 src=sbuf[p0:128, off 256, [1,100]]:bf16 "
     "op0=subtract op1=multiply imm=-1.5,3e+20\n"
     "tensor_scalar.ACT dst=sbuf[p0:128, off 0, [1,16]]:f16 src=sbuf[p0:128, off 64, [1,16]]:f16 op0=add "

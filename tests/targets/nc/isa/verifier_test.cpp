@@ -143,6 +143,19 @@ TEST(NcIsaVerifier, TensorTensorNotBothPsum) {
   EXPECT_EQ(violations(head + "sbuf[p0:128, off 64, [1,8]]:f32"), "#0 tensor_tensor.DVE: op0 is required");
 }
 
+TEST(NcIsaVerifier, TensorTensorScanRules) {
+  std::string head = "tensor_tensor_scan.DVE dst=sbuf[p0:128, off 0, [1,8]]:f32 in0=sbuf[p0:128, off 64, [1,8]]:f32 "
+                     "in1=sbuf[p0:128, off 128, [1,8]]:f32";
+  EXPECT_EQ(violations(head + " op0=multiply op1=add"), "");
+  EXPECT_EQ(violations(head + " op0=multiply op1=add initial=sbuf[p0:128, off 256]:f32"), "");
+  EXPECT_EQ(violations(head + " op0=multiply"), "#0 tensor_tensor_scan.DVE: op0 and op1 are required");
+  EXPECT_EQ(violations(head + " op0=multiply op1=add initial=sbuf[p0:128, off 256, [1,2]]:f32"),
+            "#0 tensor_tensor_scan.DVE: initial: must be one element per partition ([P,1]), got free size 2");
+  EXPECT_EQ(violations("tensor_tensor_scan.POOL dst=sbuf[p0:128, off 0, [1,8]]:f32 in0=sbuf[p0:128, off 64, [1,8]]:f32 "
+                       "in1=sbuf[p0:128, off 128, [1,8]]:f32 op0=multiply op1=add"),
+            "#0 tensor_tensor_scan.POOL: engine POOL may not run tensor_tensor_scan");
+}
+
 TEST(NcIsaVerifier, ActivationFuncAndReduceOp) {
   std::string head = "activation.ACT dst=sbuf[p0:128, off 0, [1,8]]:f32 src=psum[p0:128, off 0, [1,8]]:f32 ";
   std::string accum = "accum=sbuf[p0:128, off 64, [1,1]]:f32 ";

@@ -44,6 +44,7 @@ inline std::string describe(const std::string &kernel, const KernelParams &param
   for (const auto &[name, size] : params.dims) text += " " + name + "=" + std::to_string(size);
   text += " " + std::string(dtypeName(params.dtype)) + " on " + profile;
   for (const auto &[key, value] : params.options) text += " " + key + "=" + value;
+  if (!params.variant.empty()) text += " variant " + params.variant;
   return text;
 }
 
@@ -51,11 +52,12 @@ inline std::string describe(const std::string &kernel, const KernelParams &param
 /// (or nothing when it could not run).
 inline std::optional<KernelRunResult> expectKernelPasses(const std::string &name, std::map<std::string, int64_t> dims,
                                                          DType dtype, const std::string &profile,
-                                                         std::map<std::string, std::string> options = {}) {
+                                                         std::map<std::string, std::string> options = {},
+                                                         const std::string &variant = "") {
   const KernelDef *kernel = findKernel(name);
   EXPECT_NE(kernel, nullptr) << name;
   if (!kernel) return std::nullopt;
-  KernelParams params{std::move(dims), dtype, std::move(options)};
+  KernelParams params{std::move(dims), dtype, std::move(options), variant};
   std::string what = describe(name, params, profile);
   auto result = runKernel(*kernel, params, profileNamed(profile));
   EXPECT_TRUE(result.ok()) << what << ": " << result.diag().str();

@@ -71,6 +71,49 @@ TEST(MatmulKernel, BadOptionsAreErrors) {
   }
 }
 
+// The NKI tutorial's four kernels (matmul_tutorial.h) at shapes that hold one block and several
+// blocks of each, on both generations; fp32 too. Their published-shape times are calibration_test.cpp.
+void expectTutorialVariantPasses(const std::string &variant) {
+  for (const std::string &profile : testing::kProfiles) {
+    expectKernelPasses("matmul", {{"M", 256}, {"N", 1024}, {"K", 384}}, DType::BF16, profile, {}, variant);
+    expectKernelPasses("matmul", {{"M", 128}, {"N", 512}, {"K", 128}}, DType::BF16, profile, {}, variant);
+  }
+  // Two blocks along M and N for mn-blocked; 4-tile m-blocks, two n-blocks for mnk-blocked.
+  expectKernelPasses("matmul", {{"M", 512}, {"N", 2048}, {"K", 256}}, DType::BF16, "nc-v2", {}, variant);
+  expectKernelPasses("matmul", {{"M", 256}, {"N", 1024}, {"K", 256}}, DType::F32, "nc-v3", {}, variant);
+}
+
+TEST(MatmulKernel, TutorialTiled) { expectTutorialVariantPasses("tiled"); }
+TEST(MatmulKernel, TutorialHoisted) { expectTutorialVariantPasses("hoisted"); }
+TEST(MatmulKernel, TutorialMnBlocked) { expectTutorialVariantPasses("mn-blocked"); }
+TEST(MatmulKernel, TutorialMnkBlocked) {
+  expectTutorialVariantPasses("mnk-blocked");
+  // Two k-blocks (the SBUF accumulators add the second block's partial sums); f32, as the
+  // tutorial's bf16 accumulators round each partial sum.
+  expectKernelPasses("matmul", {{"M", 128}, {"N", 512}, {"K", 2048}}, DType::F32, "nc-v3", {}, "mnk-blocked");
+}
+
+TEST(MatmulKernel, TutorialVariantErrors) {
+  const KernelDef &matmul = *findKernel("matmul");
+  const MachineProfile &v2 = testing::profileNamed("nc-v2");
+  auto run = [&](std::map<std::string, int64_t> dims, std::map<std::string, std::string> options,
+                 const std::string &variant) {
+    return runKernel(matmul, KernelParams{std::move(dims), DType::BF16, std::move(options), variant}, v2);
+  };
+  auto ragged = run({{"M", 130}, {"N", 512}, {"K", 128}}, {}, "tiled");
+  ASSERT_FALSE(ragged.ok());
+  EXPECT_NE(ragged.diag().message.find("M=130 is not a multiple of its tile 128"), std::string::npos)
+      << ragged.diag().message;
+  auto bias = run({{"M", 128}, {"N", 512}, {"K", 128}}, {{"bias", "1"}}, "hoisted");
+  ASSERT_FALSE(bias.ok());
+  EXPECT_NE(bias.diag().message.find("no bias or activation"), std::string::npos) << bias.diag().message;
+  // Three m-tiles do not split into the mn-blocked variant's blocks of two.
+  auto blocks = run({{"M", 384}, {"N", 1024}, {"K", 128}}, {}, "mn-blocked");
+  ASSERT_FALSE(blocks.ok());
+  EXPECT_NE(blocks.diag().message.find("not a multiple of the block of 2 tiles"), std::string::npos)
+      << blocks.diag().message;
+}
+
 // NKI's tutorial: 4096 x 8192 x 8192 bf16 on one nc-v2 core, 6.97 ms fully optimized (accelerator-model
 // section 11, anchor 2); the PE bound is 5.99 ms. Debug and sanitizer builds run 1/8 of the rows and
 // half of K (the full size takes about 10 s optimized, minutes there) and check only the fraction of

@@ -10,6 +10,15 @@ namespace {
 TEST(NormKernels, LayerNormAtEveryShape) { testing::expectKernelPassesAtShapes("layernorm"); }
 TEST(NormKernels, RmsNormAtEveryShape) { testing::expectKernelPassesAtShapes("rmsnorm"); }
 
+// The LayerNorm tutorial's two kernels (their speedup at the published shape is calibration_test.cpp).
+TEST(NormKernels, LayerNormTutorialVariants) {
+  for (const std::string &variant : {"v1", "v2"})
+    for (const std::string &profile : testing::kProfiles)
+      for (const testing::Shape &shape : testing::kShapes)
+        for (DType dtype : {DType::F32, DType::BF16})
+          testing::expectKernelPasses("layernorm", {{"R", shape.rows}, {"C", shape.cols}}, dtype, profile, {}, variant);
+}
+
 TEST(NormKernels, EpsOption) {
   testing::expectKernelPasses("layernorm", {{"R", 130}, {"C", 64}}, DType::F32, "nc-v2", {{"eps", "0.5"}});
   testing::expectKernelPasses("rmsnorm", {{"R", 130}, {"C", 64}}, DType::F32, "nc-v3", {{"eps", "0.25"}});

@@ -71,6 +71,24 @@ TEST(KernelRegistry, ParseErrorsNameTheKernelAndTheText) {
   EXPECT_EQ(parseError(add, "R=4", "", {"broadcast"}), "kernel 'add': --option 'broadcast' is not KEY=VALUE");
 }
 
+TEST(KernelRegistry, VariantsDefaultToTheFirstAndUnknownOnesAreErrors) {
+  const KernelDef &matmul = *findKernel("matmul");
+  ASSERT_FALSE(matmul.variants.empty());
+  auto byDefault = parseKernelParams(matmul, "", "", {});
+  ASSERT_TRUE(byDefault.ok()) << byDefault.diag().str();
+  EXPECT_EQ(byDefault->variant, matmul.variants.front());
+  auto tiled = parseKernelParams(matmul, "", "", {}, "tiled");
+  ASSERT_TRUE(tiled.ok()) << tiled.diag().str();
+  EXPECT_EQ(tiled->variant, "tiled");
+  auto unknown = parseKernelParams(matmul, "", "", {}, "fastest");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.diag().message.find("unknown variant 'fastest'; use one of blocked, tiled"), std::string::npos)
+      << unknown.diag().message;
+  auto none = parseKernelParams(*findKernel("softmax"), "", "", {}, "v1");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.diag().message.find("kernel 'softmax' has no variants"), std::string::npos) << none.diag().message;
+}
+
 TEST(KernelRegistry, MissingDimWithoutDefault) {
   KernelDef kernel = *findKernel("add");
   kernel.defaultDims.clear();

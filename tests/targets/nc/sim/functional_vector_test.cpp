@@ -1,7 +1,8 @@
 // DVE/POOL elementwise and reduction instructions: tensor_tensor (arithmetic, comparisons, bitwise
 // on raw integer bits), broadcast (stride 0) and negative-stride access patterns, tensor_scalar with
 // immediates and [P,1] scalar operands, tensor_reduce over the innermost free dim, tensor_copy,
-// memset, and bn_stats + bn_aggr against a direct mean/variance.
+// memset, bn_stats + bn_aggr against a direct mean/variance, and tensor_tensor_scan (the linear
+// recurrence from an immediate or a [P,1] initial value).
 #include <cmath>
 #include <vector>
 
@@ -106,6 +107,32 @@ TEST_F(NcFunctionalVector, TensorTensorShapeMismatch) {
   EXPECT_EQ(runError("tensor_tensor.DVE dst=sbuf[p0:2, off 128, [4,2], [1,2]]:f32 in0=sbuf[p0:2, off 0, [1,4]]:f32 "
                      "in1=sbuf[p0:2, off 64, [1,4]]:f32 op0=add"),
             "instruction 0 (tensor_tensor.DVE): operand dst has shape [2, 2, 2] but in0 has shape [2, 4]");
+}
+
+TEST_F(NcFunctionalVector, TensorTensorScanRunsTheRecurrence) {
+  putRow(kSbuf, 0, 0, {2, 0.5f, 1, 3});   // in0 (a)
+  putRow(kSbuf, 1, 0, {1, 1, 1, 1});
+  putRow(kSbuf, 0, 64, {1, 2, 3, 4});     // in1 (b)
+  putRow(kSbuf, 1, 64, {1, -1, 1, -1});
+  putF32(kSbuf, 0, 192, 10);               // initial[P,1]
+  putF32(kSbuf, 1, 192, -2);
+  const std::string operands = " dst=sbuf[p0:2, off 128, [1,4]]:f32 in0=sbuf[p0:2, off 0, [1,4]]:f32 "
+                               "in1=sbuf[p0:2, off 64, [1,4]]:f32 op0=multiply op1=add";
+  // r = a * r + b from r = 0 (imm[0] absent): p0: 1, 2.5, 5.5, 20.5; p1: 1, 0, 1, 0.
+  ASSERT_TRUE(run("tensor_tensor_scan.DVE" + operands).ok());
+  EXPECT_EQ(getRow(kSbuf, 0, 128, 4), (Row{1, 2.5f, 5.5f, 20.5f}));
+  EXPECT_EQ(getRow(kSbuf, 1, 128, 4), (Row{1, 0, 1, 0}));
+  // From an immediate and from a per-partition initial value.
+  ASSERT_TRUE(run("tensor_tensor_scan.DVE" + operands + " imm=1").ok());
+  EXPECT_EQ(getRow(kSbuf, 0, 128, 4), (Row{3, 3.5f, 6.5f, 23.5f}));
+  ASSERT_TRUE(run("tensor_tensor_scan.DVE" + operands + " initial=sbuf[p0:2, off 192]:f32").ok());
+  EXPECT_EQ(getRow(kSbuf, 0, 128, 4), (Row{21, 12.5f, 15.5f, 50.5f}));
+  EXPECT_EQ(getRow(kSbuf, 1, 128, 4), (Row{-1, -2, -1, -2}));
+  // Both operators are required, and arithmetic.
+  EXPECT_NE(runError("tensor_tensor_scan.DVE dst=sbuf[p0:2, off 128, [1,4]]:f32 in0=sbuf[p0:2, off 0, [1,4]]:f32 "
+                     "in1=sbuf[p0:2, off 64, [1,4]]:f32 op0=multiply")
+                .find("op0 and op1 must be arithmetic binary operators"),
+            std::string::npos);
 }
 
 TEST_F(NcFunctionalVector, TensorScalarImmediatesAndOperands) {

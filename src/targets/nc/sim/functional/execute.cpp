@@ -12,6 +12,7 @@ Status executeInstruction(const Instruction &insn, size_t index, MachineState &s
     case Opcode::NcTranspose: return functional::execTranspose(ctx);
     case Opcode::Activation: return functional::execActivation(ctx);
     case Opcode::TensorTensor: return functional::execTensorTensor(ctx);
+    case Opcode::TensorTensorScan: return functional::execTensorTensorScan(ctx);
     case Opcode::TensorScalar: return functional::execTensorScalar(ctx);
     case Opcode::TensorReduce: return functional::execTensorReduce(ctx);
     case Opcode::TensorCopy: return functional::execTensorCopy(ctx);

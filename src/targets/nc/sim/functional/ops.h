@@ -17,6 +17,8 @@ Status execTranspose(const ExecContext &ctx);
 Status execActivation(const ExecContext &ctx);
 /// tensor_tensor (vector_ops.cpp): dst = in0 op0 in1.
 Status execTensorTensor(const ExecContext &ctx);
+/// tensor_tensor_scan (vector_ops.cpp): r[i] = (in0[i] op0 r[i-1]) op1 in1[i] along the free elements.
+Status execTensorTensorScan(const ExecContext &ctx);
 /// tensor_scalar (vector_ops.cpp): dst = (src op0 s0) op1 s1.
 Status execTensorScalar(const ExecContext &ctx);
 /// tensor_reduce (vector_ops.cpp): op0 over the innermost free dim.

@@ -141,6 +141,37 @@ Status execTensorTensor(const ExecContext &ctx) {
   return Status::success();
 }
 
+Status execTensorTensorScan(const ExecContext &ctx) {
+  TESSEL_ASSIGN_OR_RETURN(Operand dst, ctx.operand("dst", Access::Write));
+  TESSEL_ASSIGN_OR_RETURN(Operand in0, ctx.operand("in0", Access::Read));
+  TESSEL_ASSIGN_OR_RETURN(Operand in1, ctx.operand("in1", Access::Read));
+  TESSEL_ASSIGN_OR_RETURN(std::optional<Operand> initial, ctx.optionalOperand("initial", Access::Read));
+  const AluOp op0 = ctx.insn().op0, op1 = ctx.insn().op1;
+  for (AluOp op : {op0, op1})
+    if (op == AluOp::None || isUnaryOp(op) || isBitwiseOp(op))
+      return ctx.error(ErrorCode::InvalidArgument, "op0 and op1 must be arithmetic binary operators; got {}, {}",
+                       aluOpName(op0), aluOpName(op1));
+  for (const Operand *operand : {&dst, &in0, &in1}) TESSEL_RETURN_IF_ERROR(ctx.requireOnChip(*operand));
+  TESSEL_RETURN_IF_ERROR(ctx.requireSameShape(in0, in1));
+  TESSEL_RETURN_IF_ERROR(ctx.requireSameShape(dst, in0));
+  if (initial) {
+    TESSEL_RETURN_IF_ERROR(ctx.requireOnChip(*initial));
+    TESSEL_RETURN_IF_ERROR(ctx.requirePerPartitionScalar(*initial, in0.partitions));
+  }
+  const uint64_t size = in0.freeSize;
+  std::vector<float> a(size), b(size);
+  for (int64_t p = 0; p < in0.partitions; ++p) {
+    loadPartition(in0, p, a.data());
+    loadPartition(in1, p, b.data());
+    // The running value stays fp32 between steps; only dst is rounded to its dtype.
+    float running = initial ? scalarOf(*initial, p) : ctx.immediate(0, 0.0f);
+    for (uint64_t i = 0; i < size; ++i) a[i] = running = applyAlu(op1, applyAlu(op0, a[i], running), b[i]);
+    storePartition(dst, p, a.data());
+  }
+  ctx.markWritten(dst, /*byMatmul=*/false);
+  return Status::success();
+}
+
 Status execTensorScalar(const ExecContext &ctx) {
   TESSEL_ASSIGN_OR_RETURN(Operand dst, ctx.operand("dst", Access::Write));
   TESSEL_ASSIGN_OR_RETURN(Operand src, ctx.operand("src", Access::Read));
