@@ -16,6 +16,7 @@ runs=(
   "attention|H=12,S=2048,D=64|--timing-only"
   "attention|H=12,S=2048,D=64|--option causal=1 --timing-only"
   "attention|H=2,S=512,D=64|--option causal=1"
+  "attention|H=1,S=4096,D=128|--timing-only"
   "softmax|R=4096,C=4096|"
   "layernorm|R=4096,C=4096|"
   "rmsnorm|R=4096,C=4096|"

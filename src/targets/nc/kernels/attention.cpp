@@ -25,16 +25,16 @@
 // and at the end o[:, :D] / o[:, D] goes to the output superblock, stored with one DMA. Causal: key
 // blocks after the diagonal are skipped. The score matrix never leaves PSUM/SBUF.
 //
-// Non-causal with resident keys where DVE and ACT share the PSUM port (nc-v2), each query superblock
-// runs in two passes instead, software-pipelined (pass 1 of superblock i is recorded before pass 2
-// of superblock i - 1):
-//   pass 1: s = q^T_tile^T @ k^T_block (PE), ACT copies s to SBUF as bf16, DVE takes the row max
-//           there (off the port); the maxima become diagonal blocks diag(max_u) [P, SB]
+// Non-causal with resident keys, each query superblock runs in two passes instead, software-
+// pipelined (pass 1 of superblock i is recorded before pass 2 of superblock i - 1):
+//   pass 1: s = q^T_tile^T @ k^T_block (PE), DVE takes the row max (where DVE and ACT share the PSUM
+//           port, nc-v2, from a bf16 copy ACT makes in SBUF); the maxima become diagonal blocks
+//           diag(max_u) [P, SB]
 //   pass 2: s^T = k^T_tile^T @ q^T [keys, queries] (PE), s^T += (-1)^T @ diag(max) (PE),
 //           p^T = exp(scale * s^T) (ACT, one exp per score, straight into SBUF as bf16),
 //           o += p^T_u^T @ [v | 1] (PE, one accumulation group per query tile over all keys)
-// so p is never transposed or evicted from PSUM and o is never rescaled: every score crosses the
-// shared PSUM port twice, both times on ACT, the faster of the two readers.
+// so p is never transposed or evicted from PSUM and o is never rescaled. Each score is read from
+// PSUM twice; on nc-v2 both reads are ACT's, the faster reader of the port it shares with DVE.
 //
 // PSUM tiles come from fixed rings (TileRing) sized to the banks, so which bank a block uses never
 // depends on allocation history, and the ring depth is the pipelining depth between PE and ACT/DVE.
@@ -211,7 +211,7 @@ class AttentionBuilder {
   /// `allowResident` false reloads key blocks per query superblock even when a head's keys fit SBUF.
   AttentionBuilder(KernelBuilder &b, const AttentionShape &shape, bool allowResident)
       : b_(b), shape_(shape), allowResident_(allowResident), engines_(planEngines(b.profile())),
-        resident_(allowResident && keysStayResident(shape, b.profile())), twoPass_(resident_ && !shape.causal && engines_.stageScores),
+        resident_(allowResident && keysStayResident(shape, b.profile())), twoPass_(resident_ && !shape.causal),
         psumSlots_(planPsum(b.profile(), shape.rowsPerPartition, shape.D, twoPass_)),
         scoresRing_(MemSpace::PSUM, "scores", DType::F32, shape.partitions, {shape.bankColumns}, psumSlots_.scores),
         probsTRing_(MemSpace::PSUM, twoPass_ ? "s_t_ps" : "p_t_ps", twoPass_ ? DType::F32 : DType::BF16,
@@ -230,10 +230,12 @@ class AttentionBuilder {
     for (int64_t h = 0; h < shape_.H; ++h)
       for (int64_t qsb = 0; qsb < shape_.superBlocks; ++qsb) items.push_back({h, qsb});
     std::vector<TileView> nextKRows, nextVRows;
-    // The first head's k, then q, then v: the first scores need k and q only.
-    if (resident_) loadKeyRows(0, &nextKRows, nullptr);
+    // With several key superblocks the first head's k goes first, then q, then v: the first scores
+    // need k and q only (pass 1 needs no v at all). With one, k and v of it come before q.
+    const bool kFirst = twoPass_ || shape_.superBlocks > 1;
+    if (resident_) loadKeyRows(0, &nextKRows, kFirst ? nullptr : &nextVRows);
     std::optional<TileView> nextQ = loadRows(q_, 0, shape_.layout(0), "q", D());
-    if (resident_) loadKeyRows(0, nullptr, &nextVRows);
+    if (resident_ && kFirst) loadKeyRows(0, nullptr, &nextVRows);
     std::optional<FirstPass> pending;
     for (size_t i = 0; i < items.size(); ++i) {
       const auto [h, qsb] = items[i];
@@ -297,13 +299,13 @@ class AttentionBuilder {
                rows.partitionSlice(0, layout.count(t)).cols(t * D(), D()));
   }
 
-  /// Loads head h's k rows (into `kRows`, all of them first) and v rows (into `vRows`); either may
-  /// be null.
+  /// Loads head h's k rows (into `kRows`) and v rows (into `vRows`), superblock by superblock;
+  /// either may be null.
   void loadKeyRows(int64_t h, std::vector<TileView> *kRows, std::vector<TileView> *vRows) {
-    for (int64_t sb = 0; kRows && sb < shape_.superBlocks; ++sb)
-      kRows->push_back(loadRows(k_, h, shape_.layout(sb), "k", D()));
-    for (int64_t sb = 0; vRows && sb < shape_.superBlocks; ++sb)
-      vRows->push_back(loadRows(v_, h, shape_.layout(sb), "v", D() + 1));
+    for (int64_t sb = 0; sb < shape_.superBlocks; ++sb) {
+      if (kRows) kRows->push_back(loadRows(k_, h, shape_.layout(sb), "k", D()));
+      if (vRows) vRows->push_back(loadRows(v_, h, shape_.layout(sb), "v", D() + 1));
+    }
   }
 
   /// x^T [D, width] in SBUF from rows [P, tiles * D]: one PE transpose per tile, one PSUM eviction.
@@ -552,12 +554,15 @@ class AttentionBuilder {
         const int64_t nq = queries.count(u);
         TileView s = scoresRing_.next(b_).partitionSlice(0, nq).cols(0, width);
         b_.matmul(s, pass.qT.cols(u * P(), nq), pass.keys.back().kT.cols(0, width), /*accumulate=*/false);
-        // DVE and ACT share the PSUM port: ACT (the faster reader) moves the scores to SBUF as bf16
-        // and DVE finds the max there, off the port, so every PSUM read is ACT's.
-        TileView staged =
-            b_.sbuf("scores_bf16", DType::BF16, P(), {shape_.bankColumns}).partitionSlice(0, nq).cols(0, width);
-        b_.copy(staged, s, Engine::ACT);
-        b_.reduce(blockMax.partitionSlice(0, nq).cols(u * blocks + kb, 1), staged, AluOp::Maximum);
+        // Where DVE and ACT share the PSUM port, ACT (the faster reader) moves the scores to SBUF as
+        // bf16 and DVE finds the max there, off the port, so every PSUM read is ACT's.
+        if (engines_.stageScores) {
+          TileView staged =
+              b_.sbuf("scores_bf16", DType::BF16, P(), {shape_.bankColumns}).partitionSlice(0, nq).cols(0, width);
+          b_.copy(staged, s, Engine::ACT);
+          s = staged;
+        }
+        b_.reduce(blockMax.partitionSlice(0, nq).cols(u * blocks + kb, 1), s, AluOp::Maximum);
       }
     }
     TileView rowMax = rowValues("row_max", queries.count(0), tiles);
@@ -621,9 +626,7 @@ class AttentionBuilder {
   const bool allowResident_;
   const EnginePlan engines_;
   const bool resident_;  // A head's keys stay in SBUF (else they are reloaded per query superblock).
-  // Non-causal, keys resident, DVE and ACT sharing the PSUM port: the row max first, then one exp
-  // per score (on nc-v3, where they do not share it, the single pass is a few percent faster).
-  const bool twoPass_;
+  const bool twoPass_;  // Non-causal with resident keys: the row max first, then one exp per score.
   const PsumSlots psumSlots_;
   TileRing scoresRing_, probsTRing_, outputRing_, transposeRing_;
   HbmView q_, k_, v_, o_;
