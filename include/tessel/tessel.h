@@ -194,9 +194,10 @@ struct CompileOptions {
 /// The figures of the last run.
 struct RunSummary {
   bool simulated = false;     // The device time is simulated (accelerator targets), not measured.
-  double latencyUs = 0;       // Wall time on this host, or the simulated device time.
+  double latencyUs = 0;       // Wall time on this host; accelerator targets: device + transfers + host.
   double deviceUs = 0;        // Simulated device time (accelerator targets).
   double hostUs = 0;          // Accelerator targets: the host stages' time, measured on this host.
+  double transferUs = 0;      // Accelerator targets: host <-> device transfers, from the profile's link model.
   double mfuPercent = 0;      // Model FLOPs over the devices' peak (accelerator targets).
   std::string boundingEngine; // The engine the longest program waits on, with its active share.
   int deviceNodes = 0, hostNodes = 0;  // Where the nodes ran (accelerator targets).

@@ -96,6 +96,8 @@ class PyExecutable {
     d["simulated"] = s.simulated;
     d["latency_us"] = s.latencyUs;
     d["device_us"] = s.deviceUs;
+    d["transfer_us"] = s.transferUs;
+    d["host_us"] = s.hostUs;
     d["mfu_percent"] = s.mfuPercent;
     d["bounding_engine"] = s.boundingEngine;
     d["device_nodes"] = s.deviceNodes;

@@ -28,13 +28,16 @@ class _Figures:
 
 @dataclass
 class RunSummary(_Figures):
-    """The last run: latency (host wall time, or simulated device time on an accelerator), MFU,
-    the bounding engine, where the nodes ran and why each host node is not on the device."""
+    """The last run: latency (host wall time; on an accelerator the simulated device time plus the
+    link model's transfers plus the host stages' measured time), MFU, the bounding engine, where
+    the nodes ran and why each host node is not on the device."""
 
     _title = "last run"
     simulated: bool = False
     latency_us: float = 0.0
     device_us: float = 0.0
+    transfer_us: float = 0.0
+    host_us: float = 0.0
     mfu_percent: float = 0.0
     bounding_engine: str = ""
     device_nodes: int = 0

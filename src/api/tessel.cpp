@@ -369,7 +369,7 @@ std::string Executable::report() const {
 RunSummary Executable::lastRun() const {
   std::lock_guard lock(impl_->mutex);
   const RunFigures &f = impl_->figures;
-  return RunSummary{f.simulated, f.latencyUs, f.deviceUs, f.hostUs, f.mfuPercent, f.boundingEngine, f.deviceNodes,
+  return RunSummary{f.simulated, f.latencyUs, f.deviceUs, f.hostUs, f.transferUs, f.mfuPercent, f.boundingEngine, f.deviceNodes,
                     f.hostNodes, f.fallbacks};
 }
 

@@ -27,9 +27,10 @@ struct TargetOptions {
 /// The figures of the last run.
 struct RunFigures {
   bool simulated = false;
-  double latencyUs = 0;   // Measured on this host; for a simulated target, device + host stages.
+  double latencyUs = 0;   // Measured on this host; for a simulated target, device + transfers + host stages.
   double deviceUs = 0;    // Simulated device time.
   double hostUs = 0;      // Where a simulated target hands stages to the host: their time, measured.
+  double transferUs = 0;  // A simulated target's host <-> device transfers, as its link model says.
   double mfuPercent = 0;
   double modelFlops = 0;  // The device stages' matmul, convolution and attention FLOPs.
   std::string device;     // The machine profile, e.g. "nc-v2".

@@ -517,6 +517,16 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
     std::vector<MachineState *> noStates(programs.size(), nullptr);
     TESSEL_ASSIGN_OR_RETURN(std::vector<SimulationResult> sims,
                             simulateCores(programs, profile_, timingOnly ? noStates : statePointers, simOptions));
+    // Each of the stage's inputs comes from the host and each output goes back: one transfer each
+    // over the link, whose bandwidth and latency the profile states.
+    const DeviceProgram &stageProgram = programs_[static_cast<size_t>(stage.program)];
+    for (const tile::HbmPlacement &p : stageProgram.hbmTensors) {
+      const bool crosses = std::find(stageProgram.inputs.begin(), stageProgram.inputs.end(), p.name) != stageProgram.inputs.end() ||
+                           std::find(stageProgram.outputs.begin(), stageProgram.outputs.end(), p.name) != stageProgram.outputs.end();
+      if (!crosses) continue;
+      const int64_t numel = std::accumulate(p.shape.begin(), p.shape.end(), int64_t{1}, std::multiplies<>());
+      result.transferNs += profile_.hostLink.latencyNs + static_cast<double>(numel) * dtypeSizeBytes(p.dtype) / profile_.hostLink.bytesPerNs;
+    }
     double stageNs = 0;
     for (int core = 0; core < stage.cores; ++core) {
       const DeviceProgram &prog = programs_[static_cast<size_t>(stage.program + core)];

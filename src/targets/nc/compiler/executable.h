@@ -54,6 +54,7 @@ struct NcRunResult {
   std::vector<Timeline> timelines;  // One per program (device stage x core), as programs() lists them.
   double deviceNs = 0;              // Sum over device stages of their slowest core's simulated time.
   double hostNs = 0;                // The host stages' time, measured on this host (not with timingOnly).
+  double transferNs = 0;            // Device stages' inputs and outputs over the host link (profile hostLink).
 };
 
 class NcExecutable {

@@ -180,7 +180,8 @@ class NcModel final : public CompiledModel {
   void recordFigures(const NcRunResult &result) {
     figures_.deviceUs = result.deviceNs / 1000.0;
     figures_.hostUs = result.hostNs / 1000.0;
-    figures_.latencyUs = figures_.deviceUs + figures_.hostUs;
+    figures_.transferUs = result.transferNs / 1000.0;
+    figures_.latencyUs = figures_.deviceUs + figures_.transferUs + figures_.hostUs;
     double longest = -1;
     for (size_t i = 0; i < result.timelines.size(); ++i) {
       ProfileSummary s = summarize(result.timelines[i], exe_->programs()[i].program);

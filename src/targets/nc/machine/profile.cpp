@@ -315,6 +315,9 @@ MachineProfile readProfile(FieldReader &r, const json &root) {
   p.portConflicts = r.conflictList(r.object(root, "", "ports"), "ports", "conflicts");
   readDma(r, root, p);
   p.semLatencyCycles = r.positiveInt(r.object(root, "", "sync"), "sync", "semLatencyCycles");
+  const json &hostLink = r.object(root, "", "hostLink");
+  p.hostLink.bytesPerNs = r.positiveNumber(hostLink, "hostLink", "bytesPerNs");
+  p.hostLink.latencyNs = r.positiveNumber(hostLink, "hostLink", "latencyNs");
   const json &collective = r.object(root, "", "collective");
   p.collective.bytesPerNs = r.positiveNumber(collective, "collective", "bytesPerNs");
   p.collective.latencyNs = r.positiveNumber(collective, "collective", "latencyNs");

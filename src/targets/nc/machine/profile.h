@@ -159,6 +159,12 @@ struct CollectiveParams {
   double latencyNs = 0;   // Fixed cost per collective.
 };
 
+/// The host <-> device link (PCIe): what moving a device stage's inputs and outputs costs.
+struct HostLinkParams {
+  double bytesPerNs = 0;  // GB/s per direction.
+  double latencyNs = 0;   // Fixed cost per transfer.
+};
+
 /// Logical NeuronCore configuration (nc-v3), section 1.
 struct LncParams {
   int64_t defaultCoresPerLogical = 0, coresPerLogical = 0;
@@ -182,6 +188,7 @@ struct MachineProfile {
   DmaParams dma;
   int64_t semLatencyCycles = 0;  // In consumer-engine cycles [A].
   CollectiveParams collective;
+  HostLinkParams hostLink;
   std::optional<ThrottleParams> throttle;
   std::optional<LncParams> lnc;
 };
