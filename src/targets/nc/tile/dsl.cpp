@@ -589,18 +589,27 @@ void KernelBuilder::activation(const TileView &dst, const TileView &src, ActFunc
   record(std::move(op));
 }
 
+bool KernelBuilder::checkElementwisePair(TileOpKind kind, const TileView &dst, const TileView &a, const TileView &b) {
+  std::string p = opPrefix(kind);
+  if (a.partitions() != dst.partitions() || b.partitions() != dst.partitions() || a.freeSize() != dst.freeSize() ||
+      b.freeSize() != dst.freeSize()) {
+    fail(fmt::format("{}: dst {}, a {} and b {} must have the same partitions and free size", p, shapeText(dst),
+                     shapeText(a), shapeText(b)));
+    return false;
+  }
+  if (a.space() == MemSpace::PSUM && b.space() == MemSpace::PSUM) {
+    fail(fmt::format("{}: a and b both in PSUM (T11)", p));
+    return false;
+  }
+  return true;
+}
+
 void KernelBuilder::tensorTensor(const TileView &dst, const TileView &a, const TileView &b, AluOp op,
                                  std::optional<Engine> engine) {
   const TileOpKind kind = TileOpKind::TensorTensor;
   if (!checkTile(kind, "dst", dst) || !checkTile(kind, "a", a) || !checkTile(kind, "b", b)) return;
-  std::string p = opPrefix(kind);
-  if (op == AluOp::None) return fail(fmt::format("{}: op is required", p));
-  if (a.partitions() != dst.partitions() || b.partitions() != dst.partitions() || a.freeSize() != dst.freeSize() ||
-      b.freeSize() != dst.freeSize())
-    return fail(fmt::format("{}: dst {}, a {} and b {} must have the same partitions and free size", p,
-                            shapeText(dst), shapeText(a), shapeText(b)));
-  if (a.space() == MemSpace::PSUM && b.space() == MemSpace::PSUM)
-    return fail(fmt::format("{}: a and b both in PSUM (T11)", p));
+  if (op == AluOp::None) return fail(fmt::format("{}: op is required", opPrefix(kind)));
+  if (!checkElementwisePair(kind, dst, a, b)) return;
   if (!checkEngine(kind, Opcode::TensorTensor, engine, {&dst, &a, &b})) return;
   TileOp tileOp = makeOp(kind, Opcode::TensorTensor, engine, {toOperand(dst), toOperand(a), toOperand(b)});
   tileOp.op0 = op;
@@ -613,14 +622,9 @@ void KernelBuilder::tensorTensorScan(const TileView &dst, const TileView &a, con
   if (!checkTile(kind, "dst", dst) || !checkTile(kind, "a", a) || !checkTile(kind, "b", b) ||
       !checkScalar(kind, "initial", initial, dst))
     return;
-  std::string p = opPrefix(kind);
-  if (op0 == AluOp::None || op1 == AluOp::None) return fail(fmt::format("{}: op0 and op1 are required", p));
-  if (a.partitions() != dst.partitions() || b.partitions() != dst.partitions() || a.freeSize() != dst.freeSize() ||
-      b.freeSize() != dst.freeSize())
-    return fail(fmt::format("{}: dst {}, a {} and b {} must have the same partitions and free size", p,
-                            shapeText(dst), shapeText(a), shapeText(b)));
-  if (a.space() == MemSpace::PSUM && b.space() == MemSpace::PSUM)
-    return fail(fmt::format("{}: a and b both in PSUM (T11)", p));
+  if (op0 == AluOp::None || op1 == AluOp::None)
+    return fail(fmt::format("{}: op0 and op1 are required", opPrefix(kind)));
+  if (!checkElementwisePair(kind, dst, a, b)) return;
   if (!checkEngine(kind, Opcode::TensorTensorScan, Engine::DVE, {&dst, &a, &b})) return;
   TileOp tileOp = makeOp(kind, Opcode::TensorTensorScan, Engine::DVE, {toOperand(dst), toOperand(a), toOperand(b)});
   float imm = 0;

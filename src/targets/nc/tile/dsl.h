@@ -202,6 +202,8 @@ class KernelBuilder {
   bool checkTile(TileOpKind kind, const char *what, const TileView &view);
   bool checkHbm(TileOpKind kind, const char *what, const HbmView &view);
   bool checkScalar(TileOpKind kind, const char *what, const ScalarOperand &scalar, const TileView &dst);
+  /// dst, a and b of an elementwise two-input op: same partitions and free size, not both inputs in PSUM.
+  bool checkElementwisePair(TileOpKind kind, const TileView &dst, const TileView &a, const TileView &b);
   bool checkCollective(TileOpKind kind, const TileView &dst, int cores);
   bool checkEngine(TileOpKind kind, Opcode opcode, std::optional<Engine> engine,
                    std::initializer_list<const TileView *> operands);
