@@ -151,6 +151,15 @@ FOOTER = """
 - **DVE streaming cost** (`dve.*`, section 6.1 formulas): the Mamba kernels, which are VectorE bound
   (v2 and v3 at 99% DVE active in the tutorial's profiles); v1 is bound by reloading delta and u.
 - **ACT/DVE pipeline and semaphore latencies**: anchor 3.
+
+## Not covered yet
+
+- The nc-v3 kernel-optimization walk-through (fp32 matmul steps; DMA near 100% active on the first
+  three, PE near 100% on the last three, DMA about 20% on the last) is not written as variants, so
+  its qualitative engine-activity pattern is not checked.
+- No whole-kernel anchor exists on nc-v3: its DMA chunk-efficiency curve is carried from nc-v2.
+- Mamba v2 lands at 1.195, at the edge of its 20%: the model's DVE work per state step is 8 N
+  cycles (four two-input passes), the tutorial's profile implies about 6.9 N.
 """
 
 if __name__ == "__main__":
