@@ -7,6 +7,11 @@ Status CompiledModel::save(const std::string &path) const {
   return makeFileError(ErrorCode::InvalidArgument, path, "this target writes no artifact; compile for cpu, nc-v2 or nc-v3");
 }
 
+Expected<std::string> CompiledModel::emit(const std::string &stage) const {
+  return makeError(ErrorCode::InvalidArgument, "--emit={}: this target prints no compiler stages (`tessel opt` prints the graph)",
+                   stage);
+}
+
 Status CompiledModel::runTimingOnly(const NamedValues &) {
   return makeError(ErrorCode::InvalidArgument, "this target runs natively: a timing-only run is for simulated targets");
 }

@@ -75,6 +75,9 @@ class CompiledModel {
   virtual Status save(const std::string &path) const;
   /// What the compiler decided, as text.
   virtual std::string report() const { return {}; }
+  /// What one compiler stage decided, as text (`tessel compile --emit=STAGE`); the stages are the
+  /// target's own.
+  virtual Expected<std::string> emit(const std::string &stage) const;
   /// The time of every pass and compiler stage, where TargetOptions::timePasses asked for it.
   virtual std::string compileTimes() const { return {}; }
 

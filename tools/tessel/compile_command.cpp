@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "frontend/onnx/importer.h"
+#include "ir/parser.h"
 #include "ir/specialize.h"
 #include "runtime/target_registry.h"
 
@@ -26,6 +27,7 @@ struct CompileArgs {
   std::string autoCast = "matmul", autoCastType = "bf16";
   int cores = 1;
   bool timePasses = false;
+  std::string emit;
 };
 
 void compileModel(const CompileArgs &args) {
@@ -42,6 +44,11 @@ void compileModel(const CompileArgs &args) {
   options.timePasses = args.timePasses;
   auto compiled = (*target)->compile(std::move(*model), options);
   if (!compiled.ok()) return reportError(withLocation(compiled.status(), SourceLoc::inFile(args.model)).str());
+  if (!args.emit.empty()) {
+    auto text = (*compiled)->emit(args.emit);
+    if (!text.ok()) return reportError(text.diag().str());
+    std::printf("%s", text->c_str());
+  }
   if (args.report) std::printf("%s", (*compiled)->report().c_str());
   if (args.timePasses) std::printf("%s", (*compiled)->compileTimes().c_str());
   if (args.output.empty()) return;
@@ -58,7 +65,8 @@ Expected<Model> importSpecialized(const std::string &path, const std::vector<std
     TESSEL_ASSIGN_OR_RETURN(auto parsed, parseShapeSpec(spec));
     sizes.push_back(std::move(parsed));
   }
-  TESSEL_ASSIGN_OR_RETURN(Model model, importOnnxFile(path));
+  // Text IR (.tsl.txt, as `tessel opt` prints it) compiles too, so stage tests are text in, text out.
+  TESSEL_ASSIGN_OR_RETURN(Model model, path.ends_with(".tsl.txt") ? parseModelFile(path) : importOnnxFile(path));
   TESSEL_RETURN_IF_ERROR(specializeInputs(model, sizes, batch));
   return model;
 }
@@ -89,7 +97,7 @@ Expected<std::pair<std::string, std::vector<int64_t>>> parseShapeSpec(const std:
 void addCompileCommand(CLI::App &app) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App *cmd = app.add_subcommand("compile", "Compile a model for a target and write the artifact");
-  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
+  cmd->add_option("model", args->model, "Model file (.onnx, or text IR .tsl.txt)")->required();
   cmd->add_option("--target", args->target, "Target: cpu, nc-v2, nc-v3, or an accelerator profile (.json); `ref` has no artifact")
       ->capture_default_str();
   cmd->add_option("--auto-cast", args->autoCast, "nc: none, matmul (matmul/conv operands) or all (activations too)")
@@ -103,6 +111,7 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_option("--batch", args->batch, "Size of a dynamic leading (batch) dim of the inputs");
   cmd->add_option("--threads", args->threads, "Threads the plan is partitioned for (0 = all cores)")
       ->capture_default_str();
+  cmd->add_option("--emit", args->emit, "Print what a compiler stage decided: partition, memory, lowering, schedule or asm (nc)");
   cmd->add_flag("--report", args->report, "Print the plan: kernels per op (cpu) or stages and transfers (nc), fallbacks and why, memory");
   cmd->callback([args] { compileModel(*args); });
 }

@@ -84,6 +84,10 @@ class NcExecutable {
   /// Per host stage, in order: "cpu target (N steps)" or why it runs on the reference interpreter.
   std::vector<std::string> hostStagePlans() const;
 
+  /// What one compiler stage decided, as text: "partition", "memory", "lowering", "schedule" or
+  /// "asm" (stage_printers.cpp).
+  Expected<std::string> emit(const std::string &stage) const;
+
   /// The compile report: stages and transfers, fallbacks, memory use per device stage.
   std::string report() const;
 

@@ -79,6 +79,8 @@ class NcModel final : public CompiledModel {
   Status save(const std::string &path) const override { return exe_->save(path); }
   std::string report() const override { return exe_->report(); }
 
+  Expected<std::string> emit(const std::string &stage) const override { return exe_->emit(stage); }
+
   std::string compileTimes() const override {
     if (exe_->passTimes().empty()) return {};
     std::string text = "time per pass:\n";
