@@ -29,22 +29,25 @@ std::shared_ptr<Graph> copyGraph(const Graph &source, Node *parent, ValueMap &ma
   return copy;
 }
 
-void copyNodes(const Graph &source, Graph &target, ValueMap &map) {
-  for (const auto &node : source.nodes()) {
-    std::vector<Value *> inputs;
-    for (Value *input : node->inputs()) inputs.push_back(input ? mapped(map, input) : nullptr);
-    std::vector<std::string> names;
-    for (Value *output : node->outputs()) names.push_back(output ? target.uniqueName(output->name()) : "");
-    Node *copy = target.addNode(node->opType(), inputs, names, node->name(), node->domain());
-    copy->setSourceIndex(node->sourceIndex());
-    for (size_t o = 0; o < node->outputs().size(); ++o) {
-      if (Value *output = node->output(o)) {
-        copy->output(o)->setType(output->type());
-        map[output] = copy->output(o);
-      }
+/// Appends a copy of `node` to `target`, reading its inputs through `map` and adding its outputs to it.
+void copyNode(const Node &node, Graph &target, ValueMap &map) {
+  std::vector<Value *> inputs;
+  for (Value *input : node.inputs()) inputs.push_back(input ? mapped(map, input) : nullptr);
+  std::vector<std::string> names;
+  for (Value *output : node.outputs()) names.push_back(output ? target.uniqueName(output->name()) : "");
+  Node *copy = target.addNode(node.opType(), inputs, names, node.name(), node.domain());
+  copy->setSourceIndex(node.sourceIndex());
+  for (size_t o = 0; o < node.outputs().size(); ++o) {
+    if (Value *output = node.output(o)) {
+      copy->output(o)->setType(output->type());
+      map[output] = copy->output(o);
     }
-    copyAttributes(*node, copy, map);
   }
+  copyAttributes(node, copy, map);
+}
+
+void copyNodes(const Graph &source, Graph &target, ValueMap &map) {
+  for (const auto &node : source.nodes()) copyNode(*node, target, map);
 }
 
 void copyAttributes(const Node &node, Node *copy, ValueMap &map) {
@@ -206,21 +209,7 @@ Model nodesModel(const Model &outer, const std::vector<const Node *> &nodes, con
     for (Graph *sub : node->subgraphs())
       for (const Value *read : outerReads(*sub)) bind(const_cast<Value *>(read));
   }
-  for (const Node *node : nodes) {
-    std::vector<Value *> inputs;
-    for (Value *input : node->inputs()) inputs.push_back(input ? mapped(map, input) : nullptr);
-    std::vector<std::string> names;
-    for (Value *output : node->outputs()) names.push_back(output ? graph.uniqueName(output->name()) : "");
-    Node *copy = graph.addNode(node->opType(), inputs, names, node->name(), node->domain());
-    copy->setSourceIndex(node->sourceIndex());
-    for (size_t o = 0; o < node->outputs().size(); ++o) {
-      if (Value *output = node->output(o)) {
-        copy->output(o)->setType(output->type());
-        map[output] = copy->output(o);
-      }
-    }
-    copyAttributes(*node, copy, map);
-  }
+  for (const Node *node : nodes) copyNode(*node, graph, map);
   for (const Value *output : outputs) graph.addOutput(mapped(map, const_cast<Value *>(output)));
   return model;
 }
