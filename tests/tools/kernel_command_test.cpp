@@ -46,6 +46,20 @@ TEST(KernelCommand, TimingOnlySkipsTheCheck) {
   EXPECT_TRUE(contains(result.output, "check: skipped")) << result.output;
 }
 
+TEST(KernelCommand, VariantSelectsTheTutorialForm) {
+  CommandResult list = runTool("kernel list");
+  ASSERT_EQ(list.exitCode, 0) << list.output;
+  EXPECT_TRUE(contains(list.output, "[variants: blocked, tiled, hoisted, mn-blocked, mnk-blocked]")) << list.output;
+  EXPECT_TRUE(contains(list.output, "\nmamba ")) << list.output;
+  CommandResult tiled = runTool("kernel run matmul --variant tiled --target nc-v2 --shape M=128,N=512,K=256");
+  ASSERT_EQ(tiled.exitCode, 0) << tiled.output;
+  EXPECT_TRUE(contains(tiled.output, "kernel matmul variant tiled M=128,N=512,K=256 bf16 on nc-v2")) << tiled.output;
+  EXPECT_TRUE(contains(tiled.output, "check: PASS")) << tiled.output;
+  CommandResult unknown = runTool("kernel run matmul --variant fastest --target nc-v2");
+  EXPECT_EQ(unknown.exitCode, 1) << unknown.output;
+  EXPECT_TRUE(contains(unknown.output, "unknown variant 'fastest'")) << unknown.output;
+}
+
 TEST(KernelCommand, ProfileWritesReportAndTrace) {
   fs::path dir = fs::temp_directory_path() / ("tessel-kernel-profile-" + std::to_string(::getpid()));
   fs::remove_all(dir);
