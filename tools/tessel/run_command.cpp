@@ -80,7 +80,10 @@ void printFigures(const RunFigures &f, const Graph &graph, bool timingOnly = fal
 }
 
 void runModel(const RunArgs &args) {
-  auto session = Session::load(args.model, args.target, {args.optLevel, args.threads});
+  SessionOptions options;
+  options.optLevel = args.optLevel;
+  options.threads = args.threads;
+  auto session = Session::load(args.model, args.target, options);
   if (!session.ok()) return reportError(session.diag().str());
   const Graph &graph = *(*session)->model().graph;
   std::map<std::string, int64_t> dimValues;

@@ -42,14 +42,14 @@ TEST(AttentionKernel, HeadDims) {
 }
 
 TEST(AttentionKernel, HeadDimOverThePartitionsIsAnError) {
-  KernelParams params{{{"H", 1}, {"S", 128}, {"D", 256}}, DType::BF16, {}};
+  KernelParams params{{{"H", 1}, {"S", 128}, {"D", 256}}, DType::BF16, {}, ""};
   auto result = runKernel(*findKernel("attention"), params, testing::profileNamed("nc-v2"));
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.diag().message.find("D = 256"), std::string::npos) << result.diag().message;
 }
 
 TEST(AttentionKernel, BadCausalOptionIsAnError) {
-  KernelParams params{{{"H", 1}, {"S", 128}, {"D", 64}}, DType::BF16, {{"causal", "yes"}}};
+  KernelParams params{{{"H", 1}, {"S", 128}, {"D", 64}}, DType::BF16, {{"causal", "yes"}}, ""};
   auto result = runKernel(*findKernel("attention"), params, testing::profileNamed("nc-v2"));
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.diag().message.find("causal=yes"), std::string::npos) << result.diag().message;
@@ -66,7 +66,7 @@ constexpr int64_t kTimingHeads = 12;
 TEST(AttentionKernel, TwelveHeadsTiming) {
   for (const std::string &profile : testing::kProfiles) {
     for (const char *causal : {"0", "1"}) {
-      KernelParams params{{{"H", kTimingHeads}, {"S", 2048}, {"D", 64}}, DType::BF16, {{"causal", causal}}};
+      KernelParams params{{{"H", kTimingHeads}, {"S", 2048}, {"D", 64}}, DType::BF16, {{"causal", causal}}, ""};
       KernelRunOptions options;
       options.timingOnly = true;
       options.detectRaces = false;
@@ -84,7 +84,7 @@ TEST(AttentionKernel, TwelveHeadsTiming) {
 // Timing only: one head of S = 4096, D = 128 on one nc-v2 core, the case of the kernel table. ACT
 // (which makes every PSUM read there) and the PE bound it; at least 40% of the PE peak.
 TEST(AttentionKernel, LongSequenceReachesFortyPercentOfThePePeak) {
-  KernelParams params{{{"H", 1}, {"S", 4096}, {"D", 128}}, DType::BF16, {{"causal", "0"}}};
+  KernelParams params{{{"H", 1}, {"S", 4096}, {"D", 128}}, DType::BF16, {{"causal", "0"}}, ""};
   KernelRunOptions options;
   options.timingOnly = true;
   options.detectRaces = false;

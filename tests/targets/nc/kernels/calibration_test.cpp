@@ -34,7 +34,9 @@ double simulatedNs(const std::string &kernel, const std::string &variant, std::m
   auto result = runKernel(*def, params, testing::profileNamed(profile), options);
   EXPECT_TRUE(result.ok()) << kernel << " " << variant << ": " << result.diag().str();
   if (!result.ok()) return 0;
-  if (!timingOnly) EXPECT_TRUE(result->passed) << kernel << " " << variant << ": " << result->worstElement;
+  if (!timingOnly) {
+    EXPECT_TRUE(result->passed) << kernel << " " << variant << ": " << result->worstElement;
+  }
   return result->simulation.timeline.totalNs;
 }
 

@@ -33,7 +33,7 @@ TEST(ElementwiseKernels, SiluAndRelu) {
 }
 
 TEST(ElementwiseKernels, UnknownBroadcastModeIsAnError) {
-  KernelParams params{{{"R", 4}, {"C", 8}}, DType::BF16, {{"broadcast", "diagonal"}}};
+  KernelParams params{{{"R", 4}, {"C", 8}}, DType::BF16, {{"broadcast", "diagonal"}}, ""};
   auto result = runKernel(*findKernel("add"), params, testing::profileNamed("nc-v2"));
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.diag().message.find("kernel 'add'"), std::string::npos) << result.diag().message;

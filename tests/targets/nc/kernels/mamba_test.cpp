@@ -12,7 +12,7 @@ namespace {
 using testing::expectKernelPasses;
 
 TEST(MambaKernel, VariantsMatchTheReference) {
-  for (const std::string &variant : {"v1", "v2", "v3"})
+  for (const char *variant : {"v1", "v2", "v3"})
     for (const std::string &profile : testing::kProfiles) {
       expectKernelPasses("mamba", {{"B", 1}, {"C", 128}, {"L", 32}, {"S", 2}}, DType::F32, profile, {}, variant);
       expectKernelPasses("mamba", {{"B", 2}, {"C", 256}, {"L", 48}, {"S", 3}}, DType::F32, profile,

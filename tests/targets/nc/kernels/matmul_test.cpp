@@ -64,7 +64,7 @@ TEST(MatmulKernel, BiasAndActivations) {
 TEST(MatmulKernel, BadOptionsAreErrors) {
   for (const auto &[key, value] : std::vector<std::pair<std::string, std::string>>{
            {"act", "tanh"}, {"bias", "2"}, {"stripe", "maybe"}}) {
-    KernelParams params{{{"M", 4}, {"N", 4}, {"K", 4}}, DType::BF16, {{key, value}}};
+    KernelParams params{{{"M", 4}, {"N", 4}, {"K", 4}}, DType::BF16, {{key, value}}, ""};
     auto result = runKernel(*findKernel("matmul"), params, testing::profileNamed("nc-v2"));
     ASSERT_FALSE(result.ok()) << key << "=" << value;
     EXPECT_NE(result.diag().message.find(key + "=" + value), std::string::npos) << result.diag().message;
@@ -125,7 +125,7 @@ constexpr int64_t kTutorialRows = 4096, kTutorialK = 8192;
 #endif
 
 TEST(MatmulKernel, TutorialShapeMeetsTheFullyOptimizedLatency) {
-  KernelParams params{{{"M", kTutorialRows}, {"N", 8192}, {"K", kTutorialK}}, DType::BF16, {}};
+  KernelParams params{{{"M", kTutorialRows}, {"N", 8192}, {"K", kTutorialK}}, DType::BF16, {}, ""};
   KernelRunOptions options;
   options.timingOnly = true;
   options.detectRaces = false;

@@ -12,7 +12,7 @@ TEST(NormKernels, RmsNormAtEveryShape) { testing::expectKernelPassesAtShapes("rm
 
 // The LayerNorm tutorial's two kernels (their speedup at the published shape is calibration_test.cpp).
 TEST(NormKernels, LayerNormTutorialVariants) {
-  for (const std::string &variant : {"v1", "v2"})
+  for (const char *variant : {"v1", "v2"})
     for (const std::string &profile : testing::kProfiles)
       for (const testing::Shape &shape : testing::kShapes)
         for (DType dtype : {DType::F32, DType::BF16})
@@ -25,7 +25,7 @@ TEST(NormKernels, EpsOption) {
 }
 
 TEST(NormKernels, RowsTooWideForSbufAreAnError) {
-  KernelParams params{{{"R", 4}, {"C", 1 << 20}}, DType::F32, {}};
+  KernelParams params{{{"R", 4}, {"C", 1 << 20}}, DType::F32, {}, ""};
   auto result = runKernel(*findKernel("layernorm"), params, testing::profileNamed("nc-v2"));
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.diag().message.find("C=1048576"), std::string::npos) << result.diag().message;

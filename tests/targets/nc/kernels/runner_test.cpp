@@ -35,7 +35,7 @@ KernelDef doublingRelu() {
 }
 
 TEST(KernelRunner, AWrongKernelFailsTheCheck) {
-  KernelParams params{{{"R", 64}, {"C", 32}}, DType::F32, {}};
+  KernelParams params{{{"R", 64}, {"C", 32}}, DType::F32, {}, ""};
   auto result = runKernel(doublingRelu(), params, testing::profileNamed("nc-v2"));
   ASSERT_TRUE(result.ok()) << result.diag().str();
   EXPECT_TRUE(result->simulation.races.empty());
@@ -60,7 +60,7 @@ TEST(KernelRunner, EveryLibraryKernelPassesAtItsDefaultShape) {
 }
 
 TEST(KernelRunner, InputsAreSeededAndRoundedToTheirDtype) {
-  KernelParams params{{{"R", 8}, {"C", 16}}, DType::BF16, {}};
+  KernelParams params{{{"R", 8}, {"C", 16}}, DType::BF16, {}, ""};
   KernelRunOptions options;
   options.seed = 7;
   auto first = runKernel(*findKernel("add"), params, testing::profileNamed("nc-v2"), options);
@@ -79,7 +79,7 @@ TEST(KernelRunner, InputsAreSeededAndRoundedToTheirDtype) {
 }
 
 TEST(KernelRunner, TimingOnlySkipsTheNumerics) {
-  KernelParams params{{{"R", 256}, {"C", 512}}, DType::BF16, {}};
+  KernelParams params{{{"R", 256}, {"C", 512}}, DType::BF16, {}, ""};
   KernelRunOptions options;
   options.timingOnly = true;
   auto result = runKernel(*findKernel("softmax"), params, testing::profileNamed("nc-v3"), options);
@@ -91,7 +91,7 @@ TEST(KernelRunner, TimingOnlySkipsTheNumerics) {
 }
 
 TEST(KernelRunner, ErrorsNameTheKernel) {
-  KernelParams missing{{{"R", 4}}, DType::BF16, {}};
+  KernelParams missing{{{"R", 4}}, DType::BF16, {}, ""};
   auto result = runKernel(*findKernel("add"), missing, testing::profileNamed("nc-v2"));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.diag().message, "kernel 'add': missing dim 'C'");

@@ -27,7 +27,7 @@ TEST(SoftmaxKernel, WideRows) {
 }
 
 TEST(SoftmaxKernel, BadChunkOption) {
-  KernelParams params{{{"R", 4}, {"C", 8}}, DType::BF16, {{"chunk", "zero"}}};
+  KernelParams params{{{"R", 4}, {"C", 8}}, DType::BF16, {{"chunk", "zero"}}, ""};
   auto result = runKernel(*findKernel("softmax"), params, testing::profileNamed("nc-v2"));
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.diag().message.find("chunk=zero"), std::string::npos) << result.diag().message;

@@ -55,7 +55,9 @@ TEST(Compile, OneDmaQueueOrdersTheStoreBehindTheLoads) {
   CompiledKernel compiled = compileOrDie(kernel, profile, CompileOptions{/*dmaQueues=*/1});
   ASSERT_EQ(compiled.program.size(), 4u);
   for (const Instruction &insn : compiled.program)
-    if (insn.opcode == Opcode::DmaCopy) EXPECT_EQ(insn.queue, 0);
+    if (insn.opcode == Opcode::DmaCopy) {
+      EXPECT_EQ(insn.queue, 0);
+    }
   // The loads only increment q0's semaphore; the add waits for the second one (which implies the first).
   EXPECT_EQ(compiled.program[2].waits, (std::vector<SemaphoreWait>{{5, 2}}));
 }
@@ -127,7 +129,9 @@ TEST(Compile, OpenEnginesAvoidPsumOnPoolAndSpreadWork) {
   for (const Instruction &insn : compiled.program) {
     if (insn.opcode != Opcode::TensorCopy) continue;
     copyEngines.insert(insn.engine);
-    if (insn.operands[1]->space == MemSpace::PSUM) EXPECT_NE(insn.engine, Engine::POOL);
+    if (insn.operands[1]->space == MemSpace::PSUM) {
+      EXPECT_NE(insn.engine, Engine::POOL);
+    }
   }
   EXPECT_GE(copyEngines.size(), 2u) << printSchedule(compiled);
 }
