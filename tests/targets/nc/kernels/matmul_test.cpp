@@ -115,17 +115,20 @@ TEST(MatmulKernel, TutorialVariantErrors) {
 }
 
 // NKI's tutorial: 4096 x 8192 x 8192 bf16 on one nc-v2 core, 6.97 ms fully optimized (accelerator-model
-// section 11, anchor 2); the PE bound is 5.99 ms. Debug and sanitizer builds run 1/8 of the rows and
-// half of K (the full size takes about 10 s optimized, minutes there) and check only the fraction of
-// peak.
+// section 11, anchor 2); the PE bound is 5.99 ms. Debug and sanitizer builds run 2048 x 2048 x 4096
+// (the full size takes about 10 s optimized, minutes there) and check only the fraction of peak: on
+// the calibrated DMA model that smaller shape is partly DMA-bound (76% of peak measured), so its floor
+// is lower.
 #if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
-constexpr int64_t kTutorialRows = 512, kTutorialK = 4096;
+constexpr int64_t kTutorialRows = 2048, kTutorialN = 2048, kTutorialK = 4096;
+constexpr double kPeakFloor = 0.70;
 #else
-constexpr int64_t kTutorialRows = 4096, kTutorialK = 8192;
+constexpr int64_t kTutorialRows = 4096, kTutorialN = 8192, kTutorialK = 8192;
+constexpr double kPeakFloor = 0.86;
 #endif
 
 TEST(MatmulKernel, TutorialShapeMeetsTheFullyOptimizedLatency) {
-  KernelParams params{{{"M", kTutorialRows}, {"N", 8192}, {"K", kTutorialK}}, DType::BF16, {}, ""};
+  KernelParams params{{{"M", kTutorialRows}, {"N", kTutorialN}, {"K", kTutorialK}}, DType::BF16, {}, ""};
   KernelRunOptions options;
   options.timingOnly = true;
   options.detectRaces = false;
@@ -133,12 +136,12 @@ TEST(MatmulKernel, TutorialShapeMeetsTheFullyOptimizedLatency) {
   ASSERT_TRUE(result.ok()) << result.diag().str();
   const double totalMs = result->simulation.timeline.totalNs * 1e-6;
   const double peakMs = result->flops / result->simulation.timeline.pePeakFlopsPerSec * 1e3;
-  std::cout << "matmul M=" << kTutorialRows << " N=8192 K=" << kTutorialK << " bf16 on nc-v2: " << totalMs
+  std::cout << "matmul M=" << kTutorialRows << " N=" << kTutorialN << " K=" << kTutorialK << " bf16 on nc-v2: " << totalMs
             << " ms, " << 100 * peakMs / totalMs << "% of PE peak\n";
   if (kTutorialRows == 4096) {
     EXPECT_LE(totalMs, 6.97) << "PE bound " << peakMs << " ms";
   }
-  EXPECT_GE(peakMs / totalMs, 0.86) << totalMs << " ms";
+  EXPECT_GE(peakMs / totalMs, kPeakFloor) << totalMs << " ms";
 }
 
 }  // namespace
