@@ -225,11 +225,6 @@ class NcTarget final : public Target {
 
 }  // namespace
 
-bool isAcceleratorTargetName(const std::string &name) {
-  const std::vector<std::string> bundled = bundledProfileNames();
-  return std::find(bundled.begin(), bundled.end(), name) != bundled.end() || name.ends_with(".json");
-}
-
 Expected<std::unique_ptr<Target>> makeTarget(const std::string &profile) {
   TESSEL_RETURN_IF_ERROR(loadProfile(profile).status());
   return std::unique_ptr<Target>(new NcTarget(profile));

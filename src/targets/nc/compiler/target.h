@@ -12,7 +12,5 @@ namespace tessel::nc::compiler {
 
 /// The target for a bundled profile name or a profile file; fails when the profile does not load.
 Expected<std::unique_ptr<Target>> makeTarget(const std::string &profile);
-/// Whether `name` names an accelerator profile: a bundled one, or a .json path.
-bool isAcceleratorTargetName(const std::string &name);
 
 }  // namespace tessel::nc::compiler
