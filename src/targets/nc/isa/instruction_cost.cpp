@@ -43,12 +43,14 @@ int64_t maxStrideBytes(std::initializer_list<const AccessPattern *> operands) {
 
 // The nc-v3 DVE performance-mode case of an instruction run on `engine` (section 5.2): bf16/fp16 in
 // and out, SBUF placement and contiguity. Only the data operands count (dst and src; tensor_tensor:
-// both inputs); tensor_scalar's f32 [P,1] scalar operands do not disqualify it.
+// both inputs); tensor_scalar's f32 [P,1] scalar operands (and tensor_scalar_reduce's accum) do not
+// disqualify it.
 DvePerfCase dvePerfCaseOf(const Instruction &insn, Engine engine) {
   if (engine != Engine::DVE) return DvePerfCase::None;
   const AccessPattern *dst = slot(insn, 0), *src = slot(insn, 1);
   if (!dst || !src) return DvePerfCase::None;
-  if (insn.opcode == Opcode::TensorCopy || insn.opcode == Opcode::TensorScalar) {
+  if (insn.opcode == Opcode::TensorCopy || insn.opcode == Opcode::TensorScalar ||
+      insn.opcode == Opcode::TensorScalarReduce) {
     if (!isHalfFloat(dst->dtype) || !isHalfFloat(src->dtype)) return DvePerfCase::None;
     bool bothSbuf = dst->space == MemSpace::SBUF && src->space == MemSpace::SBUF;
     if (bothSbuf && isContiguous(*dst) && isContiguous(*src)) return DvePerfCase::CopyOrTensorScalarBf16SbufContiguous;
@@ -188,6 +190,17 @@ Expected<InstructionCost> costInstructionOn(const Instruction &insn, Engine engi
       cost.dvePerfCase = dvePerfCaseOf(insn, engine);
       double speedup = dvePerfModeSpeedup(profile, cost.dvePerfCase);
       stream(freeElements(*src), 1, maxStrideBytes({dst, src}), speedup);
+      cost.dvePerfMode = speedup > 1;
+      return cost;
+    }
+    case Opcode::TensorScalarReduce: {  // Section 6.1: max(MIN_II, N) + MIN_II.
+      // The tensor_scalar pass (with its nc-v3 performance mode: the row gives no separate rate)
+      // plus the reduction's fixed MIN_II, as activation's accumulate.
+      if (!onDve || !src) return noRule(insn, engine, index);
+      cost.dvePerfCase = dvePerfCaseOf(insn, engine);
+      double speedup = dvePerfModeSpeedup(profile, cost.dvePerfCase);
+      busy(costStreamingCycles(profile, engine, StreamShape{freeElements(*src), 1, maxStrideBytes({dst, src}), speedup}) +
+           profile.dve.minIiCycles);
       cost.dvePerfMode = speedup > 1;
       return cost;
     }

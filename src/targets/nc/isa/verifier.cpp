@@ -266,6 +266,18 @@ void Checker::checkOpcodeRules() {
       checkPerPartitionScalars({"scalar0", "scalar1"});
       if (slot("scalar1") && insn_.op1 == AluOp::None) report("scalar1 given but op1 is none");
       return;
+    case Opcode::TensorScalarReduce: {
+      const AluOp op = insn_.op0, reduce = insn_.op1;
+      if (op == AluOp::None) report("op0 is required");
+      else if (op == AluOp::Invert || op == AluOp::BitwiseAnd || op == AluOp::BitwiseOr || op == AluOp::BitwiseXor ||
+               op == AluOp::LeftShift || op == AluOp::LogicalShiftRight)
+        report("op0 {} is bitwise; tensor_scalar_reduce takes an arithmetic op", aluOpName(op));
+      if (reduce != AluOp::Add && reduce != AluOp::Subtract && reduce != AluOp::Multiply && reduce != AluOp::Maximum &&
+          reduce != AluOp::Minimum)
+        report("op1 (the reduce op) {} is not one of add, subtract, multiply, maximum, minimum", aluOpName(reduce));
+      checkPerPartitionScalars({"accum", "scalar0"});
+      return;
+    }
     case Opcode::TensorReduce:
       if (insn_.op0 == AluOp::None) report("op0 (the reduce op) is required");
       return;

@@ -183,7 +183,7 @@ DependenceGraph computeDependences(const Kernel &kernel, const std::vector<Instr
       Access access;
       access.key = view.space == MemSpace::HBM ? numTiles + view.id : view.id;
       access.fp = footprintOf(*insns[i].operands[s]);
-      bool isDst = s == 0 || (op.opcode == Opcode::Activation && s < slots.size() && slots[s].name == "accum");
+      bool isDst = s == 0 || (s < slots.size() && slots[s].name == "accum");
       access.write = isDst;
       // Accumulating matmuls and collectives (in place across cores) also read their dst.
       access.read = !isDst || (op.opcode == Opcode::NcMatmul && op.accumulate) || isCollective(op.opcode);

@@ -671,6 +671,35 @@ void KernelBuilder::tensorScalar(const TileView &dst, const TileView &src, AluOp
   record(std::move(tileOp));
 }
 
+void KernelBuilder::tensorScalarReduce(const TileView &dst, const TileView &src, AluOp op0, ScalarOperand s0,
+                                       const TileView &accum, AluOp reduceOp) {
+  const TileOpKind kind = TileOpKind::TensorScalarReduce;
+  if (!checkTile(kind, "dst", dst) || !checkTile(kind, "src", src) || !checkScalar(kind, "s0", s0, dst) ||
+      !checkScalar(kind, "accum", accum, dst))
+    return;
+  std::string p = opPrefix(kind);
+  if (op0 == AluOp::None) return fail(fmt::format("{}: op0 is required", p));
+  if (reduceOp != AluOp::Add && reduceOp != AluOp::Subtract && reduceOp != AluOp::Multiply &&
+      reduceOp != AluOp::Maximum && reduceOp != AluOp::Minimum)
+    return fail(fmt::format("{}: reduce op {} is not one of add, subtract, multiply, maximum, minimum", p,
+                            aluOpName(reduceOp)));
+  if (dst.partitions() != src.partitions() || dst.freeSize() != src.freeSize())
+    return fail(fmt::format("{}: dst {} and src {} must have the same partitions and free size", p, shapeText(dst),
+                            shapeText(src)));
+  if (!checkEngine(kind, Opcode::TensorScalarReduce, Engine::DVE, {&dst, &src, &accum})) return;
+  TileOp tileOp =
+      makeOp(kind, Opcode::TensorScalarReduce, Engine::DVE, {toOperand(dst), toOperand(src), toOperand(accum)});
+  float imm = 0;
+  if (const TileView *view = std::get_if<TileView>(&s0))
+    tileOp.operands.push_back(toOperand(*view));
+  else
+    tileOp.operands.push_back(std::nullopt), imm = std::get<float>(s0);
+  tileOp.op0 = op0;
+  tileOp.op1 = reduceOp;
+  tileOp.scalars = {imm};
+  record(std::move(tileOp));
+}
+
 void KernelBuilder::reduce(const TileView &dst, const TileView &src, AluOp op) {
   const TileOpKind kind = TileOpKind::Reduce;
   if (!checkTile(kind, "dst", dst) || !checkTile(kind, "src", src)) return;

@@ -161,6 +161,10 @@ class KernelBuilder {
   /// dst = (src op0 s0) op1 s1; op1 None skips the second op.
   void tensorScalar(const TileView &dst, const TileView &src, AluOp op0, ScalarOperand s0,
                     AluOp op1 = AluOp::None, ScalarOperand s1 = 0.0f, std::optional<Engine> engine = std::nullopt);
+  /// DVE, one pass: dst = src op0 s0 and accum ([P, 1]) = the reduceOp-reduction (add, subtract,
+  /// multiply, maximum, minimum) of each partition's results over all its free elements.
+  void tensorScalarReduce(const TileView &dst, const TileView &src, AluOp op0, ScalarOperand s0, const TileView &accum,
+                          AluOp reduceOp);
   /// dst = reduce(op) of src over its innermost free dim (DVE).
   void reduce(const TileView &dst, const TileView &src, AluOp op);
   /// dst = src with a dtype cast; the compiler picks DVE, ACT or POOL unless `engine` is given.

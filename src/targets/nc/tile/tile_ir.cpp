@@ -48,6 +48,7 @@ std::string_view tileOpKindName(TileOpKind kind) {
     case TileOpKind::AllGather: return "allGather";
     case TileOpKind::AllReduce: return "allReduce";
     case TileOpKind::TensorTensorScan: return "tensorTensorScan";
+    case TileOpKind::TensorScalarReduce: return "tensorScalarReduce";
   }
   return "?";
 }

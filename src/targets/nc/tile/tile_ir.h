@@ -44,7 +44,7 @@ struct OperandView {
 
 enum class TileOpKind : uint8_t {
   Load, Store, Matmul, Transpose, Activation, TensorTensor, TensorScalar, Reduce, Copy, Memset, Iota,
-  AffineSelect, BnStats, BnAggr, AllGather, AllReduce, TensorTensorScan
+  AffineSelect, BnStats, BnAggr, AllGather, AllReduce, TensorTensorScan, TensorScalarReduce
 };
 
 /// The DSL name of a kind ("load", "matmul", "tensorTensor", ...), as error messages and printKernel show it.

@@ -156,6 +156,26 @@ TEST(NcIsaVerifier, TensorTensorScanRules) {
             "#0 tensor_tensor_scan.POOL: engine POOL may not run tensor_tensor_scan");
 }
 
+TEST(NcIsaVerifier, TensorScalarReduceRules) {
+  std::string head = "tensor_scalar_reduce.DVE dst=sbuf[p0:128, off 0, [1,8]]:f32 src=sbuf[p0:128, off 64, [1,8]]:f32 ";
+  std::string accum = "accum=sbuf[p0:128, off 256]:f32 ";
+  EXPECT_EQ(violations(head + accum + "op0=multiply op1=add imm=2"), "");
+  EXPECT_EQ(violations(head + accum + "scalar0=sbuf[p0:128, off 512]:f32 op0=subtract op1=minimum"), "");
+  EXPECT_EQ(violations(head + accum + "op1=add"), "#0 tensor_scalar_reduce.DVE: op0 is required");
+  EXPECT_EQ(violations(head + accum + "op0=bitwise_and op1=add"),
+            "#0 tensor_scalar_reduce.DVE: op0 bitwise_and is bitwise; tensor_scalar_reduce takes an arithmetic op");
+  EXPECT_EQ(violations(head + accum + "op0=multiply"),
+            "#0 tensor_scalar_reduce.DVE: op1 (the reduce op) none is not one of add, subtract, multiply, maximum, "
+            "minimum");
+  EXPECT_EQ(violations(head + "accum=sbuf[p0:128, off 256, [1,2]]:f32 op0=multiply op1=add"),
+            "#0 tensor_scalar_reduce.DVE: accum: must be one element per partition ([P,1]), got free size 2");
+  EXPECT_EQ(violations(head + "accum=sbuf[p0:64, off 256]:f32 op0=multiply op1=add"),
+            "#0 tensor_scalar_reduce.DVE: accum: 64 partitions, dst has 128; a [P,1] operand covers dst's partitions");
+  EXPECT_EQ(violations("tensor_scalar_reduce.ACT dst=sbuf[p0:128, off 0, [1,8]]:f32 src=sbuf[p0:128, off 64, [1,8]]:f32 " +
+                       accum + "op0=multiply op1=add"),
+            "#0 tensor_scalar_reduce.ACT: engine ACT may not run tensor_scalar_reduce");
+}
+
 TEST(NcIsaVerifier, ActivationFuncAndReduceOp) {
   std::string head = "activation.ACT dst=sbuf[p0:128, off 0, [1,8]]:f32 src=psum[p0:128, off 0, [1,8]]:f32 ";
   std::string accum = "accum=sbuf[p0:128, off 64, [1,1]]:f32 ";

@@ -1,8 +1,10 @@
 // DVE/POOL elementwise and reduction instructions: tensor_tensor (arithmetic, comparisons, bitwise
 // on raw integer bits), broadcast (stride 0) and negative-stride access patterns, tensor_scalar with
 // immediates and [P,1] scalar operands, tensor_reduce over the innermost free dim, tensor_copy,
-// memset, bn_stats + bn_aggr against a direct mean/variance, and tensor_tensor_scan (the linear
-// recurrence from an immediate or a [P,1] initial value).
+// memset, bn_stats + bn_aggr against a direct mean/variance, tensor_tensor_scan (the linear
+// recurrence from an immediate or a [P,1] initial value) and tensor_scalar_reduce against the
+// tensor_scalar results folded in fp32.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -169,6 +171,54 @@ TEST_F(NcFunctionalVector, TensorScalarImmediatesAndOperands) {
   EXPECT_EQ(runError("tensor_scalar.DVE dst=sbuf[p0:1, off 128, [1,3]]:f32 src=sbuf[p0:1, off 0, [1,3]]:f32 "
                      "op0=add op1=multiply imm=1"),
             "instruction 0 (tensor_scalar.DVE): op1 multiply needs a scalar: operand scalar1 or imm[1]");
+}
+
+TEST_F(NcFunctionalVector, TensorScalarReduceAppliesTheOpAndReducesItsResults) {
+  const Row x0 = {1.5f, -2, 3, 0.25f, -7, 4}, x1 = {-1, 8, 0.5f, 2, 6, -3};
+  putRow(kSbuf, 0, 0, x0);
+  putRow(kSbuf, 1, 0, x1);
+  putF32(kSbuf, 0, 64, 0.5f);  // scalar0[P,1]
+  putF32(kSbuf, 1, 64, -2);
+  // The reference: the tensor_scalar results and their fold, computed here in fp32.
+  auto expect = [&](const Row &x, float s, bool subtract, bool maxReduce) {
+    Row y;
+    for (float v : x) y.push_back(subtract ? v - s : v * s);
+    float r = y[0];
+    for (size_t i = 1; i < y.size(); ++i) r = maxReduce ? std::max(r, y[i]) : r + y[i];
+    y.push_back(r);
+    return y;
+  };
+  auto withAccum = [&](int64_t p) {
+    Row row = getRow(kSbuf, p, 128, 6);
+    row.push_back(getF32(kSbuf, p, 192));
+    return row;
+  };
+  // Multiply by an immediate, sum: the rmsnorm-style "scale and sum" in one instruction.
+  ASSERT_TRUE(run("tensor_scalar_reduce.DVE dst=sbuf[p0:2, off 128, [1,6]]:f32 src=sbuf[p0:2, off 0, [1,6]]:f32 "
+                  "accum=sbuf[p0:2, off 192]:f32 op0=multiply op1=add imm=3")
+                  .ok());
+  EXPECT_EQ(withAccum(0), expect(x0, 3, false, false));
+  EXPECT_EQ(withAccum(1), expect(x1, 3, false, false));
+  // Subtract a per-partition scalar, max-reduce, over two free dims.
+  ASSERT_TRUE(run("tensor_scalar_reduce.DVE dst=sbuf[p0:2, off 128, [3,2], [1,3]]:f32 "
+                  "src=sbuf[p0:2, off 0, [3,2], [1,3]]:f32 accum=sbuf[p0:2, off 192]:f32 scalar0=sbuf[p0:2, off 64]:f32 "
+                  "op0=subtract op1=maximum")
+                  .ok());
+  EXPECT_EQ(withAccum(0), expect(x0, 0.5f, true, true));
+  EXPECT_EQ(withAccum(1), expect(x1, -2, true, true));
+  // Squares (power 2) summed: dst rounds to bf16 (1.03125^2 = 1.0625 + 2^-10 loses its last bit), the
+  // sum folds the fp32 squares.
+  putRow(kSbuf, 0, 0, {1.03125f, 3, 0, 0, 0, 0});
+  ASSERT_TRUE(run("tensor_scalar_reduce.DVE dst=sbuf[p0:1, off 128, [1,6]]:bf16 src=sbuf[p0:1, off 0, [1,6]]:f32 "
+                  "accum=sbuf[p0:1, off 192]:f32 op0=power op1=add imm=2")
+                  .ok());
+  EXPECT_EQ(getF32(kSbuf, 0, 192), 1.0634765625f + 9);
+  EXPECT_EQ(runError("tensor_scalar_reduce.DVE dst=sbuf[p0:2, off 128, [1,6]]:f32 src=sbuf[p0:2, off 0, [1,6]]:f32 "
+                     "accum=sbuf[p0:2, off 192]:f32 op0=multiply op1=abs imm=1"),
+            "instruction 0 (tensor_scalar_reduce.DVE): accum needs a binary arithmetic reduce operator in op1, got abs");
+  EXPECT_EQ(runError("tensor_scalar_reduce.DVE dst=sbuf[p0:2, off 128, [1,6]]:f32 src=sbuf[p0:2, off 0, [1,6]]:f32 "
+                     "accum=sbuf[p0:2, off 192]:f32 op0=multiply op1=add"),
+            "instruction 0 (tensor_scalar_reduce.DVE): op0 multiply needs a scalar: operand scalar0 or imm[0]");
 }
 
 TEST_F(NcFunctionalVector, TensorScalarBitwiseThenArithmetic) {

@@ -14,6 +14,7 @@ Status executeInstruction(const Instruction &insn, size_t index, MachineState &s
     case Opcode::TensorTensor: return functional::execTensorTensor(ctx);
     case Opcode::TensorTensorScan: return functional::execTensorTensorScan(ctx);
     case Opcode::TensorScalar: return functional::execTensorScalar(ctx);
+    case Opcode::TensorScalarReduce: return functional::execTensorScalarReduce(ctx);
     case Opcode::TensorReduce: return functional::execTensorReduce(ctx);
     case Opcode::TensorCopy: return functional::execTensorCopy(ctx);
     case Opcode::Memset: return functional::execMemset(ctx);

@@ -21,6 +21,8 @@ Status execTensorTensor(const ExecContext &ctx);
 Status execTensorTensorScan(const ExecContext &ctx);
 /// tensor_scalar (vector_ops.cpp): dst = (src op0 s0) op1 s1.
 Status execTensorScalar(const ExecContext &ctx);
+/// tensor_scalar_reduce (vector_ops.cpp): dst = src op0 s0, accum = op1-reduction of the results.
+Status execTensorScalarReduce(const ExecContext &ctx);
 /// tensor_reduce (vector_ops.cpp): op0 over the innermost free dim.
 Status execTensorReduce(const ExecContext &ctx);
 /// tensor_copy (vector_ops.cpp): dst = src, converted (bit-exact for equal dtypes).

@@ -1,9 +1,9 @@
 // The DVE/ACT instructions (and their POOL variants): activation, tensor_tensor, tensor_scalar,
-// tensor_reduce, tensor_copy, memset, bn_stats and bn_aggr, as the shared spec defines them. Each
-// works partition by partition: load the partition's elements as fp32 (or as integers for the
-// bitwise ops), compute, round to the destination dtype on store. Elementwise operands must have
-// the same shape (partition count and free dims, dims of count 1 ignored); tensor_copy only needs
-// the same element count per partition.
+// tensor_scalar_reduce, tensor_reduce, tensor_copy, memset, bn_stats and bn_aggr, as the shared spec
+// defines them. Each works partition by partition: load the partition's elements as fp32 (or as
+// integers for the bitwise ops), compute, round to the destination dtype on store. Elementwise
+// operands must have the same shape (partition count and free dims, dims of count 1 ignored);
+// tensor_copy only needs the same element count per partition.
 #include <vector>
 
 #include "targets/nc/sim/functional/alu.h"
@@ -232,6 +232,40 @@ Status execTensorScalar(const ExecContext &ctx) {
     }
   }
   ctx.markWritten(dst, /*byMatmul=*/false);
+  return Status::success();
+}
+
+Status execTensorScalarReduce(const ExecContext &ctx) {
+  TESSEL_ASSIGN_OR_RETURN(Operand dst, ctx.operand("dst", Access::Write));
+  TESSEL_ASSIGN_OR_RETURN(Operand src, ctx.operand("src", Access::Read));
+  TESSEL_ASSIGN_OR_RETURN(Operand accum, ctx.operand("accum", Access::Write));
+  TESSEL_ASSIGN_OR_RETURN(std::optional<Operand> scalar0, ctx.optionalOperand("scalar0", Access::Read));
+  const AluOp op0 = ctx.insn().op0, reduceOp = ctx.insn().op1;
+  if (op0 == AluOp::None || isBitwiseOp(op0))
+    return ctx.error(ErrorCode::InvalidArgument, "op0 must be an arithmetic operator; got {}", aluOpName(op0));
+  if (reduceOp == AluOp::None || isUnaryOp(reduceOp) || isBitwiseOp(reduceOp))
+    return ctx.error(ErrorCode::InvalidArgument, "accum needs a binary arithmetic reduce operator in op1, got {}",
+                     aluOpName(reduceOp));
+  for (const Operand *operand : {&dst, &src, &accum}) TESSEL_RETURN_IF_ERROR(ctx.requireOnChip(*operand));
+  TESSEL_RETURN_IF_ERROR(ctx.requireSameShape(dst, src));
+  TESSEL_RETURN_IF_ERROR(ctx.requirePerPartitionScalar(accum, src.partitions));
+  if (scalar0) {
+    TESSEL_RETURN_IF_ERROR(ctx.requireOnChip(*scalar0));
+    TESSEL_RETURN_IF_ERROR(ctx.requirePerPartitionScalar(*scalar0, src.partitions));
+  } else if (!isUnaryOp(op0) && ctx.insn().scalars.empty()) {
+    return ctx.error(ErrorCode::InvalidArgument, "op0 {} needs a scalar: operand scalar0 or imm[0]", aluOpName(op0));
+  }
+  std::vector<float> values(src.freeSize);
+  for (int64_t p = 0; p < src.partitions; ++p) {
+    const float s0 = scalar0 ? scalarOf(*scalar0, p) : ctx.immediate(0, 0.0f);
+    loadPartition(src, p, values.data());
+    applyAluRun(op0, values.data(), nullptr, s0, values.data(), values.size());
+    storePartition(dst, p, values.data());
+    // The reduction folds the fp32 results, before dst's rounding (as activation's accum).
+    storeElement(accum.partitionBase(p), accum.dtype, foldFloat(reduceOp, values.data(), values.size()));
+  }
+  ctx.markWritten(dst, /*byMatmul=*/false);
+  ctx.markWritten(accum, /*byMatmul=*/false);
   return Status::success();
 }
 
