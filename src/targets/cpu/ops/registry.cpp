@@ -34,6 +34,44 @@ LowerFn findLowering(std::string_view domain, std::string_view opType) {
   return nullptr;
 }
 
+namespace {
+
+// Why an op runs on the reference kernel; reference_ops.def gives each such op one of these.
+constexpr std::string_view kRefNoKernel =
+    "no cpu kernel yet (not on the hot path of the models measured); the reference kernel runs it";
+constexpr std::string_view kRefIntegerResult =
+    "an integer or bool computation, index-sized in the models measured; the reference kernel runs it";
+constexpr std::string_view kRefShapeComputation =
+    "a constant or shape computation: folded at compile time when its inputs are constant, else the "
+    "reference kernel runs it";
+constexpr std::string_view kRefSequence = "sequences and optionals are lists the reference kernels keep";
+constexpr std::string_view kRefString = "string tensors run on the reference kernel";
+constexpr std::string_view kRefRandom = "a random generator: the reference kernel's stream is the one defined";
+constexpr std::string_view kRefTraining = "a training-update op; the reference kernel runs it";
+constexpr std::string_view kRefQuantized = "integer (quantized) arithmetic has no cpu kernel yet";
+constexpr std::string_view kRefFoldedByPasses =
+    "folded into its neighbouring convolution or matmul by the graph passes; one with no such "
+    "neighbour runs on the reference kernel";
+constexpr std::string_view kRefDataDependentShape =
+    "its output shape depends on the data; the reference kernel runs it";
+
+constexpr ReferenceOp kReferenceOps[] = {
+#define CPU_REFERENCE(op, domain, reason) {domain, #op, reason},
+#include "targets/cpu/ops/reference_ops.def"
+#undef CPU_REFERENCE
+};
+
+}  // namespace
+
+std::span<const ReferenceOp> referenceOps() { return kReferenceOps; }
+
+std::string_view referenceReason(std::string_view domain, std::string_view opType) {
+  if (domain == "ai.onnx") domain = "";
+  for (const ReferenceOp &row : kReferenceOps)
+    if (row.domain == domain && row.opType == opType) return row.reason;
+  return {};
+}
+
 std::vector<int64_t> LowerContext::staticSizes(const Value &value) {
   auto sizes = value.type().shape().sizes();
   TESSEL_CHECK(value.type().isTensor() && sizes.has_value(), "value '{}' has no static shape at lowering",
