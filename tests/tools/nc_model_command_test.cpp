@@ -82,7 +82,7 @@ TEST_F(NcModelCommand, CompileRunAndProfile) {
   ASSERT_EQ(compiled.exitCode, 0) << compiled.output;
   // Sin has no accelerator form: it is the one fallback, between two device stages.
   EXPECT_TRUE(contains(compiled.output, "host fallbacks: 1")) << compiled.output;
-  EXPECT_TRUE(contains(compiled.output, "sine (Sin): no accelerator lowering for Sin")) << compiled.output;
+  EXPECT_TRUE(contains(compiled.output, "sine (Sin): no accelerator kernel for this op yet")) << compiled.output;
   EXPECT_TRUE(contains(compiled.output, "host -> device") || contains(compiled.output, "in: ")) << compiled.output;
   EXPECT_TRUE(contains(compiled.output, "SBUF peak")) << compiled.output;
   EXPECT_TRUE(contains(compiled.output, "fuse-epilogues")) << compiled.output;

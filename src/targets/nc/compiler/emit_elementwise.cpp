@@ -67,7 +67,8 @@ std::string checkOp(const Node &op) {
     const int64_t to = op.attrInt("to", 0);
     return to == static_cast<int64_t>(tessel::DType::Float32) ? "" : "Cast to other than float32";
   }
-  return fmt::format("{} has no accelerator form", t);
+  const std::string_view why = hostOnlyReason(op.domain(), t);
+  return fmt::format("{}: {}", t, why.empty() ? "no accelerator form inside a fused elementwise op" : why);
 }
 
 std::string checkElementwise(const Node &node, const LoweringOptions &) {

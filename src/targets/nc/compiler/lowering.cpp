@@ -549,16 +549,62 @@ const std::vector<OpLowering> &registry() {
 
 }  // namespace
 
-const OpLowering *findOpLowering(const Node &node) {
-  const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+const OpLowering *findOpLowering(std::string_view domain, std::string_view opType) {
+  if (domain == "ai.onnx") domain = "";
   for (const OpLowering &l : registry())
-    if (l.domain == domain && l.opType == node.opType()) return &l;
+    if (l.domain == domain && l.opType == opType) return &l;
   return nullptr;
+}
+
+const OpLowering *findOpLowering(const Node &node) { return findOpLowering(node.domain(), node.opType()); }
+
+namespace {
+
+// Why an op never runs on the accelerator; host_ops.def gives each such op one of these.
+constexpr std::string_view kHostControlFlow =
+    "control flow: its subgraphs run on the host, planned by the cpu target";
+constexpr std::string_view kHostNoKernel = "no accelerator kernel for this op yet";
+constexpr std::string_view kHostIntegerResult =
+    "its result is an integer or bool tensor; device tensors are float32";
+constexpr std::string_view kHostCast =
+    "a dtype conversion; device tensors are float32 (auto-cast converts inside the kernels)";
+constexpr std::string_view kHostQuantized = "integer (quantized) arithmetic has no accelerator kernel yet";
+constexpr std::string_view kHostDataDependentShape =
+    "its output shape depends on the data; device programs have static shapes";
+constexpr std::string_view kHostShapeComputation =
+    "a constant or shape computation: folded at compile time when its inputs are constant, else run on "
+    "the host";
+constexpr std::string_view kHostFoldedByPasses =
+    "folded into its neighbouring convolution or matmul by the graph passes; one with no such neighbour "
+    "runs on the host";
+constexpr std::string_view kHostSequence = "sequences and optionals are host lists";
+constexpr std::string_view kHostString = "string tensors have no device form";
+constexpr std::string_view kHostRandom = "a random generator: its stream must equal the host's";
+constexpr std::string_view kHostTraining = "a training-update op";
+
+constexpr HostOnlyOp kHostOnlyOps[] = {
+#define NC_HOST(op, domain, reason) {domain, #op, reason},
+#include "targets/nc/compiler/host_ops.def"
+#undef NC_HOST
+};
+
+}  // namespace
+
+std::span<const HostOnlyOp> hostOnlyOps() { return kHostOnlyOps; }
+
+std::string_view hostOnlyReason(std::string_view domain, std::string_view opType) {
+  if (domain == "ai.onnx") domain = "";
+  for (const HostOnlyOp &row : kHostOnlyOps)
+    if (row.domain == domain && row.opType == opType) return row.reason;
+  return {};
 }
 
 std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options) {
   const OpLowering *lowering = findOpLowering(node);
-  if (!lowering) return fmt::format("no accelerator lowering for {}", node.opType());
+  if (!lowering) {
+    std::string_view reason = hostOnlyReason(node.domain(), node.opType());
+    return reason.empty() ? fmt::format("no accelerator lowering for {}", node.opType()) : std::string(reason);
+  }
   auto checkValue = [](const Value *v, const char *what) -> std::string {
     if (!v) return "";
     const Type &type = v->type();

@@ -13,7 +13,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -157,6 +159,17 @@ struct OpLowering {
 
 /// The lowering of `node`'s op, or null.
 const OpLowering *findOpLowering(const Node &node);
+const OpLowering *findOpLowering(std::string_view domain, std::string_view opType);
+
+/// An op the accelerator never runs, and why (a row of host_ops.def).
+struct HostOnlyOp {
+  std::string_view domain;  // "" for ai.onnx.
+  std::string_view opType;
+  std::string_view reason;
+};
+std::span<const HostOnlyOp> hostOnlyOps();
+/// Why `opType` never runs on the accelerator, or "" when it has a lowering (or is unknown).
+std::string_view hostOnlyReason(std::string_view domain, std::string_view opType);
 
 /// Why `node` must run on the host ("" when the accelerator can run it).
 std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options);
