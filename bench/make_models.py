@@ -9,6 +9,11 @@ Models (static shapes, one file per batch size, opset 17, constant-folded at exp
   gpt2_small                         GPT-2-small decoder (HF GPT2Model architecture), sequence 128;
                                      output the last hidden state after the final LayerNorm (no LM
                                      head, so the comparison covers the decoder body)
+  bert_base_dyn, resnet50_dyn,       the same modules exported with symbolic dims (BERT: batch and
+  mobilenet_v2_dyn                   sequence; the CNNs: batch, height and width), so the graph
+                                     keeps its shape computations (Shape -> Gather -> Concat ->
+                                     Reshape); the files hold the batch-B example's inputs.
+                                     bench/dynamic_shapes.py makes inputs for other shapes.
 
 Layout of OUT_DIR (default bench/models/):
   NAME_bB.onnx
@@ -43,8 +48,21 @@ MODEL_SEED = 0
 INPUT_SEED = 1234
 OPSET = 17
 ALL_MODELS = ["resnet50", "mobilenet_v2", "vit_b_16", "bert_base", "gpt2_small"]
+# Variants with symbolic dims: NAME_dyn is NAME exported with these dims of each input symbolic.
+DYNAMIC_AXES = {
+    "bert_base": {0: "batch", 1: "sequence"},
+    "resnet50": {0: "batch", 2: "height", 3: "width"},
+    "mobilenet_v2": {0: "batch", 2: "height", 3: "width"},
+}
+DYNAMIC_MODELS = [name + "_dyn" for name in DYNAMIC_AXES]
 # Bumped when a model's definition, weights or inputs change, so existing exports are redone.
-RECIPES = {"resnet50": 1, "mobilenet_v2": 1, "vit_b_16": 2, "bert_base": 1, "gpt2_small": 1}
+RECIPES = {"resnet50": 1, "mobilenet_v2": 1, "vit_b_16": 2, "bert_base": 1, "gpt2_small": 1,
+           "bert_base_dyn": 1, "resnet50_dyn": 1, "mobilenet_v2_dyn": 1}
+
+
+def base_model(name):
+    """The module a model name exports: NAME_dyn is NAME with symbolic dims."""
+    return name[:-len("_dyn")] if name.endswith("_dyn") else name
 
 
 # --- BERT-base (HF BertModel, absolute positions, eval mode: dropout is identity) -------------
@@ -233,6 +251,7 @@ def build_model(name):
     """The eval-mode module for `name`, with seeded random weights (identical on every call)."""
     import torchvision
 
+    name = base_model(name)
     torch.manual_seed(MODEL_SEED)
     if name == "resnet50":
         model = torchvision.models.resnet50(weights=None)
@@ -248,12 +267,13 @@ def build_model(name):
     elif name == "gpt2_small":
         model = Gpt2Decoder()
     else:
-        raise ValueError(f"unknown model '{name}' (known: {', '.join(ALL_MODELS)})")
+        raise ValueError(f"unknown model '{name}' (known: {', '.join(ALL_MODELS + DYNAMIC_MODELS)})")
     randomize_batch_norms(model, torch.Generator().manual_seed(MODEL_SEED + 1))
     return model.eval()
 
 
 def input_names(name):
+    name = base_model(name)
     if name == "bert_base":
         return ["input_ids", "attention_mask", "token_type_ids"]
     if name == "gpt2_small":
@@ -262,25 +282,27 @@ def input_names(name):
 
 
 def output_names(name):
-    return ["last_hidden_state"] if name in ("bert_base", "gpt2_small") else ["output"]
+    return ["last_hidden_state"] if base_model(name) in ("bert_base", "gpt2_small") else ["output"]
 
 
-def make_inputs(name, batch):
+def make_inputs(name, batch, sequence=SEQUENCE, image=IMAGE):
     """Seeded inputs as numpy arrays, in input_names() order."""
+    name = base_model(name)
     rng = np.random.default_rng(INPUT_SEED + batch)
     if name == "bert_base":
-        ids = rng.integers(0, BertConfig.vocab_size, size=(batch, SEQUENCE), dtype=np.int64)
+        ids = rng.integers(0, BertConfig.vocab_size, size=(batch, sequence), dtype=np.int64)
         # Rows are padded to different lengths so the attention mask matters.
-        lengths = [SEQUENCE - 16 * (i % 4) - (8 if batch == 1 else 0) for i in range(batch)]
-        mask = np.zeros((batch, SEQUENCE), dtype=np.int64)
-        segments = np.zeros((batch, SEQUENCE), dtype=np.int64)
+        lengths = [max(1, sequence - sequence // 8 * (i % 4) - (sequence // 16 if batch == 1 else 0))
+                   for i in range(batch)]
+        mask = np.zeros((batch, sequence), dtype=np.int64)
+        segments = np.zeros((batch, sequence), dtype=np.int64)
         for i, n in enumerate(lengths):
             mask[i, :n] = 1
             segments[i, n // 2:] = 1
         return [ids, mask, segments]
     if name == "gpt2_small":
         return [rng.integers(0, Gpt2Config.vocab_size, size=(batch, SEQUENCE), dtype=np.int64)]
-    return [rng.standard_normal((batch, 3, IMAGE, IMAGE), dtype=np.float32)]
+    return [rng.standard_normal((batch, 3, image, image), dtype=np.float32)]
 
 
 def model_dir(out_dir, name, batch):
@@ -300,8 +322,14 @@ def export_one(model, name, batch, out_dir):
     start = time.perf_counter()
     # Grad stays enabled during export: in no-grad mode torch 1.13's nn.MultiheadAttention takes a
     # fused fast path that the exporter cannot translate.
+    dynamic_axes = None
+    if name in DYNAMIC_MODELS:
+        axes = DYNAMIC_AXES[base_model(name)]
+        outputs = {n: ({0: "batch", 1: "sequence"} if base_model(name) == "bert_base" else {0: "batch"})
+                   for n in output_names(name)}
+        dynamic_axes = {**{n: axes for n in input_names(name)}, **outputs}
     torch.onnx.export(model, tensors, onnx_path, opset_version=OPSET, do_constant_folding=True,
-                      input_names=input_names(name), output_names=output_names(name))
+                      input_names=input_names(name), output_names=output_names(name), dynamic_axes=dynamic_axes)
     export_s = time.perf_counter() - start
 
     with torch.inference_mode():

@@ -185,6 +185,9 @@ struct CompileOptions {
   /// Sizes for inputs with symbolic dims (name -> sizes); `batch` (> 0) fills a symbolic leading dim.
   std::map<std::string, std::vector<int64_t>> shapes;
   int64_t batch = 0;
+  /// cpu: dims left symbolic stay so (one executable plans each shape on first use); these bound
+  /// them (dim name -> {lo, hi}), checked at every run. Unbounded unless given.
+  std::map<std::string, std::pair<int64_t, int64_t>> dimRanges;
   // Accelerator targets:
   std::string autoCast = "matmul";  // none, matmul (matmul/conv operands) or all (activations too).
   std::string autoCastType = "bf16";  // bf16, fp16 or fp8_e4m3.

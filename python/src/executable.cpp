@@ -151,9 +151,11 @@ api::CompileOptions compileOptions(const py::dict &kwargs) {
     else if (key == "auto_cast") o.autoCast = option<std::string>(key, value, "'none', 'matmul' or 'all'");
     else if (key == "auto_cast_type") o.autoCastType = option<std::string>(key, value, "'bf16', 'fp16' or 'fp8_e4m3'");
     else if (key == "shapes") o.shapes = option<std::map<std::string, std::vector<int64_t>>>(key, value, "a dict of input name -> sizes");
+    else if (key == "dims")
+      o.dimRanges = option<std::map<std::string, std::pair<int64_t, int64_t>>>(key, value, "a dict of dim name -> (lo, hi)");
     else
       raiseInvalid("unknown compile option '" + key +
-                   "'; the options are opt_level, threads, shapes, batch, auto_cast, auto_cast_type and cores");
+                   "'; the options are opt_level, threads, shapes, batch, dims, auto_cast, auto_cast_type and cores");
   }
   return o;
 }

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
+#include "ir/clone.h"
 #include "ir/specialize.h"
 #include "runtime/random_inputs.h"
 #include "runtime/session.h"
@@ -256,12 +256,7 @@ Result<Executable> compile(const Model &model, const std::string &target, const 
   tessel::Model copy = model.impl().model;
   if (!options.shapes.empty() || options.batch > 0) {
     // Specializing rewrites the graph's input types: give it its own copy.
-    auto bytes = exportOnnxBytes(copy);
-    if (!bytes.ok()) return toApi(bytes.diag());
-    auto reimported = importOnnxBytes(*bytes, copy.sourcePath);
-    if (!reimported.ok()) return toApi(reimported.diag());
-    reimported->sourcePath = copy.sourcePath;
-    copy = std::move(*reimported);
+    copy = cloneModel(copy);
     std::vector<std::pair<std::string, std::vector<int64_t>>> sizes(options.shapes.begin(), options.shapes.end());
     if (Status s = [&] {
           tessel::Status specialized = specializeInputs(copy, sizes, options.batch);
@@ -276,12 +271,14 @@ Result<Executable> compile(const Model &model, const std::string &target, const 
   sessionOptions.target.autoCast = options.autoCast;
   sessionOptions.target.autoCastType = options.autoCastType;
   sessionOptions.target.cores = options.cores;
+  for (const auto &[name, range] : options.dimRanges) sessionOptions.target.dimRanges[name] = DimRange{range.first, range.second};
   auto staticInputs = staticSizes(*copy.graph);
   auto session = Session::create(std::move(copy), target, sessionOptions);
   if (!session.ok()) return toApi(session.diag());
-  // With every size known, compile now, so errors show here and report() has a plan to show.
-  if (staticInputs) {
-    auto compiled = (*session)->compiledFor(*staticInputs);
+  // With every size known, or on a target that serves every shape from one plan (cpu), compile
+  // now, so errors show here and save() and report() have a plan.
+  if (staticInputs || (*session)->servesEveryShape()) {
+    auto compiled = (*session)->compiledFor(staticInputs ? *staticInputs : InputSizes{});
     if (!compiled.ok()) return toApi(compiled.diag());
   }
   return Executable(makeImpl(std::move(*session)));

@@ -1,8 +1,8 @@
 // Session: import + target binding + per-shape plans + run.
 #include "runtime/session.h"
 
-#include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
+#include "ir/clone.h"
 #include "ir/specialize.h"
 #include "runtime/target_registry.h"
 
@@ -67,10 +67,9 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string &path, const 
 }
 
 Expected<Model> Session::specializedCopy(const Sizes &sizes) const {
-  // Planning rewrites the graph, so each plan starts from its own copy of the model.
-  TESSEL_ASSIGN_OR_RETURN(std::string bytes, exportOnnxBytes(model_));
-  TESSEL_ASSIGN_OR_RETURN(Model copy, importOnnxBytes(bytes, model_.sourcePath));
-  copy.sourcePath = model_.sourcePath;
+  // Planning rewrites the graph, so each plan starts from its own copy of the model (in memory;
+  // the weights are shared, not copied).
+  Model copy = cloneModel(model_);
   TESSEL_RETURN_IF_ERROR(specializeInputs(copy, sizes, 0));
   return copy;
 }
@@ -78,9 +77,10 @@ Expected<Model> Session::specializedCopy(const Sizes &sizes) const {
 Expected<CompiledModel *> Session::compiledFor(const Sizes &sizes) {
   if (fixedPlan_) return last_ = plans_.begin()->second.get();
   if (!targetImpl_->needsStaticShapes()) {
-    // One plan for every shape: the graph as imported.
+    // One CompiledModel for every shape (the target plans each shape itself, if it must), made
+    // from a copy: the target's passes rewrite the graph.
     if (plans_.empty()) {
-      TESSEL_ASSIGN_OR_RETURN(auto plan, targetImpl_->compile(model_, targetOptions()));
+      TESSEL_ASSIGN_OR_RETURN(auto plan, targetImpl_->compile(cloneModel(model_), targetOptions()));
       plans_[""] = std::move(plan);
     }
     return last_ = plans_.begin()->second.get();

@@ -1,8 +1,8 @@
 // A loaded model bound to a target: the entry point `tessel run`, the conformance runner and the
 // public API use. The target comes from the registry (runtime/target_registry.h). A target that
-// needs static shapes (cpu, the accelerator) compiles the model the first time it sees a set of
-// input shapes and reuses that plan for later runs with the same shapes; "ref" runs the graph as
-// imported. Accelerator sessions default to fp32 (no auto-cast): the session's numerics are the
+// needs static shapes (the accelerator) compiles the model the first time it sees a set of input
+// shapes and reuses that plan for later runs with the same shapes; "ref" runs the graph as
+// imported, and "cpu" compiles once and plans each new shape itself. Accelerator sessions default to fp32 (no auto-cast): the session's numerics are the
 // model's.
 #pragma once
 
@@ -46,8 +46,10 @@ class Session {
   Expected<CompiledModel *> compiledFor(const std::vector<std::pair<std::string, std::vector<int64_t>>> &sizes);
   /// The plan the last run used (or the artifact's, or the last compiled); null before any.
   CompiledModel *lastCompiled() const { return last_; }
-  /// Every plan made so far.
+  /// Every CompiledModel made so far (one, for a target that serves every shape from one).
   size_t planCount() const { return plans_.size(); }
+  /// Whether one CompiledModel serves every input shape (ref, cpu, or an artifact of either).
+  bool servesEveryShape() const { return !targetImpl_->needsStaticShapes(); }
 
   /// Where the last run's nodes ran, on an accelerator target: nodes in device and host stages,
   /// and the reason of each host fallback.

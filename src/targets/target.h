@@ -10,6 +10,7 @@
 
 #include "ir/graph.h"
 #include "ir/runtime_value.h"
+#include "ir/specialize.h"
 #include "support/diagnostic.h"
 
 namespace tessel {
@@ -22,6 +23,8 @@ struct TargetOptions {
   std::string autoCastType = "bf16";
   int cores = 1;
   bool timePasses = false;  // Record the time of every pass and compiler stage (compileTimes()).
+  // Targets that plan every shape (cpu): the sizes each symbolic dim may take, checked at run time.
+  DimRanges dimRanges;
 };
 
 /// The figures of the last run.
@@ -54,6 +57,10 @@ struct PlanStats {
   std::vector<std::string> fallbacks;  // "node 'x' (Op): reason" per reference step.
   size_t arenaBytes = 0, constantBytes = 0;
   int threads = 1;                     // The thread pool's size, counting the caller.
+  // A model with symbolic dims on a target that plans each shape on first use (cpu):
+  int shapePlans = 0;                  // Plans made so far, one per set of input shapes.
+  int64_t shapePlanHits = 0;           // Runs that found their shape's plan already made.
+  double lastShapePlanMs = 0;          // The time the latest plan took to make.
 };
 
 /// How a target's outputs compare with the reference interpreter's.
@@ -62,7 +69,8 @@ struct OutputCheck {
   bool passed = true;
 };
 
-/// A model compiled for one target at fixed input shapes. run() is not re-entrant.
+/// A model compiled for one target: at fixed input shapes, or (cpu) for every shape, planning
+/// each on first use. run() is not re-entrant.
 class CompiledModel {
  public:
   virtual ~CompiledModel() = default;
@@ -104,7 +112,8 @@ class Target {
  public:
   virtual ~Target() = default;
   const std::string &name() const { return name_; }
-  /// Whether compile() needs every input size known. Targets that do not (ref) take symbolic dims.
+  /// Whether compile() needs every input size known. Targets that do not (ref, cpu) take symbolic
+  /// dims and serve every shape from one CompiledModel.
   virtual bool needsStaticShapes() const { return true; }
   virtual Expected<std::unique_ptr<CompiledModel>> compile(Model model, const TargetOptions &options) const = 0;
   /// Whether `path` is an artifact this target wrote.

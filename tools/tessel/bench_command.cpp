@@ -254,6 +254,8 @@ void printJson(const BenchArgs &args, const Compiled &c, int threads, int64_t ba
       {"fallbacks", summary.fallbacks},
       {"arena_bytes", summary.arenaBytes},
       {"constant_bytes", summary.constantBytes},
+      {"shape_plans", summary.shapePlans},
+      {"last_shape_plan_ms", summary.lastShapePlanMs},
   };
   if (profile) {
     nlohmann::json byOp = nlohmann::json::array();

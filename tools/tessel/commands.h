@@ -34,7 +34,8 @@ void addProfileCommand(CLI::App &app);
 std::string npyFileName(const std::string &valueName);
 
 /// Imports an ONNX model and gives its inputs static sizes from `--shape` specs and `--batch` (compile).
-Expected<Model> importSpecialized(const std::string &path, const std::vector<std::string> &shapes, int64_t batch);
+Expected<Model> importSpecialized(const std::string &path, const std::vector<std::string> &shapes, int64_t batch,
+                                  bool keepSymbolic = false);
 
 /// Parses `--shape NAME=D0,D1,...` (compile, bench).
 Expected<std::pair<std::string, std::vector<int64_t>>> parseShapeSpec(const std::string &spec);

@@ -1,7 +1,8 @@
 // `tessel compile MODEL --target T [-O N] [-o OUT.tsl] [--shape NAME=D0,D1,...] [--batch B]
-// [--threads N] [--report] [--auto-cast ...] [--cores N] [--time-passes]`: compiles a model for any
-// target of the registry and writes its artifact (cpu: optimized graph, plan, packed weights;
-// accelerator: stages, programs, constants) that `tessel run`, `bench` and `profile` load.
+// [--dim NAME=LO..HI] [--threads N] [--report] [--auto-cast ...] [--cores N] [--time-passes]`:
+// compiles a model for any target of the registry and writes its artifact (cpu: optimized graph,
+// plan, packed weights; accelerator: stages, programs, constants) that `tessel run`, `bench` and
+// `profile` load. On cpu, dims left symbolic stay so: the artifact plans each shape on first use.
 #include <cstdio>
 #include <map>
 
@@ -20,6 +21,7 @@ struct CompileArgs {
   std::string target = "cpu";
   std::string output;
   std::vector<std::string> shapes;
+  std::vector<std::string> dims;
   int64_t batch = 0;
   int optLevel = 3;
   int threads = 0;
@@ -33,9 +35,17 @@ struct CompileArgs {
 void compileModel(const CompileArgs &args) {
   auto target = findTarget(args.target);
   if (!target.ok()) return reportError(target.diag().str());
-  auto model = importSpecialized(args.model, args.shapes, args.batch);
+  auto model = importSpecialized(args.model, args.shapes, args.batch, !(*target)->needsStaticShapes());
   if (!model.ok()) return reportError(model.diag().str());
   TargetOptions options;
+  for (const std::string &spec : args.dims) {
+    auto range = parseDimRange(spec);
+    if (!range.ok()) return reportError(range.diag().str());
+    options.dimRanges[range->first] = range->second;
+  }
+  if (!options.dimRanges.empty() && (*target)->needsStaticShapes()) {
+    return reportError(fmt::format("--dim: target '{}' plans fixed shapes; give the sizes with --shape", args.target));
+  }
   options.optLevel = args.optLevel;
   options.threads = args.threads;
   options.autoCast = args.autoCast;
@@ -59,7 +69,8 @@ void compileModel(const CompileArgs &args) {
 
 }  // namespace
 
-Expected<Model> importSpecialized(const std::string &path, const std::vector<std::string> &shapes, int64_t batch) {
+Expected<Model> importSpecialized(const std::string &path, const std::vector<std::string> &shapes, int64_t batch,
+                                  bool keepSymbolic) {
   std::vector<std::pair<std::string, std::vector<int64_t>>> sizes;
   for (const std::string &spec : shapes) {
     TESSEL_ASSIGN_OR_RETURN(auto parsed, parseShapeSpec(spec));
@@ -67,7 +78,7 @@ Expected<Model> importSpecialized(const std::string &path, const std::vector<std
   }
   // Text IR (.tsl.txt, as `tessel opt` prints it) compiles too, so stage tests are text in, text out.
   TESSEL_ASSIGN_OR_RETURN(Model model, path.ends_with(".tsl.txt") ? parseModelFile(path) : importOnnxFile(path));
-  TESSEL_RETURN_IF_ERROR(specializeInputs(model, sizes, batch));
+  TESSEL_RETURN_IF_ERROR(specializeInputs(model, sizes, batch, keepSymbolic));
   return model;
 }
 
@@ -107,7 +118,8 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--time-passes", args->timePasses, "nc: print the time of every pass and compiler stage");
   cmd->add_option("-o,--output", args->output, "Artifact to write (.tsl)");
   cmd->add_option("-O", args->optLevel, "Optimization level 0-3")->capture_default_str();
-  cmd->add_option("--shape", args->shapes, "NAME=D0,D1,... fixes the sizes of an input");
+  cmd->add_option("--shape", args->shapes, "NAME=D0,D1,... fixes the sizes of an input (cpu: dims not fixed stay symbolic)");
+  cmd->add_option("--dim", args->dims, "cpu: NAME=LO..HI bounds a symbolic dim, checked at run time (default unbounded)");
   cmd->add_option("--batch", args->batch, "Size of a dynamic leading (batch) dim of the inputs");
   cmd->add_option("--threads", args->threads, "Threads the plan is partitioned for (0 = all cores)")
       ->capture_default_str();

@@ -1,5 +1,5 @@
-// `tessel run MODEL|ARTIFACT [--input NAME=FILE.npy ...] [--output-dir DIR] [--target T] [-O N]
-// [--threads N] [--seed S] [--timing-only]`: runs a model on a target (an artifact on its own),
+// `tessel run MODEL|ARTIFACT [--input NAME=FILE.npy ...] [--dim NAME=SIZE|NAME=LO..HI]
+// [--output-dir DIR] [--target T] [-O N] [--threads N] [--seed S] [--timing-only]`: runs a model on a target (an artifact on its own),
 // feeding seeded random inputs for any input not given, and writes outputs as .npy. A target with
 // numerics of its own (the accelerator's casts) checks its outputs against the reference with the
 // same casts; a simulated one prints its latency, MFU and bounding engine.
@@ -83,15 +83,27 @@ void runModel(const RunArgs &args) {
   SessionOptions options;
   options.optLevel = args.optLevel;
   options.threads = args.threads;
-  auto session = Session::load(args.model, args.target, options);
-  if (!session.ok()) return reportError(session.diag().str());
-  const Graph &graph = *(*session)->model().graph;
+  // --dim NAME=SIZE sizes random inputs; NAME=LO..HI bounds the dim (cpu checks feeds against it).
   std::map<std::string, int64_t> dimValues;
   for (const std::string &spec : args.dims) {
     size_t eq = spec.find('=');
-    if (eq == std::string::npos) return reportError(fmt::format("--dim '{}' is not NAME=SIZE", spec));
-    dimValues[spec.substr(0, eq)] = std::atoll(spec.c_str() + eq + 1);
+    if (eq == std::string::npos) return reportError(fmt::format("--dim '{}' is not NAME=SIZE or NAME=LO..HI", spec));
+    if (spec.find("..", eq) != std::string::npos) {
+      auto range = parseDimRange(spec);
+      if (!range.ok()) return reportError(range.diag().str());
+      options.target.dimRanges[range->first] = range->second;
+      continue;
+    }
+    char *end = nullptr;
+    const long long size = std::strtoll(spec.c_str() + eq + 1, &end, 10);
+    if (eq + 1 == spec.size() || *end != '\0' || size < 0) {
+      return reportError(fmt::format("--dim '{}': '{}' is not a size", spec, spec.substr(eq + 1)));
+    }
+    dimValues[spec.substr(0, eq)] = size;
   }
+  auto session = Session::load(args.model, args.target, options);
+  if (!session.ok()) return reportError(session.diag().str());
+  const Graph &graph = *(*session)->model().graph;
   NamedValues given;
   for (const std::string &spec : args.inputs) {
     size_t eq = spec.find('=');
@@ -150,7 +162,8 @@ void addRunCommand(CLI::App &app) {
   CLI::App *cmd = app.add_subcommand("run", "Run a model and write its outputs as .npy");
   cmd->add_option("model", args->model, "Model file (.onnx, or a .tsl artifact from tessel compile: it runs on its own target)")->required();
   cmd->add_option("--input", args->inputs, "NAME=FILE.npy; inputs not given are seeded random");
-  cmd->add_option("--dim", args->dims, "NAME=SIZE for a symbolic dimension of random inputs (default 1)");
+  cmd->add_option("--dim", args->dims,
+                  "NAME=SIZE for a symbolic dimension of random inputs (default 1); NAME=LO..HI bounds it (cpu)");
   cmd->add_option("--output-dir", args->outputDir, "Folder for the outputs as NAME.npy");
   cmd->add_option("--target", args->target, "Target to run on: ref, cpu, nc-v2, nc-v3 or a profile .json (fp32 on the simulator)")->capture_default_str();
   cmd->add_option("-O", args->optLevel, "cpu: optimization level 0-3")->capture_default_str();

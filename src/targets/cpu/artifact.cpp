@@ -3,7 +3,7 @@
 //   [64-byte aligned blobs: initializer data, then packed constants]
 //   [the optimized graph as an ONNX ModelProto whose large initializers are external data
 //    pointing into this same file][header: JSON with the graph's place, the packed-constant table,
-//    the ISA the constants were packed for]
+//    the ISA the constants were packed for; for a dynamic artifact, "dynamic" and the dim ranges]
 // Loading maps the file once; initializers and packed weights are read from the mapping, so a
 // load costs little more than the graph's protobuf parse.
 #include <filesystem>
@@ -50,8 +50,12 @@ bool isCpuArtifact(const std::string &path) {
 }
 
 Status CpuExecutable::save(const std::string &path) const {
-  const Impl &impl = *impl_;
-  TESSEL_ASSIGN_OR_RETURN(onnx::ModelProto proto, exportOnnxProto(impl.model));
+  return writeCpuArtifact(path, impl_->model, impl_->constants, impl_->options.optLevel, nullptr);
+}
+
+Status writeCpuArtifact(const std::string &path, const Model &model, const PackedConstants &constants, int optLevel,
+                        const DimRanges *ranges) {
+  TESSEL_ASSIGN_OR_RETURN(onnx::ModelProto proto, exportOnnxProto(model));
   const std::string location = std::filesystem::path(path).filename().string();
 
   std::string blobs;  // Everything between the prefix and the graph.
@@ -69,7 +73,7 @@ Status CpuExecutable::save(const std::string &path) const {
     setExternal(tensor, location, offset, bytes);
   }
   nlohmann::json packed = nlohmann::json::array();
-  for (const PackedConstants::Entry &entry : impl.constants.entries()) {
+  for (const PackedConstants::Entry &entry : constants.entries()) {
     size_t offset = place(entry.data, entry.bytes);
     packed.push_back({{"node", entry.node}, {"key", entry.key}, {"offset", offset}, {"bytes", entry.bytes}});
   }
@@ -81,9 +85,15 @@ Status CpuExecutable::save(const std::string &path) const {
   nlohmann::json header = {{"format", 1},
                            {"target", "cpu"},
                            {"gemm_kernel", gemmKernelName()},
-                           {"opt_level", impl.options.optLevel},
+                           {"opt_level", optLevel},
                            {"graph", {{"offset", graphOffset}, {"bytes", graphBytes.size()}}},
                            {"packed", packed}};
+  if (ranges) {
+    nlohmann::json dims = nlohmann::json::object();
+    for (const auto &[name, range] : *ranges) dims[name] = {range.lo, range.hi};
+    header["dynamic"] = true;
+    header["dim_ranges"] = dims;
+  }
   std::string headerText = header.dump();
   uint64_t headerOffset = kPrefixBytes + blobs.size();
   uint64_t headerBytes = headerText.size();
@@ -104,7 +114,7 @@ Status CpuExecutable::save(const std::string &path) const {
   return Status::success();
 }
 
-Expected<std::unique_ptr<CpuExecutable>> loadCpuArtifact(const std::string &path, const CpuCompileOptions &options) {
+Expected<CpuArtifact> readCpuArtifact(const std::string &path) {
   std::error_code ec;
   const size_t fileBytes = std::filesystem::file_size(path, ec);
   if (ec) return makeFileError(ErrorCode::FileNotFound, path, "cannot read: {}", ec.message());
@@ -162,17 +172,42 @@ Expected<std::unique_ptr<CpuExecutable>> loadCpuArtifact(const std::string &path
       entry.data = base + entry.fileOffset;
       entries.push_back(std::move(entry));
     }
-    auto impl = std::make_unique<CpuExecutable::Impl>();
-    impl->model = std::move(model);
-    impl->options = options;
-    impl->options.optLevel = header.value("opt_level", 3);
-    impl->constants.useLoaded(std::move(entries), file);
-    Status planned = impl->plan();
-    if (!planned.ok()) return withLocation(planned, SourceLoc::inFile(path)).diag();
-    return std::make_unique<CpuExecutable>(std::move(impl));
+    CpuArtifact artifact;
+    artifact.model = std::move(model);
+    artifact.packed = std::move(entries);
+    artifact.file = std::move(file);
+    artifact.optLevel = header.value("opt_level", 3);
+    artifact.dynamic = header.value("dynamic", false);
+    if (header.contains("dim_ranges")) {
+      for (const auto &[name, bounds] : header["dim_ranges"].items()) {
+        artifact.ranges[name] = DimRange{bounds.at(0).get<int64_t>(), bounds.at(1).get<int64_t>()};
+      }
+    }
+    return artifact;
   } catch (const nlohmann::json::exception &error) {
     return makeFileError(ErrorCode::ParseError, path, "bad artifact header: {}", error.what());
   }
+}
+
+Expected<std::unique_ptr<CpuExecutable>> loadCpuArtifact(const std::string &path, const CpuCompileOptions &options) {
+  TESSEL_ASSIGN_OR_RETURN(CpuArtifact artifact, readCpuArtifact(path));
+  return planArtifact(std::move(artifact), path, options);
+}
+
+Expected<std::unique_ptr<CpuExecutable>> planArtifact(CpuArtifact artifact, const std::string &path,
+                                                      const CpuCompileOptions &options) {
+  if (artifact.dynamic) {
+    return makeFileError(ErrorCode::InvalidArgument, path,
+                         "the artifact plans every input shape on first use; load it through the cpu target");
+  }
+  auto impl = std::make_unique<CpuExecutable::Impl>();
+  impl->model = std::move(artifact.model);
+  impl->options = options;
+  impl->options.optLevel = artifact.optLevel;
+  impl->constants.useLoaded(std::move(artifact.packed), artifact.file);
+  Status planned = impl->plan();
+  if (!planned.ok()) return withLocation(planned, SourceLoc::inFile(path)).diag();
+  return std::make_unique<CpuExecutable>(std::move(impl));
 }
 
 }  // namespace tessel::cpu

@@ -89,17 +89,21 @@ bool declaredTypesHold(Node &node, int64_t opset) {
 
 Expected<const std::byte *> PackedConstants::packed(const std::string &node, std::string_view key, size_t bytes,
                                                     const std::function<void(std::byte *)> &fill) {
+  // Plans for several shapes share a store: a node may pack the same key at another size for
+  // another shape (a constant A packed for M rows), so size is part of what identifies an entry.
+  const Entry *sameKey = nullptr;
   for (const Entry &entry : entries_) {
     if (entry.node != node || entry.key != key) continue;
-    if (entry.bytes != bytes) {
+    if (entry.bytes == bytes) return entry.data;
+    sameKey = &entry;
+  }
+  if (loaded_ && !grows_) {
+    if (sameKey) {
       return makeError(ErrorCode::InvalidModel,
                        "packed constant '{}' of node '{}' holds {} bytes; this build expects {} (the artifact "
                        "comes from another tessel version: compile it again)",
-                       key, node, entry.bytes, bytes);
+                       key, node, sameKey->bytes, bytes);
     }
-    return entry.data;
-  }
-  if (loaded_) {
     return makeError(ErrorCode::InvalidModel, "the artifact has no packed constant '{}' for node '{}'", key, node);
   }
   std::byte *data = alignedBytes(bytes);
@@ -109,8 +113,9 @@ Expected<const std::byte *> PackedConstants::packed(const std::string &node, std
   return static_cast<const std::byte *>(data);
 }
 
-void PackedConstants::useLoaded(std::vector<Entry> entries, std::shared_ptr<Storage> file) {
+void PackedConstants::useLoaded(std::vector<Entry> entries, std::shared_ptr<Storage> file, bool grows) {
   loaded_ = true;
+  grows_ = grows;
   entries_ = std::move(entries);
   owned_.clear();
   file_ = std::move(file);
@@ -130,7 +135,7 @@ Status CpuExecutable::Impl::plan() {
     ownedPool = std::make_unique<ThreadPool>(options.threads);
     pool = ownedPool.get();
   }
-  if (!store) store = &constants;
+  if (!store) store = sharedConstants ? static_cast<ConstantStore *>(sharedConstants) : &constants;
 
   // Constant nodes become initializers, evaluated once: lowering then sees their values (a Slice's
   // bounds, a Clip's limits) and nothing runs for them per call. One that fails stays a node and
@@ -314,7 +319,7 @@ Status CpuExecutable::Impl::plan() {
 
   summary.arenaBytes = memory.arenaBytes;
   for (const BufferLifetime &buffer : buffers) summary.unplannedBytes += buffer.bytes;
-  summary.constantBytes = constants.totalBytes();
+  summary.constantBytes = (sharedConstants ? *sharedConstants : constants).totalBytes();
   // Raw constants count when some step still reads them (not every reader packed its own copy).
   std::vector<bool> readRaw(slots.size(), false);
   for (const PlannedStep &planned : steps) {
@@ -558,6 +563,11 @@ Expected<std::unique_ptr<CpuExecutable>> compileCpu(Model model, const CpuCompil
                            input->name(), type.shape().str(), input->name());
     }
   }
+  return planStaticModel(std::move(model), options, nullptr, nullptr);
+}
+
+Expected<std::unique_ptr<CpuExecutable>> planStaticModel(Model model, const CpuCompileOptions &options, ThreadPool *pool,
+                                                         PackedConstants *shared) {
   // -O0 runs no passes but shape inference, so that sizes fixed at the inputs reach every value.
   TESSEL_RETURN_IF_ERROR(optimizeForCpu(model, options.optLevel));
   // Packed constants are keyed by node name, so every node needs a distinct one.
@@ -566,6 +576,8 @@ Expected<std::unique_ptr<CpuExecutable>> compileCpu(Model model, const CpuCompil
   auto impl = std::make_unique<CpuExecutable::Impl>();
   impl->model = std::move(model);
   impl->options = options;
+  impl->pool = pool;
+  impl->sharedConstants = shared;
   TESSEL_RETURN_IF_ERROR(impl->plan());
   return std::make_unique<CpuExecutable>(std::move(impl));
 }

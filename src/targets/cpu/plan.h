@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/specialize.h"
 #include "targets/cpu/executable.h"
 #include "targets/cpu/step.h"
 
@@ -57,8 +58,9 @@ class PackedConstants final : public ConstantStore {
   Expected<const std::byte *> packed(const std::string &node, std::string_view key, size_t bytes,
                                      const std::function<void(std::byte *)> &fill) override;
 
-  /// Switches to reading from `entries` (an artifact's table, data already mapped).
-  void useLoaded(std::vector<Entry> entries, std::shared_ptr<Storage> file);
+  /// Switches to reading from `entries` (an artifact's table, data already mapped). A store that
+  /// `grows` still packs what the table lacks (plans made after loading, for new shapes).
+  void useLoaded(std::vector<Entry> entries, std::shared_ptr<Storage> file, bool grows = false);
 
   const std::vector<Entry> &entries() const { return entries_; }
   size_t totalBytes() const;
@@ -68,6 +70,7 @@ class PackedConstants final : public ConstantStore {
     void operator()(std::byte *p) const { std::free(p); }
   };
   bool loaded_ = false;
+  bool grows_ = false;
   std::vector<Entry> entries_;
   std::vector<std::unique_ptr<std::byte, AlignedDelete>> owned_;
   std::shared_ptr<Storage> file_;
@@ -82,6 +85,7 @@ struct CpuExecutable::Impl {
   std::vector<int> inputSlots;   // Per graph input (fed or defaulted).
   std::vector<int> outputSlots;  // Per graph output.
   PackedConstants constants;  // The top-level plan's store; nested plans reach it through `store`.
+  PackedConstants *sharedConstants = nullptr;     // A plan per shape: the store all of them share.
   ConstantStore *store = nullptr;                 // Where lowering packs; &constants unless nested.
   std::unique_ptr<ConstantStore> scopedStore;     // A nested plan's view of the outer store.
   std::unique_ptr<ThreadPool> ownedPool;
@@ -100,5 +104,27 @@ struct CpuExecutable::Impl {
   Status execute();
   Status runReferenceStep(PlannedStep &step);
 };
+
+/// Optimizes a model whose inputs have static shapes and plans it; `pool` and `shared` (either may
+/// be null) are the thread pool and the packed-constant store the plan uses instead of its own.
+Expected<std::unique_ptr<CpuExecutable>> planStaticModel(Model model, const CpuCompileOptions &options, ThreadPool *pool,
+                                                         PackedConstants *shared);
+
+/// What a .tsl artifact holds (artifact.cpp).
+struct CpuArtifact {
+  Model model;
+  std::vector<PackedConstants::Entry> packed;  // Data in the mapped file.
+  std::shared_ptr<Storage> file;
+  int optLevel = 3;
+  bool dynamic = false;  // Written by DynamicCpuExecutable: the graph keeps symbolic dims.
+  DimRanges ranges;
+};
+Expected<CpuArtifact> readCpuArtifact(const std::string &path);
+/// The plan of a static artifact read from `path`.
+Expected<std::unique_ptr<CpuExecutable>> planArtifact(CpuArtifact artifact, const std::string &path,
+                                                      const CpuCompileOptions &options);
+/// `ranges` non-null marks a dynamic artifact.
+Status writeCpuArtifact(const std::string &path, const Model &model, const PackedConstants &constants, int optLevel,
+                        const DimRanges *ranges);
 
 }  // namespace tessel::cpu

@@ -3,13 +3,17 @@
 #include <chrono>
 #include <map>
 
+#include "targets/cpu/dynamic_executable.h"
 #include "targets/cpu/executable.h"
+#include "targets/cpu/plan.h"
 
 namespace tessel::cpu {
 
 namespace {
 
 std::string megabytes(size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+std::string planReport(const CpuExecutable &plan);
 
 class CpuModel final : public CompiledModel {
  public:
@@ -24,22 +28,7 @@ class CpuModel final : public CompiledModel {
   RunFigures lastRun() const override { return figures_; }
   Status save(const std::string &path) const override { return plan_->save(path); }
 
-  std::string report() const override {
-    const CpuPlanSummary &summary = plan_->summary();
-    std::map<std::string, int> kernels;
-    for (const StepProfile &step : plan_->profile()) ++kernels[step.opType + " -> " + step.kernel];
-    std::string text = fmt::format("steps: {} ({} on reference kernels)\n", summary.steps, summary.fallbackSteps);
-    text += fmt::format("activation arena: {} ({} without reuse)\n", megabytes(summary.arenaBytes),
-                        megabytes(summary.unplannedBytes));
-    text += fmt::format("constants: {}\n", megabytes(summary.constantBytes));
-    text += "kernels:\n";
-    for (const auto &[kernel, count] : kernels) text += fmt::format("  {:4d}  {}\n", count, kernel);
-    if (!summary.fallbacks.empty()) {
-      text += "fallbacks:\n";
-      for (const std::string &fallback : summary.fallbacks) text += fmt::format("  {}\n", fallback);
-    }
-    return text;
-  }
+  std::string report() const override { return planReport(*plan_); }
 
   PlanStats planStats() const override {
     const CpuPlanSummary &s = plan_->summary();
@@ -58,17 +47,114 @@ class CpuModel final : public CompiledModel {
   RunFigures figures_;
 };
 
+std::string planReport(const CpuExecutable &plan) {
+  const CpuPlanSummary &summary = plan.summary();
+  std::map<std::string, int> kernels;
+  for (const StepProfile &step : plan.profile()) ++kernels[step.opType + " -> " + step.kernel];
+  std::string text = fmt::format("steps: {} ({} on reference kernels)\n", summary.steps, summary.fallbackSteps);
+  text += fmt::format("activation arena: {} ({} without reuse)\n", megabytes(summary.arenaBytes),
+                      megabytes(summary.unplannedBytes));
+  text += fmt::format("constants: {}\n", megabytes(summary.constantBytes));
+  text += "kernels:\n";
+  for (const auto &[kernel, count] : kernels) text += fmt::format("  {:4d}  {}\n", count, kernel);
+  if (!summary.fallbacks.empty()) {
+    text += "fallbacks:\n";
+    for (const std::string &fallback : summary.fallbacks) text += fmt::format("  {}\n", fallback);
+  }
+  return text;
+}
+
+std::string inputShapes(const Graph &graph) {
+  std::string text;
+  for (const Value *input : graph.inputs()) {
+    if (!input->hasInitializer()) text += fmt::format("{}{}: {}", text.empty() ? "" : ", ", input->name(), input->type().str());
+  }
+  return text;
+}
+
+/// A model with symbolic dims: one plan per input shape, made on first use.
+class DynamicCpuModel final : public CompiledModel {
+ public:
+  explicit DynamicCpuModel(std::unique_ptr<DynamicCpuExecutable> plans) : plans_(std::move(plans)) {}
+  const Model &model() const override { return plans_->model(); }
+  Expected<NamedValues> run(const NamedValues &feeds) override {
+    const auto start = std::chrono::steady_clock::now();
+    auto outputs = plans_->run(feeds);
+    figures_.latencyUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    return outputs;
+  }
+  RunFigures lastRun() const override { return figures_; }
+  Status save(const std::string &path) const override { return plans_->save(path); }
+
+  std::string report() const override {
+    std::string text = fmt::format("inputs: {}\n", inputShapes(plans_->model().graph.operator*()));
+    std::string ranges;
+    for (const auto &[name, range] : plans_->ranges()) ranges += fmt::format(" {}={}", name, range.str());
+    text += fmt::format("symbolic dims: a plan per input shape, made on first use{}\n",
+                        ranges.empty() ? " (dims unbounded)" : ";" + ranges);
+    text += fmt::format("plans so far: {}; packed weights shared by all: {}\n", plans_->planCount(),
+                        megabytes(plans_->packedBytes()));
+    if (CpuExecutable *last = plans_->lastPlan()) text += "latest plan:\n" + planReport(*last);
+    return text;
+  }
+
+  PlanStats planStats() const override {
+    PlanStats stats;
+    if (CpuExecutable *last = plans_->lastPlan()) {
+      const CpuPlanSummary &s = last->summary();
+      stats = {s.steps, s.fallbackSteps, s.fallbacks, s.arenaBytes, s.constantBytes, 1};
+    }
+    stats.threads = plans_->pool().size();
+    stats.shapePlans = plans_->planCount();
+    stats.shapePlanHits = plans_->planHits();
+    stats.lastShapePlanMs = plans_->lastPlanMs();
+    return stats;
+  }
+
+  void setProfiling(bool on) override { plans_->setProfiling(on); }
+  std::vector<OpTime> opProfile() const override {
+    std::vector<OpTime> rows;
+    if (CpuExecutable *last = plans_->lastPlan())
+      for (const StepProfile &s : last->profile()) rows.push_back({s.node, s.opType, s.kernel, s.outputType, s.totalMs, s.runs});
+    return rows;
+  }
+
+ private:
+  std::unique_ptr<DynamicCpuExecutable> plans_;
+  RunFigures figures_;
+};
+
+bool hasSymbolicInputs(const Model &model) {
+  for (const Value *input : model.graph->inputs()) {
+    const Type &type = input->type();
+    if (type.isTensor() && !type.shape().isStatic() && !input->hasInitializer()) return true;
+  }
+  return false;
+}
+
 class CpuTarget final : public Target {
  public:
   CpuTarget() : Target("cpu") {}
+  bool needsStaticShapes() const override { return false; }
   Expected<std::unique_ptr<CompiledModel>> compile(Model model, const TargetOptions &options) const override {
-    TESSEL_ASSIGN_OR_RETURN(auto plan, compileCpu(std::move(model), {options.optLevel, options.threads}));
+    const CpuCompileOptions cpuOptions{options.optLevel, options.threads};
+    if (hasSymbolicInputs(model) || !options.dimRanges.empty()) {
+      TESSEL_ASSIGN_OR_RETURN(auto plans, DynamicCpuExecutable::compile(std::move(model), cpuOptions, options.dimRanges));
+      return std::unique_ptr<CompiledModel>(new DynamicCpuModel(std::move(plans)));
+    }
+    TESSEL_ASSIGN_OR_RETURN(auto plan, compileCpu(std::move(model), cpuOptions));
     return std::unique_ptr<CompiledModel>(new CpuModel(std::move(plan)));
   }
   bool ownsArtifact(const std::string &path) const override { return isCpuArtifact(path); }
   Expected<std::unique_ptr<CompiledModel>> loadArtifact(const std::string &path,
                                                         const TargetOptions &options) const override {
-    TESSEL_ASSIGN_OR_RETURN(auto plan, loadCpuArtifact(path, {options.optLevel, options.threads}));
+    const CpuCompileOptions cpuOptions{options.optLevel, options.threads};
+    TESSEL_ASSIGN_OR_RETURN(CpuArtifact artifact, readCpuArtifact(path));
+    if (artifact.dynamic) {
+      TESSEL_ASSIGN_OR_RETURN(auto plans, DynamicCpuExecutable::load(std::move(artifact), path, cpuOptions));
+      return std::unique_ptr<CompiledModel>(new DynamicCpuModel(std::move(plans)));
+    }
+    TESSEL_ASSIGN_OR_RETURN(auto plan, planArtifact(std::move(artifact), path, cpuOptions));
     return std::unique_ptr<CompiledModel>(new CpuModel(std::move(plan)));
   }
 };

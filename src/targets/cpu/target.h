@@ -1,5 +1,6 @@
 // The cpu target ("cpu") behind the Target interface: compiles with compileCpu, reads and writes
-// .tsl artifacts, times each run and profiles per step.
+// .tsl artifacts, times each run and profiles per step. A model with symbolic input dims gets one
+// CompiledModel for every shape (dynamic_executable.h).
 #pragma once
 
 #include <memory>
