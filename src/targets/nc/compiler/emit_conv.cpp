@@ -25,9 +25,14 @@
 // suffix of kh, uses a tile and weights with kh reversed, where they become a prefix again.
 //
 // Depthwise convolutions (group == C == M) need no contraction: per channel (partition) the output is
-// a weighted sum of the taps' windows, computed on ACT (product by a per-partition scale) and DVE/POOL
-// (accumulation). Padding needs no copy there: each tap only touches the rectangle of outputs whose
-// window lies inside X, which is exact because padded zeros add nothing.
+// a weighted sum of the taps' windows. With the casts (conv_forms.h) each tap is a matmul whose
+// stationary is diag(W[:, tap]), accumulating in PSUM as a dense convolution's taps do. In f32 it is a
+// stencil on ACT (product by a per-partition scale) and DVE/POOL (accumulation); padding needs no copy
+// there: each tap only touches the rectangle of outputs whose window lies inside X, which is exact
+// because padded zeros add nothing.
+//
+// A convolution whose every reader is a convolution that rounds it to the PE dtype stores Y in that
+// dtype straight from the eviction (readersTakeMatmulDtype), so no reader spends a cast pass on it.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -464,10 +469,21 @@ Status emitDepthwiseConv(LoweringContext &ctx, const Node &node, const ConvShape
   return Status::success();
 }
 
+/// diagonal = eye * scale (a per-partition [P, 1] weight), rounded to diagonal's dtype on the write:
+/// ACT, DVE and POOL in turn by `tap`, so that a layer's diagonals, 128 elements per partition each
+/// and made while the weights arrive, load no engine that also evicts.
+void emitDiagonal(KernelBuilder &b, const TileView &diagonal, const TileView &eye, const TileView &scale, int64_t tap) {
+  switch (tap % 3) {
+    case 0: b.activation(diagonal, eye, ActFunc::Copy, kernels::activationArgs(scale)); break;
+    case 1: b.tensorScalar(diagonal, eye, AluOp::Multiply, scale, AluOp::None, 0.0f, Engine::DVE); break;
+    default: b.tensorScalar(diagonal, eye, AluOp::Multiply, scale, AluOp::None, 0.0f, Engine::POOL); break;
+  }
+}
+
 /// Depthwise on the PE: tap t is a matmul with stationary diag(W[:, t]) over the channel block, so the
 /// taps accumulate in PSUM like a dense convolution's and the vector engines only evict. The
 /// diagonals are made on chip: an identity times each tap's per-partition weight, rounded to the
-/// matmul dtype on the way (POOL, a few columns per tap).
+/// matmul dtype on the way (emitDiagonal).
 Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvShape &s, const ConvOutput &o) {
   KernelBuilder &b = ctx.builder();
   const int64_t P = ctx.profile().partitions, bank = ctx.profile().psum.bankFp32Elements;
@@ -487,9 +503,7 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
     b.load(weights, wHbm.rows(ch.start, ch.count));
     TileView diagonals = b.sbuf(node.name() + "/diag", dtype, ch.count, {s.taps() * ch.count});
     const TileView eye = identity.partitionSlice(0, ch.count).cols(0, ch.count);
-    for (int64_t t = 0; t < s.taps(); ++t)
-      b.tensorScalar(diagonals.cols(t * ch.count, ch.count), eye, AluOp::Multiply, weights.cols(t, 1), AluOp::None, 0.0f,
-                     Engine::POOL);
+    for (int64_t t = 0; t < s.taps(); ++t) emitDiagonal(b, diagonals.cols(t * ch.count, ch.count), eye, weights.cols(t, 1), t);
     const TileView input = denseInput(b, node, s, *x, ch, dtype);
     for (const OutputChunk &chunk : splitOutput(s.N, s.OH, s.OW, bank)) {
       TileView acc = accRing.next(b).partitionSlice(0, ch.count).cols(0, chunk.size());
@@ -509,18 +523,38 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
 
 // ---- Entry ------------------------------------------------------------------------------------------------
 
+/// Whether every reader of `y` is a convolution on the device that rounds it to the matmul dtype as
+/// its X (dense, folded, or depthwise on the PE), and `epilogue` ends in one rounding write (a single
+/// ACT or DVE pass, then at most a Clip, which commutes with monotonic rounding). Then the eviction can
+/// store Y in the matmul dtype: the values the readers' casts would make, without the cast pass.
+bool readersTakeMatmulDtype(const Value *y, const Epilogue &epilogue, const LoweringOptions &options) {
+  if (options.autoCast == AutoCast::None || y->uses().empty()) return false;
+  if (epilogue.activation == "LeakyRelu" || epilogue.activation == "HardSigmoid" || epilogue.activation == "HardSwish")
+    return false;
+  const std::vector<Value *> &outputs = y->graph()->outputs();
+  if (std::find(outputs.begin(), outputs.end(), y) != outputs.end()) return false;
+  for (const Use &use : y->uses()) {
+    const Node &reader = *use.user;
+    const bool conv = (reader.domain().empty() && reader.opType() == "Conv") ||
+                      (reader.domain() == "tessel" && reader.opType() == "FusedConv");
+    if (!conv || use.inputIndex != 0 || !checkConv(reader, options).empty()) return false;
+    if (reader.attrInt("group", 1) != 1 && !depthwiseOnPe(reader, options)) return false;
+  }
+  return true;
+}
+
 Status emitConv(LoweringContext &ctx, const Node &node) {
   ConvShape s;
   if (std::string reason = readConvShape(node, s); !reason.empty()) return ctx.unsupported(node, reason);
   const Value *y = node.output(0);
   ConvOutput o;
-  o.out = ctx.allocate(y, 1);
+  o.epilogue = node.domain() == "tessel" ? epilogueOf(node) : Epilogue{};
+  o.out = readersTakeMatmulDtype(y, o.epilogue, ctx.options()) ? ctx.allocate(y, 1, ctx.matmulDtype()) : ctx.allocate(y, 1);
   if (isPresent(node.input(2))) o.bias = ctx.channelVector(ctx.constantFloats(node.input(2)));
   if (isPresent(node.input(3))) {
     TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(node.input(3), 1));
     o.residual = z;
   }
-  o.epilogue = node.domain() == "tessel" ? epilogueOf(node) : Epilogue{};
 
   if (s.depthwise() && depthwiseOnPe(node, ctx.options())) {
     TESSEL_RETURN_IF_ERROR(emitDepthwiseConvOnPe(ctx, node, s, o));
@@ -540,9 +574,7 @@ Status emitConv(LoweringContext &ctx, const Node &node) {
 
 bool depthwiseOnPe(const Node &node, const LoweringOptions &options) {
   ConvShape s;
-  if (!readConvShape(node, s).empty() || !s.depthwise() || options.autoCast == AutoCast::None) return false;
-  constexpr int64_t kBankFp32Elements = 512;  // PSUM bank per partition on both generations (2 KiB).
-  return s.N * s.OH * s.OW >= kBankFp32Elements;
+  return readConvShape(node, s).empty() && s.depthwise() && options.autoCast != AutoCast::None;
 }
 
 std::vector<OpLowering> convLowerings() {

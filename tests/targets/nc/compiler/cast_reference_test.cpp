@@ -28,7 +28,8 @@ int countOps(const Graph &graph, const std::string &op) {
   return n;
 }
 
-/// An MLP block and a depthwise convolution: matmul operands are rounded, the depthwise one is not.
+/// An MLP block and a depthwise convolution: the operands of both matmuls and of the depthwise
+/// convolution (diagonal-weight matmuls on the PE) are rounded.
 std::string mlpModel() {
   return fmt::format(R"(model opset(ai.onnx=13) ir_version=8 {{
 func @main(%x: f32[64,256], %img: f32[1,8,12,12]) -> (%y: f32[64,128], %d: f32[1,8,12,12]) {{
@@ -66,10 +67,10 @@ TEST(CastReference, MatchesTheDeviceFarCloserThanF32) {
   auto casted = castReference((*exe)->model(), [&](size_t i) { return (*exe)->nodeOnDevice(i); }, (*exe)->options().lowering);
   ASSERT_TRUE(casted.ok()) << casted.diag().str();
   EXPECT_TRUE(casted->exact) << casted->unmodelled;
-  // x, w1, r, w2: each matmul operand once; the depthwise convolution's are not rounded.
-  EXPECT_EQ(casted->roundedValues, 4);
+  // x, w1, r, w2, img, dw: each PE operand once.
+  EXPECT_EQ(casted->roundedValues, 6);
   ASSERT_TRUE(casted->model.has_value());
-  EXPECT_EQ(countOps(*casted->model->graph, "Cast"), 8);
+  EXPECT_EQ(countOps(*casted->model->graph, "Cast"), 12);
   auto same = ReferenceInterpreter(*casted->model).run(feeds);
   auto f32 = ReferenceInterpreter((*exe)->model()).run(feeds);
   ASSERT_TRUE(same.ok() && f32.ok());
@@ -77,7 +78,7 @@ TEST(CastReference, MatchesTheDeviceFarCloserThanF32) {
   const double toF32 = maxAbsDifference(device->outputs[0].second.tensor(), (*f32)[0].second.tensor());
   EXPECT_GT(toF32, 1e-3);           // bf16 operands move a 256-long dot product this far...
   EXPECT_LT(toSame, 0.02 * toF32);  // ...and the same-cast reference accounts for nearly all of it.
-  // The depthwise convolution runs in f32 on the device: both references agree with it.
+  // The depthwise convolution rounds its operands as the same-cast reference does, so the two agree.
   EXPECT_LT(maxAbsDifference(device->outputs[1].second.tensor(), (*same)[1].second.tensor()), 1e-5);
 }
 
@@ -104,7 +105,7 @@ TEST(CastReference, SaysWhatItCannotModel) {
   EXPECT_FALSE(onHost->model.has_value());
 }
 
-// A depthwise convolution over an image of at least a PSUM bank runs on the PE (diagonal-weight
+// A depthwise convolution runs on the PE when the casts put convolutions in a PE dtype (diagonal-weight
 // matmuls), so its operands are rounded like any PE convolution's, and the same-cast reference
 // rounds them too; in f32 (no casts) it stays on the vector engines.
 TEST(CastReference, RoundsTheOperandsOfADepthwiseConvolutionOnThePe) {

@@ -2,17 +2,23 @@
 // dense implicit GEMM (3x3 with pads, 1x1, strides, several channel tiles, several PSUM chunks per
 // image, several images per chunk), FusedConv epilogues (bias, residual, Relu, Clip, HardSwish,
 // HardSigmoid), the folded stem (top and bottom edge rows), depthwise stencils, MaxPool, AveragePool,
-// GlobalAveragePool, and the host fallback of a grouped convolution.
+// GlobalAveragePool, the host fallback of a grouped convolution, and convolution outputs stored in
+// the PE dtype when every reader rounds them to it.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ir/parser.h"
+#include "targets/ref/interpreter.h"
+#include "targets/nc/compiler/cast_reference.h"
 #include "targets/nc/compiler/nc_model_check.h"
+#include "targets/nc/isa/disassembler.h"
 
 namespace tessel::nc::compiler {
 namespace {
@@ -166,6 +172,68 @@ TEST(ConvLowering, GroupedConvRunsOnHost) {
   ASSERT_TRUE(check.ok()) << check.diag().str();
   EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
   EXPECT_GT(check->hostNodes, 0);
+}
+
+/// Two MobileNetV2 inverted-residual blocks, 16 channels expanded to 64 at 14x14: y1 is read by the
+/// second block's expand convolution (a PE operand) and by its projection as the residual (f32).
+std::string invertedResidualBlocks() {
+  std::string body;
+  std::string in = "%x";
+  for (int block = 1; block <= 2; ++block) {
+    const uint64_t seed = 20 + 10 * block;
+    body += fmt::format(
+        "  const %we{0} = {1}\n  const %be{0} = {2}\n  const %wd{0} = {3}\n  const %bd{0} = {4}\n"
+        "  const %wp{0} = {5}\n  const %bp{0} = {6}\n"
+        "  %e{0} = tessel.FusedConv({7}, %we{0}, %be{0}) {{activation = \"Clip\", activation_params = [0.0, 6.0]}}\n"
+        "  %d{0} = tessel.FusedConv(%e{0}, %wd{0}, %bd{0}) {{group = 64, pads = [1, 1, 1, 1], activation = \"Clip\", "
+        "activation_params = [0.0, 6.0]}}\n"
+        "  %y{0} = tessel.FusedConv(%d{0}, %wp{0}, %bp{0}, {7}) {{}}\n",
+        block, denseText({64, 16, 1, 1}, seed, 0.25f), denseText({64}, seed + 1, 0.5f),
+        denseText({64, 1, 3, 3}, seed + 2, 0.33f), denseText({64}, seed + 3, 0.5f),
+        denseText({16, 64, 1, 1}, seed + 4, 0.125f), denseText({16}, seed + 5, 0.5f), in);
+    in = fmt::format("%y{}", block);
+  }
+  return "model opset(ai.onnx=17, tessel=1) ir_version=8 {\nfunc @main(%x: f32[1,16,14,14]) -> (%y2: f32[1,16,14,14]) {\n" +
+         body + "  return %y2\n}\n}\n";
+}
+
+// The expand and depthwise outputs go straight from PSUM to SBUF in bf16, so the only f32 -> bf16
+// copies left are the casts of x and of y1 (which the residual reads in f32). Rounding at the
+// eviction makes the values the readers' casts would make: the device stays as close to the
+// same-cast reference as f32 accumulation order allows, far closer than to the f32 reference.
+TEST(ConvLowering, StoresPeOperandsInThePeDtype) {
+  auto model = parseModel(invertedResidualBlocks(), "<blocks>");
+  ASSERT_TRUE(model.ok()) << model.diag().str();
+  auto exe = compileNc(std::move(*model), NcCompileOptions{});
+  ASSERT_TRUE(exe.ok()) << exe.diag().str();
+  ASSERT_TRUE((*exe)->fallbacks().empty());
+  int casts = 0;
+  for (const Instruction &insn : (*exe)->programs().at(0).program) {
+    const std::string text = formatInstruction(insn);
+    if (text.rfind("tensor_copy", 0) == 0 && text.find(":bf16 src=") != std::string::npos &&
+        text.find(":f32", text.find(" src=")) != std::string::npos)
+      ++casts;
+  }
+  EXPECT_EQ(casts, 2);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  Tensor x(tessel::DType::Float32, {1, 16, 14, 14});
+  for (float &v : x.span<float>()) v = u(rng);
+  auto device = (*exe)->run({{"x", RuntimeValue(x)}});
+  ASSERT_TRUE(device.ok()) << device.diag().str();
+  auto casted = castReference((*exe)->model(), [&](size_t i) { return (*exe)->nodeOnDevice(i); }, (*exe)->options().lowering);
+  ASSERT_TRUE(casted.ok() && casted->model.has_value());
+  auto same = ReferenceInterpreter(*casted->model).run({{"x", RuntimeValue(x)}});
+  auto f32 = ReferenceInterpreter((*exe)->model()).run({{"x", RuntimeValue(x)}});
+  ASSERT_TRUE(same.ok() && f32.ok());
+  const Tensor &got = device->outputs[0].second.tensor();
+  double toSame = 0, toF32 = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    toSame = std::max(toSame, std::abs(got.scalarAsDouble(i) - (*same)[0].second.tensor().scalarAsDouble(i)));
+    toF32 = std::max(toF32, std::abs(got.scalarAsDouble(i) - (*f32)[0].second.tensor().scalarAsDouble(i)));
+  }
+  EXPECT_GT(toF32, 1e-3);
+  EXPECT_LT(toSame, 0.02 * toF32);
 }
 
 std::string poolModel(const std::vector<int64_t> &x, const std::vector<int64_t> &y, const std::string &op) {
