@@ -3,13 +3,15 @@
 
 For each model it makes the inputs its users feed it, runs ONNX Runtime (onnxruntime-node, the
 reference), then tessel on `ref`, on `cpu -O3` (checked, then timed at --threads against ONNX Runtime
-in the same run) and on `nc-v2` (compiled with the model's input shapes, simulated, outputs checked
+in the same run), for a model with symbolic dims one cpu artifact compiled without --shape fed its
+inputs at every size of its more_shapes (each checked against ONNX Runtime at that size), and on `nc-v2` (compiled with the model's input shapes, simulated, outputs checked
 against ONNX Runtime within the cast's tolerance and by `tessel run` against the reference with
 the same inputs). A run that crashes, ends in an internal error or gives a wrong answer is a failure.
 
 Usage:
   bench/corpus/run_corpus.py [--tier ci|full] [--models NAME,...] [--tessel build/bin/tessel]
-                             [--threads 2] [--runs R] [--skip-nc] [--no-bench] [--json FILE] [--write-docs]
+                             [--threads 2] [--runs R] [--shapes N] [--skip-nc] [--no-bench] [--json FILE]
+                             [--write-docs]
 Exit status 1 when any model fails on any target. --write-docs puts the table into docs/benchmarks.md
 between the corpus markers. The models come from the npm registry through bench/corpus/fetch.py.
 """
@@ -207,9 +209,59 @@ class CorpusRun:
             else:
                 row["failures"].append(f"cpu bench: {failure_text(status, out, err)}")
 
+        self.run_shapes(model, path, work, names, row)
         if not self.args.skip_nc:
             self.run_nc(model, path, work, input_args, want, names, row)
         return row
+
+    def run_shapes(self, model, path, work, names, row):
+        """One cpu artifact, compiled without --shape, fed the model's inputs at its own sizes and at
+        each of its more_shapes (the first --shapes of them), against ONNX Runtime at every size."""
+        more = model.get("more_shapes", [])
+        count = self.args.shapes if self.args.shapes is not None else (1 if self.args.tier == "ci" else len(more))
+        if not more or count <= 0:
+            return
+        timeout = self.args.timeout
+        artifact = os.path.join(work, "dynamic.tsl")
+        status, out, err = run([self.tessel, "compile", path, "--target", "cpu", "-O3", "--threads",
+                                str(self.args.threads), "-o", artifact], timeout)
+        if status != 0:
+            row["shapes_ok"] = False
+            row["failures"].append(f"cpu, one artifact for every shape: compile: {failure_text(status, out, err)}")
+            return
+        sizes = [{}] + more[:count]
+        served = []
+        for i, overrides in enumerate(sizes):
+            shape_dir = os.path.join(work, f"shape{i}")
+            inputs_dir = os.path.join(shape_dir, "inputs")
+            os.makedirs(inputs_dir)
+            rng = np.random.default_rng(seed_of(model["name"]) + i)
+            input_args = []
+            for name, spec in model["inputs"].items():
+                file = os.path.join(inputs_dir, name + ".npy")
+                np.save(file, make_input(dict(spec, shape=overrides.get(name, spec["shape"])), rng))
+                input_args += ["--input", f"{name}={file}"]
+            label = ", ".join(f"{n} {'x'.join(map(str, shape))}" for n, shape in overrides.items()) or "as above"
+            ort_dir = os.path.join(shape_dir, "ort")
+            status, out, err = run(["node", self.ort, path, "--inputs", inputs_dir, "--outputs", ort_dir,
+                                    "--threads", str(self.args.threads), "--runs", "1", "--warmup", "0"], timeout)
+            if status != 0:
+                row["failures"].append(f"onnxruntime at {label}: {failure_text(status, out, err)}")
+                continue
+            want = {name: np.load(os.path.join(ort_dir, name + ".npy")).astype(np.float64) for name in names}
+            out_dir = os.path.join(shape_dir, "cpu")
+            status, out, err = run([self.tessel, "run", artifact, *input_args, "--output-dir", out_dir], timeout)
+            if status != 0:
+                row["failures"].append(f"cpu, one artifact at {label}: {failure_text(status, out, err)}")
+                continue
+            error, problem = compare(out_dir, want, names, safe_name)
+            if problem or error > FP32_TOLERANCE:
+                row["failures"].append(f"cpu, one artifact at {label}: "
+                                       f"{problem or f'max error {error:.3g} over {FP32_TOLERANCE:g}'}")
+                continue
+            served.append(label)
+        row["shapes_served"] = f"{len(served)}/{len(sizes)}"
+        row["shapes_ok"] = len(served) == len(sizes)
 
     def run_nc(self, model, path, work, input_args, want, names, row):
         artifact = os.path.join(work, "model.nc.tsl")
@@ -271,8 +323,8 @@ def ok_text(row, key):
 
 def table(rows):
     lines = ["| model | domain | exporter | opset | ref ok | cpu ok | tessel ms | onnxruntime ms | ratio | "
-             "nc-v2 compiles | device/host nodes | simulated µs | nc ok | bf16 vs f32 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "cpu shapes, one artifact | nc-v2 compiles | device/host nodes | simulated µs | nc ok | bf16 vs f32 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = r["tessel_ms"] / r["ort_ms"] if r.get("tessel_ms") and r.get("ort_ms") else None
         nodes = (f"{r['nc_device_nodes']}/{r['nc_host_nodes']}" if r.get("nc_device_nodes") is not None else "–")
@@ -280,7 +332,7 @@ def table(rows):
         lines.append(
             f"| {r['name']} | {r['domain']} | {r['exporter']} | {r.get('opset', '–')} | {ok_text(r, 'ref_ok')} | "
             f"{ok_text(r, 'cpu_ok')} | {fmt_ms(r.get('tessel_ms'))} | {fmt_ms(r.get('ort_ms'))} | "
-            f"{f'{ratio:.2f}' if ratio else '–'} | {ok_text(r, 'nc_compiles')} | {nodes} | "
+            f"{f'{ratio:.2f}' if ratio else '–'} | {r.get('shapes_served', '–')} | {ok_text(r, 'nc_compiles')} | {nodes} | "
             f"{fmt_ms(r.get('nc_us'))} | {ok_text(r, 'nc_ok')} | {drift} |")
     ratios = sorted(r["tessel_ms"] / r["ort_ms"] for r in rows if r.get("tessel_ms") and r.get("ort_ms"))
     summary = ""
@@ -334,6 +386,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per command")
+    parser.add_argument("--shapes", type=int, default=None,
+                        help="more_shapes per model for the one-artifact cpu check (default: 1 on the ci tier, all on full)")
     parser.add_argument("--skip-nc", action="store_true")
     parser.add_argument("--no-bench", action="store_true", help="check outputs only, time nothing (sanitizer builds)")
     parser.add_argument("--json", default="")
