@@ -89,7 +89,7 @@ Expected<KernelRunResult> run(const KernelDef &kernel, const KernelParams &param
   if (!options.timingOnly) state = std::make_unique<MachineState>(profile, result.compiled.hbmBytes);
   std::mt19937_64 rng(options.seed);
   for (const tile::HbmPlacement &placement : result.compiled.hbmTensors) {
-    if (placement.isOutput) continue;
+    if (placement.isOutput || placement.isScratch) continue;
     HostTensor input{placement.name, placement.dtype, placement.shape, {}};
     int64_t count = 1;
     for (int64_t size : placement.shape) count *= size;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,9 @@ namespace tessel::nc::tile {
 namespace {
 
 uint64_t alignUp(uint64_t value, uint64_t align) { return (value + align - 1) / align * align; }
+
+// Offsets are 4-byte aligned, 64-byte for tiles of 512 bytes or more.
+constexpr uint64_t kMinAlign = 4, kLargeAlign = 64, kLargeTileBytes = 512;
 
 /// The geometry every placement obeys: capacity, alignment and (PSUM) banks.
 struct Memory {
@@ -229,7 +233,13 @@ uint64_t tileDataBytes(const TileDecl &tile) {
   return elements * dtypeSizeBytes(tile.dtype);
 }
 
-Expected<Allocation> allocateTiles(const Kernel &kernel, const MachineProfile &profile) {
+uint64_t tileAllocatedBytes(const TileDecl &tile) {
+  const uint64_t dataBytes = tileDataBytes(tile);
+  const uint64_t align = dataBytes >= kLargeTileBytes ? kLargeAlign : kMinAlign;
+  return alignUp(std::max<uint64_t>(dataBytes, 1), align);
+}
+
+PlacementResult placeTiles(const Kernel &kernel, const MachineProfile &profile) {
   const size_t numTiles = kernel.tiles.size(), numOps = kernel.ops.size();
   Allocation allocation;
   allocation.tiles.resize(numTiles);
@@ -250,7 +260,6 @@ Expected<Allocation> allocateTiles(const Kernel &kernel, const MachineProfile &p
   }
 
   const uint64_t bankBytes = static_cast<uint64_t>(profile.psum.bankFp32Elements) * dtypeSizeBytes(DType::F32);
-  const uint64_t minAlign = 4, largeAlign = 64, largeTileBytes = 512;
   for (MemSpace space : {MemSpace::SBUF, MemSpace::PSUM}) {
     SpacePlan plan;
     plan.space = space;
@@ -260,18 +269,20 @@ Expected<Allocation> allocateTiles(const Kernel &kernel, const MachineProfile &p
     plan.startsAt.resize(numOps);
     plan.endsAt.resize(numOps);
     plan.bytes.assign(numTiles, 0);
-    plan.align.assign(numTiles, minAlign);
+    plan.align.assign(numTiles, kMinAlign);
     for (size_t t = 0; t < numTiles; ++t) {
       TilePlacement &placement = allocation.tiles[t];
       const TileDecl &decl = kernel.tiles[t];
       if (placement.firstOp < 0 || decl.space != space) continue;
       uint64_t dataBytes = tileDataBytes(decl);
-      plan.align[t] = dataBytes >= largeTileBytes ? largeAlign : minAlign;
-      plan.bytes[t] = alignUp(std::max<uint64_t>(dataBytes, 1), plan.align[t]);
+      plan.align[t] = dataBytes >= kLargeTileBytes ? kLargeAlign : kMinAlign;
+      plan.bytes[t] = tileAllocatedBytes(decl);
       if (space == MemSpace::PSUM && plan.bytes[t] > bankBytes)
-        return makeError(ErrorCode::InvalidArgument,
-                         "kernel '{}': tile '{}' ({} bytes per partition) does not fit one {}-byte PSUM bank (T2)",
-                         kernel.name, decl.name, dataBytes, bankBytes);
+        return AllocationFailure{
+            space, -1,
+            makeError(ErrorCode::InvalidArgument,
+                      "kernel '{}': tile '{}' ({} bytes per partition) does not fit one {}-byte PSUM bank (T2)",
+                      kernel.name, decl.name, dataBytes, bankBytes)};
       placement.bytesPerPartition = plan.bytes[t];
       plan.startsAt[placement.firstOp].push_back(static_cast<int32_t>(t));
       plan.endsAt[placement.lastOp].push_back(static_cast<int32_t>(t));
@@ -280,7 +291,8 @@ Expected<Allocation> allocateTiles(const Kernel &kernel, const MachineProfile &p
     if (failed < 0) continue;
     allocation.policy = AllocationPolicy::LargestFirst;
     // The error names the tile that found no block in op order: where a person would look.
-    if (placeLargestFirst(plan, allocation.tiles) >= 0) return fitError(kernel, plan, allocation.tiles, failed);
+    if (placeLargestFirst(plan, allocation.tiles) >= 0)
+      return AllocationFailure{space, failed, fitError(kernel, plan, allocation.tiles, failed)};
   }
 
   // Who held each byte before, and the peaks, in op order.
@@ -306,6 +318,12 @@ Expected<Allocation> allocateTiles(const Kernel &kernel, const MachineProfile &p
       (allocation.tiles[t].space == MemSpace::PSUM ? psumInUse : sbufInUse) -= allocation.tiles[t].bytesPerPartition;
   }
   return allocation;
+}
+
+Expected<Allocation> allocateTiles(const Kernel &kernel, const MachineProfile &profile) {
+  PlacementResult placed = placeTiles(kernel, profile);
+  if (AllocationFailure *failure = std::get_if<AllocationFailure>(&placed)) return std::move(failure->error);
+  return std::get<Allocation>(std::move(placed));
 }
 
 }  // namespace tessel::nc::tile

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "support/diagnostic.h"
@@ -42,6 +43,20 @@ struct Allocation {
 
 /// Bytes per partition a tile's data takes (before alignment).
 uint64_t tileDataBytes(const TileDecl &tile);
+/// Bytes per partition a tile takes in its memory (its data, aligned).
+uint64_t tileAllocatedBytes(const TileDecl &tile);
+
+/// Why placement failed: the memory, the tile that found no block in op order (-1 when no placement
+/// can succeed, e.g. a PSUM tile larger than a bank), and the error that says so.
+struct AllocationFailure {
+  MemSpace space = MemSpace::SBUF;
+  int32_t tile = -1;
+  Diagnostic error;
+};
+using PlacementResult = std::variant<Allocation, AllocationFailure>;
+
+/// Places every tile, or says where it could not (spill.h decides what to do about it).
+PlacementResult placeTiles(const Kernel &kernel, const MachineProfile &profile);
 
 /// Places every tile. Errors: live tiles that exceed SBUF or PSUM (saying by how much, where, and
 /// which tiles are live there), or a PSUM tile larger than one bank.

@@ -1,7 +1,8 @@
-// The kernel compiler pipeline: allocate tiles (allocate.h), lay out HBM and build one instruction
-// per op (emit.h), derive dependences on the placed bytes (dependences.h), choose engines and
-// queues and order the streams (schedule.h), insert semaphores (semaphores.h), and check every
-// instruction against the tile rules (isa/verifier.h), naming the op on failure.
+// The kernel compiler pipeline: allocate tiles, spilling where they do not fit (allocate.h, spill.h),
+// lay out HBM and build one instruction per op (emit.h), derive dependences on the placed bytes
+// (dependences.h), choose engines and queues and order the streams (schedule.h), insert semaphores
+// (semaphores.h), and check every instruction against the tile rules (isa/verifier.h), naming the
+// op on failure.
 #include "targets/nc/tile/compile.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "targets/nc/tile/emit.h"
 #include "targets/nc/tile/schedule.h"
 #include "targets/nc/tile/semaphores.h"
+#include "targets/nc/tile/spill.h"
 
 namespace tessel::nc::tile {
 namespace {
@@ -48,15 +50,25 @@ uint8_t candidateEngines(const TileOp &op, const Instruction &insn, const IsaLim
 
 }  // namespace
 
-Expected<CompiledKernel> compileKernel(const Kernel &kernel, const MachineProfile &profile,
+Expected<CompiledKernel> compileKernel(const Kernel &written, const MachineProfile &profile,
                                        const CompileOptions &options) {
-  TESSEL_ASSIGN_OR_RETURN(Allocation allocation, allocateTiles(kernel, profile));
+  // From here on `kernel` is the kernel with its spills; `origin` numbers its ops as written.
+  TESSEL_ASSIGN_OR_RETURN(SpilledKernel spilled, allocateWithSpills(written, profile));
+  const Kernel &kernel = spilled.kernel;
+  const Allocation &allocation = spilled.allocation;
+  const std::vector<int32_t> &origin = spilled.origin;
   CompiledKernel compiled;
   compiled.name = kernel.name;
   compiled.hbmTensors = layoutHbm(kernel, &compiled.hbmBytes);
   compiled.tiles = allocation.tiles;
+  for (TilePlacement &placement : compiled.tiles) {
+    if (placement.firstOp < 0) continue;
+    placement.firstOp = origin[static_cast<size_t>(placement.firstOp)];
+    placement.lastOp = origin[static_cast<size_t>(placement.lastOp)];
+  }
   compiled.tilePredecessors = allocation.predecessors;
   compiled.allocationPolicy = std::string(allocationPolicyName(allocation.policy));
+  compiled.spills = std::move(spilled.spills);
   compiled.peakSbufBytesPerPartition = allocation.peakSbufBytesPerPartition;
   compiled.peakPsumBytesPerPartition = allocation.peakPsumBytesPerPartition;
 
@@ -71,7 +83,7 @@ Expected<CompiledKernel> compileKernel(const Kernel &kernel, const MachineProfil
     candidates.push_back(candidateEngines(kernel.ops[i], insns.back(), limits));
     if (candidates.back() == 0)
       return makeError(ErrorCode::InvalidArgument, "kernel '{}': op #{} ({}): no engine can run {} on these operands",
-                       kernel.name, i, tileOpKindName(kernel.ops[i].kind), mnemonic(kernel.ops[i].opcode));
+                       kernel.name, origin[i], tileOpKindName(kernel.ops[i].kind), mnemonic(kernel.ops[i].opcode));
   }
   DependenceGraph deps = computeDependences(kernel, insns, allocation);
   int queues = static_cast<int>(profile.dma.queuesPerEngine);
@@ -86,14 +98,14 @@ Expected<CompiledKernel> compileKernel(const Kernel &kernel, const MachineProfil
     insn.engine = placed.engine;
     insn.queue = placed.engine == Engine::DMA ? placed.queue : 0;
     compiled.program.push_back(std::move(insn));
-    compiled.timing.push_back(InstructionTiming{op, placed.startNs, placed.endNs});
+    compiled.timing.push_back(InstructionTiming{origin[static_cast<size_t>(op)], placed.startNs, placed.endNs});
   }
   TESSEL_RETURN_IF_ERROR(insertSemaphores(compiled.program, schedule, deps, profile));
   for (size_t k = 0; k < compiled.program.size(); ++k) {
     std::vector<std::string> errors = verifyInstruction(compiled.program[k], k, limits);
     if (errors.empty()) continue;
-    int32_t op = compiled.timing[k].op;
-    return makeError(ErrorCode::InvalidArgument, "kernel '{}': op #{} ({}) on {}: {}", kernel.name, op,
+    const int32_t op = schedule.order[k];
+    return makeError(ErrorCode::InvalidArgument, "kernel '{}': op #{} ({}) on {}: {}", kernel.name, origin[op],
                      tileOpKindName(kernel.ops[op].kind), engineName(compiled.program[k].engine),
                      fmt::join(errors, "; "));
   }

@@ -24,6 +24,7 @@ struct HbmPlacement {
   std::vector<int64_t> shape;
   uint64_t offsetBytes = 0;
   bool isOutput = false;
+  bool isScratch = false;       // Holds spilled tiles; neither input nor output.
 };
 
 /// Where a tile was placed.
@@ -32,7 +33,19 @@ struct TilePlacement {
   MemSpace space = MemSpace::SBUF;
   uint64_t offsetBytes = 0;     // Same in every partition.
   uint64_t bytesPerPartition = 0;
-  int64_t firstOp = 0, lastOp = 0;  // Live range in op indices.
+  int64_t firstOp = 0, lastOp = 0;  // Live range in op indices (of the kernel as written).
+};
+
+/// One spill the compiler inserted (spill.h). Op numbers are the kernel's, as written.
+struct Spill {
+  int32_t tile = -1;            // The tile whose value is saved.
+  int32_t reloadTile = -1;      // The new tile it comes back into; the ops from reloadBeforeOp on use it.
+  MemSpace from = MemSpace::SBUF;
+  MemSpace to = MemSpace::HBM;  // HBM (from SBUF: a scratch tensor) or SBUF (from PSUM: a tile).
+  int32_t holder = -1;          // The scratch HBM tensor or the SBUF tile that holds the value meanwhile.
+  std::string holderName, reloadName;
+  int64_t saveAfterOp = -1, reloadBeforeOp = -1, pressureOp = -1;
+  uint64_t bytesPerPartition = 0;
 };
 
 struct CompileOptions {
@@ -41,7 +54,7 @@ struct CompileOptions {
 
 /// When the list scheduler expects one program instruction to run.
 struct InstructionTiming {
-  int32_t op = -1;              // The Tile IR op it came from.
+  int32_t op = -1;              // The Tile IR op it came from (a spill's: the op it saves after or restores before).
   double startNs = 0;           // Issue (DMA: trigger).
   double endNs = 0;             // Engine free again (DMA: last byte moved).
 };
@@ -54,18 +67,19 @@ struct CompiledKernel {
   std::vector<TilePlacement> tiles;
   std::vector<std::vector<int32_t>> tilePredecessors;  // Per tile: the tiles whose bytes it reuses.
   std::string allocationPolicy;                        // How the offsets were chosen (allocate.h).
+  std::vector<Spill> spills;                           // Values moved out while live data did not fit.
   uint64_t peakSbufBytesPerPartition = 0, peakPsumBytesPerPartition = 0;
   double estimatedNs = 0;       // The list scheduler's estimate.
   std::vector<InstructionTiming> timing;  // Parallel to `program`.
 };
 
-/// Compiles `kernel` for `profile`. Errors: tiles that do not fit SBUF/PSUM (saying by how much),
-/// ops the target cannot run (naming the op).
+/// Compiles `kernel` for `profile`. Tiles that do not fit SBUF/PSUM spill (spill.h). Errors: an op whose
+/// operands alone do not fit (saying by how much), ops the target cannot run (naming the op).
 Expected<CompiledKernel> compileKernel(const Kernel &kernel, const MachineProfile &profile,
                                        const CompileOptions &options = {});
 
 /// The allocation: the policy and the peaks, then one line per tile (id, name, space, offset, bytes per
-/// partition, live range, and the tiles whose bytes it reuses).
+/// partition, live range, and the tiles whose bytes it reuses), then one line per spill.
 std::string printAllocation(const Kernel &kernel, const CompiledKernel &compiled);
 /// The schedule: per engine/queue, its instructions in order with estimated start times.
 std::string printSchedule(const CompiledKernel &compiled);

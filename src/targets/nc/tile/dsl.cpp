@@ -290,7 +290,7 @@ HbmView KernelBuilder::input(const std::string &name, DType dtype, const std::ve
                      kMaxFreeDims));
     return view;
   }
-  kernel_.tensors.push_back(HbmTensorDecl{name, dtype, shape, /*isOutput=*/false});
+  kernel_.tensors.push_back(HbmTensorDecl{name, dtype, shape, /*isOutput=*/false, /*isScratch=*/false});
   view.tensor_ = static_cast<int32_t>(kernel_.tensors.size() - 1);
   view.dtype_ = dtype;
   view.dims_ = rowMajorDims(shape);

@@ -10,7 +10,7 @@ std::vector<HbmPlacement> layoutHbm(const Kernel &kernel, uint64_t *totalBytes) 
   for (const HbmTensorDecl &tensor : kernel.tensors) {
     uint64_t elements = 1;
     for (int64_t n : tensor.shape) elements *= static_cast<uint64_t>(n);
-    placements.push_back(HbmPlacement{tensor.name, tensor.dtype, tensor.shape, offset, tensor.isOutput});
+    placements.push_back(HbmPlacement{tensor.name, tensor.dtype, tensor.shape, offset, tensor.isOutput, tensor.isScratch});
     offset += (elements * dtypeSizeBytes(tensor.dtype) + align - 1) / align * align;
   }
   *totalBytes = offset;

@@ -21,6 +21,7 @@ struct HbmTensorDecl {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   bool isOutput = false;
+  bool isScratch = false;  // Added by the compiler to hold spilled tiles.
 };
 
 /// A logical tile: one buffer in SBUF or PSUM, placed by the compiler.

@@ -1,7 +1,7 @@
 // Golden `--print-allocation` text (printAllocation) for small kernels, one file per case under
 // goldens/: a loop whose tiles reuse freed buffers (the reuse policy fires), one whose live tiles
-// fit only when placed offline (the largest-first fallback fires), and one with nothing to reuse
-// (it must not fire). Lines starting with '#' are the file's header. After a deliberate change,
+// fit only when placed offline (the largest-first fallback fires), one with nothing to reuse
+// (it must not fire), and live data beyond SBUF or PSUM that spills, beside one that just fits. Lines starting with '#' are the file's header. After a deliberate change,
 // regenerate with
 //   TESSEL_UPDATE_GOLDENS=1 build/bin/nc_tile_tests --gtest_filter='AllocationGolden.*'
 // and read the diff.
@@ -90,6 +90,30 @@ TEST(AllocationGolden, FragmentedTilesArePlacedLargestFirst) {
 TEST(AllocationGolden, NothingToReuse) {
   MachineProfile profile = loadTestProfile("nc-v2");
   expectGolden("allocation_no_reuse", buildKernel("add", profile, addKernel), profile);
+}
+
+// Live data beyond SBUF spills (firing): six 1 KiB blocks live at once in a 4 KiB SBUF; the spill
+// lines name each victim (the block used again the latest), where it is saved and where it returns.
+TEST(AllocationGolden, LiveDataBeyondSbufSpills) {
+  MachineProfile profile = loadTestProfile("nc-v2");
+  profile.sbuf.bytesPerPartition = kSpillTestSbufBytes;
+  Kernel kernel = buildKernel("mirrored6", profile, [](KernelBuilder &b) { mirroredSumKernel(b, 6); });
+  expectGolden("allocation_spill", kernel, profile);
+}
+
+// The same kernel with three blocks fills SBUF exactly: no spill (non-firing).
+TEST(AllocationGolden, LiveDataThatJustFitsDoesNotSpill) {
+  MachineProfile profile = loadTestProfile("nc-v2");
+  profile.sbuf.bytesPerPartition = kSpillTestSbufBytes;
+  Kernel kernel = buildKernel("mirrored3", profile, [](KernelBuilder &b) { mirroredSumKernel(b, 3); });
+  expectGolden("allocation_spill_fits", kernel, profile);
+}
+
+// Nine PSUM results live at once in eight banks: one is evicted to SBUF and brought back.
+TEST(AllocationGolden, LiveDataBeyondPsumEvictsToSbuf) {
+  MachineProfile profile = loadTestProfile("nc-v2");
+  Kernel kernel = buildKernel("accumulators9", profile, [](KernelBuilder &b) { manyAccumulatorsKernel(b, 9); });
+  expectGolden("allocation_psum_spill", kernel, profile);
 }
 
 }  // namespace

@@ -177,7 +177,8 @@ TEST(ReusePolicy, TilesThatFitByBytesArePlacedDespiteFragmentation) {
   EXPECT_EQ(compiled->allocationPolicy, "largest-first");
 }
 
-// Live data beyond SBUF stays an error: by how much, where, and which tiles.
+// Placement alone (allocateTiles, no spilling) reports live data beyond SBUF: by how much, where, and
+// which tiles.
 TEST(ReusePolicy, LiveDataBeyondSbufNamesTheLiveTiles) {
   MachineProfile profile = loadTestProfile("nc-v2");
   const int64_t third = profile.sbuf.bytesPerPartition / 3 / 4;

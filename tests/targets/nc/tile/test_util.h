@@ -2,7 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "targets/nc/machine/profile.h"
@@ -39,6 +41,51 @@ inline void addKernel(KernelBuilder &b) {
   b.load(c, y);
   b.tensorTensor(sum, a, c, AluOp::Add, Engine::DVE);
   b.store(out, sum);
+}
+
+/// SBUF kept small so that the spill tests stay small: 4 KiB per partition.
+inline constexpr int64_t kSpillTestSbufBytes = 4096;
+
+/// out block i = x block i + x block n-1-i over n blocks of [128, 256] f32 (1 KiB per partition each),
+/// all loaded before any is added: n * 1 KiB live, plus the 1 KiB sum. With kSpillTestSbufBytes, n = 3
+/// just fits and n = 6 must spill.
+inline void mirroredSumKernel(KernelBuilder &b, int64_t n) {
+  const int64_t cols = 256;
+  HbmView x = b.input("x", DType::F32, {n * 128, cols});
+  HbmView out = b.output("out", DType::F32, {n * 128, cols});
+  std::vector<TileView> blocks;
+  for (int64_t i = 0; i < n; ++i) {
+    blocks.push_back(b.sbuf(fmt::format("x{}", i), DType::F32, 128, {cols}));
+    b.load(blocks.back(), x.rows(i * 128, 128));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    TileView sum = b.sbuf("sum", DType::F32, 128, {cols});
+    b.tensorTensor(sum, blocks[i], blocks[n - 1 - i], AluOp::Add);
+    b.store(out.rows(i * 128, 128), sum);
+  }
+}
+
+/// out[:, i] block = stationary^T @ rhs block i for n blocks of [32, 512], all n PSUM results (one
+/// 2 KiB bank each) computed before any is copied out: n = 9 exceeds the 8 banks and must spill.
+inline void manyAccumulatorsKernel(KernelBuilder &b, int64_t n) {
+  const int64_t k = 32, m = 32, cols = 512;
+  HbmView st = b.input("st", DType::BF16, {k, m});
+  HbmView rhs = b.input("rhs", DType::BF16, {k, n * cols});
+  HbmView out = b.output("out", DType::F32, {m, n * cols});
+  TileView stationary = b.sbuf("st", DType::BF16, k, {m});
+  b.load(stationary, st);
+  std::vector<TileView> accumulators;
+  for (int64_t i = 0; i < n; ++i) {
+    TileView moving = b.sbuf("mv", DType::BF16, k, {cols});
+    b.load(moving, rhs.cols(i * cols, cols));
+    accumulators.push_back(b.psum(fmt::format("acc{}", i), DType::F32, m, {cols}));
+    b.matmul(accumulators.back(), stationary, moving, /*accumulate=*/false);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    TileView result = b.sbuf("o", DType::F32, m, {cols});
+    b.copy(result, accumulators[i], Engine::DVE);
+    b.store(out.cols(i * cols, cols), result);
+  }
 }
 
 /// out[M, N] = lhsT[K, M]^T @ rhs[K, N] in bf16 with f32 PSUM and a bf16 result: K in tiles of
