@@ -145,7 +145,7 @@ void benchLayer(benchmark::State &state, const LayerShape *layer, int threads) {
   GemmEpilogue epilogue;
   epilogue.bias = bias.data();
   epilogue.biasPerRow = layer->weightsOnLeft;
-  epilogue.activation.kind = Activation::Relu;
+  epilogue.activation.kind = ActivationKind::Relu;
   const GemmPacking packing{layer->weightsOnLeft, !layer->weightsOnLeft};
   std::vector<std::byte> scratchBytes(sgemmScratchBytes(s, threads, packing) + 64);
   const size_t offset = (64 - reinterpret_cast<uintptr_t>(scratchBytes.data()) % 64) % 64;

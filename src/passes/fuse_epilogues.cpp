@@ -7,6 +7,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "ops/activation.h"
 #include "ops/reference/helpers.h"
 #include "passes/constant_values.h"
 #include "passes/fusion_utils.h"
@@ -24,8 +25,7 @@ struct Epilogue {
   Value *result = nullptr;    // The value the fused node replaces.
   std::optional<std::vector<double>> bias;
   Value *residual = nullptr;
-  std::string activation;
-  std::vector<float> activationParams;
+  Activation activation;
 };
 
 /// The bias an Add adds to Y when its other operand is a constant broadcast along `axis` of Y
@@ -44,14 +44,12 @@ std::optional<std::vector<double>> channelBias(const Model &model, const Value *
 }
 
 /// The activation `node` applies to `x` (its only data input); nullopt when it is none of ours.
-std::optional<std::pair<std::string, std::vector<float>>> activationOf(const Model &model, const Node &node) {
+std::optional<Activation> activationOf(const Model &model, const Node &node) {
   const float inf = std::numeric_limits<float>::infinity();
-  if (passes::isOnnxOp(&node, "Relu")) return std::pair{std::string("Relu"), std::vector<float>{}};
-  if (passes::isOnnxOp(&node, "Sigmoid")) return std::pair{std::string("Sigmoid"), std::vector<float>{}};
-  if (passes::isOnnxOp(&node, "Tanh")) return std::pair{std::string("Tanh"), std::vector<float>{}};
-  if (passes::isOnnxOp(&node, "LeakyRelu")) {
-    return std::pair{std::string("LeakyRelu"), std::vector<float>{node.attrFloat("alpha", 0.01f)}};
-  }
+  if (passes::isOnnxOp(&node, "Relu")) return Activation{ActivationKind::Relu};
+  if (passes::isOnnxOp(&node, "Sigmoid")) return Activation{ActivationKind::Sigmoid};
+  if (passes::isOnnxOp(&node, "Tanh")) return Activation{ActivationKind::Tanh};
+  if (passes::isOnnxOp(&node, "LeakyRelu")) return Activation{ActivationKind::LeakyRelu, node.attrFloat("alpha", 0.01f)};
   if (passes::isOnnxOp(&node, "Clip")) {
     float lo = -inf, hi = inf;
     if (model.opsetFor("") < 11) {
@@ -65,17 +63,16 @@ std::optional<std::pair<std::string, std::vector<float>>> activationOf(const Mod
         (i == 1 ? lo : hi) = static_cast<float>(*bound);
       }
     }
-    return std::pair{std::string("Clip"), std::vector<float>{lo, hi}};
+    return Activation{ActivationKind::Clip, lo, hi};
   }
   if (passes::isOnnxOp(&node, "HardSigmoid")) {
-    return std::pair{std::string("HardSigmoid"),
-                     std::vector<float>{node.attrFloat("alpha", 0.2f), node.attrFloat("beta", 0.5f)}};
+    return Activation{ActivationKind::HardSigmoid, node.attrFloat("alpha", 0.2f), node.attrFloat("beta", 0.5f)};
   }
-  if (passes::isOnnxOp(&node, "HardSwish")) return std::pair{std::string("HardSwish"), std::vector<float>{}};
+  if (passes::isOnnxOp(&node, "HardSwish")) return Activation{ActivationKind::HardSwish};
   if (node.domain() == "tessel" && node.opType() == "Gelu") {
     std::string approximate = node.attrString("approximate", "none");
     if (approximate != "none" && approximate != "tanh") return std::nullopt;
-    return std::pair{std::string(approximate == "tanh" ? "GeluTanh" : "Gelu"), std::vector<float>{}};
+    return Activation{approximate == "tanh" ? ActivationKind::GeluTanh : ActivationKind::Gelu};
   }
   return std::nullopt;
 }
@@ -177,14 +174,13 @@ Epilogue matchEpilogue(const Model &model, Value *y, bool isConv, bool acceptBia
   // Activation: a single reader, or Silu's pair of readers Sigmoid(x) and Mul(x, Sigmoid(x)).
   if (next) {
     if (auto act = activationOf(model, *next); act && next->input(0) == current) {
-      e.activation = act->first;
-      e.activationParams = act->second;
+      e.activation = *act;
       e.nodes.push_back(next);
       e.result = next->output(0);
     }
   } else if (current->uses().size() == 2 && !passes::isGraphOutput(graph, current)) {
     if (std::vector<Node *> hardSwish = matchHardSwish(model, current); !hardSwish.empty()) {
-      e.activation = "HardSwish";
+      e.activation = Activation{ActivationKind::HardSwish};
       e.nodes.insert(e.nodes.end(), hardSwish.begin(), hardSwish.end());
       e.result = hardSwish.back()->output(0);
       return e;
@@ -196,7 +192,7 @@ Epilogue matchEpilogue(const Model &model, Value *y, bool isConv, bool acceptBia
     }
     if (sigmoid && mul && passes::singleUser(graph, sigmoid->output(0)) == mul &&
         (mul->input(0) == current || mul->input(1) == current)) {
-      e.activation = "Silu";
+      e.activation = Activation{ActivationKind::Silu};
       e.nodes.push_back(sigmoid);
       e.nodes.push_back(mul);
       e.result = mul->output(0);
@@ -208,8 +204,11 @@ Epilogue matchEpilogue(const Model &model, Value *y, bool isConv, bool acceptBia
 std::vector<std::pair<std::string, Attribute>> epilogueAttributes(const Epilogue &e) {
   // Defaults (no activation, no parameters) are left out.
   std::vector<std::pair<std::string, Attribute>> attributes;
-  if (!e.activation.empty()) attributes.emplace_back("activation", Attribute(e.activation));
-  if (!e.activationParams.empty()) attributes.emplace_back("activation_params", Attribute(e.activationParams));
+  if (e.activation.kind != ActivationKind::None) {
+    attributes.emplace_back("activation", Attribute(std::string(e.activation.name())));
+    if (std::vector<float> params = e.activation.params(); !params.empty())
+      attributes.emplace_back("activation_params", Attribute(std::move(params)));
+  }
   return attributes;
 }
 

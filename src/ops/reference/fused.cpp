@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 
+#include "ops/activation.h"
 #include "ops/reference/nn_common.h"
 #include "ops/reference/tensor_copy.h"
 
@@ -29,50 +30,11 @@ namespace {
 /// The ONNX opset the wrapped ONNX kernels are run at: all three have one meaning from there on.
 constexpr int64_t kWrappedOnnxOpset = 17;
 
-double geluErf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
-
-double geluTanh(double x) {
-  const double k = std::sqrt(2.0 / M_PI);
-  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-}
-
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-/// A fused op's `activation` with its parameters, applied in double.
-struct ActivationRef {
-  std::string kind;
-  std::vector<float> params;
-
-  double apply(double x) const {
-    if (kind.empty()) return x;
-    if (kind == "Relu") return std::max(x, 0.0);
-    if (kind == "Clip") return std::min(std::max(x, static_cast<double>(params[0])), static_cast<double>(params[1]));
-    if (kind == "Sigmoid") return sigmoid(x);
-    if (kind == "Tanh") return std::tanh(x);
-    if (kind == "Silu") return x * sigmoid(x);
-    if (kind == "Gelu") return geluErf(x);
-    if (kind == "GeluTanh") return geluTanh(x);
-    if (kind == "HardSigmoid") return std::clamp(static_cast<double>(params[0]) * x + params[1], 0.0, 1.0);
-    if (kind == "HardSwish") return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
-    return x >= 0 ? x : x * static_cast<double>(params[0]);  // LeakyRelu.
-  }
-};
-
-Expected<ActivationRef> readActivation(const Node &node) {
-  ActivationRef act{node.attrString("activation", ""), node.attrFloats("activation_params")};
-  static const char *const kNoParams[] = {"", "Relu", "Sigmoid", "Tanh", "Silu", "Gelu", "GeluTanh", "HardSwish"};
-  size_t expected = 0;
-  if (act.kind == "Clip" || act.kind == "HardSigmoid") {
-    expected = 2;
-  } else if (act.kind == "LeakyRelu") {
-    expected = 1;
-  } else if (std::find(std::begin(kNoParams), std::end(kNoParams), act.kind) == std::end(kNoParams)) {
-    return makeError(ErrorCode::InvalidArgument, "{}: unknown activation '{}'", node.opType(), act.kind);
-  }
-  if (act.params.size() != expected) {
-    return makeError(ErrorCode::InvalidArgument, "{}: activation '{}' takes {} activation_params; got {}",
-                     node.opType(), act.kind, expected, act.params.size());
-  }
+/// A fused op's `activation` and `activation_params` (ops/activation.h), the op named in errors.
+Expected<Activation> readActivation(const Node &node) {
+  const std::vector<float> params = node.attrFloats("activation_params");
+  auto act = parseActivation(node.attrString("activation", ""), params);
+  if (!act.ok()) return makeError(ErrorCode::InvalidArgument, "{}: {}", node.opType(), act.diag().message);
   return act;
 }
 
@@ -153,7 +115,7 @@ Status finishEpilogue(KernelContext &ctx, const Tensor &y, size_t residualIndex,
     std::vector<double> residual = toDoubles(z);
     for (size_t i = 0; i < values.size(); ++i) values[i] += residual[i];
   }
-  TESSEL_ASSIGN_OR_RETURN(ActivationRef act, readActivation(ctx.node()));
+  TESSEL_ASSIGN_OR_RETURN(Activation act, readActivation(ctx.node()));
   for (double &v : values) v = act.apply(v);
   ctx.setOutput(0, fromDoubles(y.dtype(), y.sizes(), values));
   return Status::success();
@@ -199,7 +161,8 @@ Status refTesselGelu(KernelContext &ctx) {
   }
   const Tensor &x = ctx.tensor(0);
   std::vector<double> values = toDoubles(x);
-  for (double &v : values) v = approximate == "tanh" ? geluTanh(v) : geluErf(v);
+  const Activation gelu{approximate == "tanh" ? ActivationKind::GeluTanh : ActivationKind::Gelu};
+  for (double &v : values) v = gelu.apply(v);
   ctx.setOutput(0, fromDoubles(x.dtype(), x.sizes(), values));
   return Status::success();
 }

@@ -61,7 +61,7 @@ struct Conv2dShape {
 struct ConvEpilogue {
   const float *bias = nullptr;      // outChannels floats, or null.
   const float *residual = nullptr;  // Y's shape (N, Cout, OH, OW), dense, or null. May be Y itself.
-  ActivationSpec activation;
+  Activation activation;
 };
 
 /// How convGemm runs one shape; built at compile time by planConvGemm.

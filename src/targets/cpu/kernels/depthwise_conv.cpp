@@ -161,8 +161,8 @@ void depthwiseConv2dNhwcWith(const DepthwiseNhwcVariant &variant, const Conv2dSh
   const int64_t rowTasks = std::min(rows, (wanted + channelTasks - 1) / channelTasks);
   const int64_t outImage = shape.outPlane() * channels;
 
-  const ActivationSpec &activation = epilogue.activation;
-  const bool clampInRegisters = activation.kind == Activation::Relu || activation.kind == Activation::Clip;
+  const Activation &activation = epilogue.activation;
+  const bool clampInRegisters = activation.kind == ActivationKind::Relu || activation.kind == ActivationKind::Clip;
   DepthwiseNhwcArgs base;
   base.weights = packedWeights;
   base.bias = epilogue.bias;
@@ -180,10 +180,10 @@ void depthwiseConv2dNhwcWith(const DepthwiseNhwcVariant &variant, const Conv2dSh
   base.dilationWidth = shape.dilationWidth;
   base.padTop = shape.padTop;
   base.padLeft = shape.padLeft;
-  base.clampLow = activation.kind == Activation::Clip   ? activation.alpha
-                  : activation.kind == Activation::Relu ? 0.0f
+  base.clampLow = activation.kind == ActivationKind::Clip   ? activation.alpha
+                  : activation.kind == ActivationKind::Relu ? 0.0f
                                                         : -__builtin_inff();
-  base.clampHigh = activation.kind == Activation::Clip ? activation.beta : __builtin_inff();
+  base.clampHigh = activation.kind == ActivationKind::Clip ? activation.beta : __builtin_inff();
 
   auto runTask = [&](int64_t task) {
     const int64_t rowTask = task / channelTasks, channelTask = task % channelTasks;
@@ -201,7 +201,7 @@ void depthwiseConv2dNhwcWith(const DepthwiseNhwcVariant &variant, const Conv2dSh
       args.rowBegin = row - image * shape.outHeight;
       args.rowEnd = end - image * shape.outHeight;
       variant.rows(args);
-      if (!clampInRegisters && activation.kind != Activation::None) {
+      if (!clampInRegisters && activation.kind != ActivationKind::None) {
         // The finished rows are still in cache; each pixel's channel range is one contiguous run.
         const int64_t count = args.channelEnd - args.channelBegin;
         for (int64_t pixel = args.rowBegin * shape.outWidth; pixel < args.rowEnd * shape.outWidth; ++pixel) {

@@ -217,15 +217,15 @@ struct EpiloguePlan {
   bool applyAfter = false;  // applyActivation on each stored tile.
 };
 
-EpiloguePlan planEpilogue(const ActivationSpec &activation) {
+EpiloguePlan planEpilogue(const Activation &activation) {
   EpiloguePlan plan;
   switch (activation.kind) {
-    case Activation::None:
+    case ActivationKind::None:
       break;
-    case Activation::Relu:
+    case ActivationKind::Relu:
       plan = {true, 0.0f, std::numeric_limits<float>::infinity(), false};
       break;
-    case Activation::Clip:
+    case ActivationKind::Clip:
       plan = {true, activation.alpha, activation.beta, false};
       break;
     default:
@@ -340,7 +340,7 @@ void epilogueOnly(const GemmShape &shape, float *c, int64_t ldc, const GemmEpilo
       if (epilogue.residual != nullptr) v += epilogue.residual[i * epilogue.ldr + j];
       cRow[j] = v;
     }
-    if (epilogue.activation.kind != Activation::None) applyActivation(epilogue.activation, cRow, shape.n);
+    if (epilogue.activation.kind != ActivationKind::None) applyActivation(epilogue.activation, cRow, shape.n);
   }
 }
 

@@ -44,7 +44,7 @@ struct GemmEpilogue {
   // undefined.
   const float *residual = nullptr;
   int64_t ldr = 0;
-  ActivationSpec activation;  // Applied last.
+  Activation activation;  // Applied last.
   bool accumulate = false;    // C += A*B instead of C = A*B.
 };
 

@@ -28,7 +28,7 @@ struct EpilogueSources {
   const float *constantBias = nullptr;  // Packed at lowering, or null.
   bool runtimeBias = false;             // B is not constant: read it from the step's inputs.
   bool residual = false;                // Z is present.
-  ActivationSpec activation;
+  Activation activation;
 
   ConvEpilogue resolve(const StepIo &io) const {
     ConvEpilogue epilogue;
@@ -249,7 +249,7 @@ Expected<std::unique_ptr<Step>> lowerConvolution(LowerContext &ctx, bool fused) 
   }
   if (fused) {
     const std::vector<float> params = ctx.node().attrFloats("activation_params");
-    auto activation = parseActivation(ctx.node().attrString("activation", ""), params.data(), params.size());
+    auto activation = parseActivation(ctx.node().attrString("activation", ""), params);
     if (!activation.ok()) return makeError(activation.diag().code, "{}: {}", op, activation.diag().message);
     epilogue.activation = *activation;
   }

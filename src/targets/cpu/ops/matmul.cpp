@@ -56,7 +56,7 @@ struct MatMulPlan {
   bool biasPerRow = false;
   int residualInput = -1;
   const float *residualConst = nullptr;
-  ActivationSpec activation;
+  Activation activation;
   PostPass post;
   int threads = 1;
   bool batchParallel = false;  // Products run side by side, one scratch slot per thread.
@@ -341,7 +341,7 @@ Expected<std::unique_ptr<Step>> lowerFusedMatMul(LowerContext &ctx) {
   if (!covered) return std::unique_ptr<Step>();
   const std::string name = ctx.node().attrString("activation", "");
   const std::vector<float> params = ctx.node().attrFloats("activation_params");
-  auto activation = parseActivation(name, params.data(), params.size());
+  auto activation = parseActivation(name, params);
   if (!activation.ok()) {
     return makeError(ErrorCode::InvalidArgument, "FusedMatMul: {}", activation.diag().message);
   }

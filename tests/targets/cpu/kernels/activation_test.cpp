@@ -178,10 +178,10 @@ TEST(VectorMath, ParameterizedOps) {
 
 TEST(Activation, ParseAndApply) {
   const float clipParams[] = {-1.0f, 1.0f};
-  auto clip = parseActivation("Clip", clipParams, 2);
+  auto clip = parseActivation("Clip", std::span<const float>(clipParams, 2));
   ASSERT_TRUE(clip.ok());
-  EXPECT_FALSE(parseActivation("Clip", clipParams, 1).ok());
-  EXPECT_FALSE(parseActivation("Swish2", nullptr, 0).ok());
+  EXPECT_FALSE(parseActivation("Clip", std::span<const float>(clipParams, 1)).ok());
+  EXPECT_FALSE(parseActivation("Swish2", {}).ok());
 
   std::vector<float> x(1001);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.01f - 5.0f;
@@ -189,16 +189,16 @@ TEST(Activation, ParseAndApply) {
   applyActivation(*clip, y.data(), int64_t(y.size()));
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], std::min(std::max(x[i], -1.0f), 1.0f));
 
-  auto gelu = parseActivation("Gelu", nullptr, 0);
+  auto gelu = parseActivation("Gelu", {});
   ASSERT_TRUE(gelu.ok());
   y = x;
   applyActivation(*gelu, y.data(), int64_t(y.size()));
   for (size_t i = 0; i < x.size(); ++i) expectClose(geluRef(x[i]), y[i], 2e-6, "gelu");
 
   const float hardSigmoidParams[] = {0.25f, 0.4f};
-  auto hardSigmoid = parseActivation("HardSigmoid", hardSigmoidParams, 2);
+  auto hardSigmoid = parseActivation("HardSigmoid", std::span<const float>(hardSigmoidParams, 2));
   ASSERT_TRUE(hardSigmoid.ok());
-  EXPECT_FALSE(parseActivation("HardSigmoid", hardSigmoidParams, 1).ok());
+  EXPECT_FALSE(parseActivation("HardSigmoid", std::span<const float>(hardSigmoidParams, 1)).ok());
   y = x;
   applyActivation(*hardSigmoid, y.data(), int64_t(y.size()));
   // Absolute slack where the affine term cancels to about zero in float.
@@ -206,7 +206,7 @@ TEST(Activation, ParseAndApply) {
     expectClose(std::clamp(0.25 * x[i] + 0.4, 0.0, 1.0), y[i], 1e-6, "hardsigmoid", /*absolute=*/5e-7);
   }
 
-  auto hardSwish = parseActivation("HardSwish", nullptr, 0);
+  auto hardSwish = parseActivation("HardSwish", {});
   ASSERT_TRUE(hardSwish.ok());
   y = x;
   applyActivation(*hardSwish, y.data(), int64_t(y.size()));
@@ -214,7 +214,7 @@ TEST(Activation, ParseAndApply) {
     expectClose(x[i] * std::clamp(x[i] / 6.0 + 0.5, 0.0, 1.0), y[i], 1e-6, "hardswish", /*absolute=*/5e-7);
   }
 
-  auto none = parseActivation("", nullptr, 0);
+  auto none = parseActivation("", {});
   ASSERT_TRUE(none.ok());
   y = x;
   applyActivation(*none, y.data(), int64_t(y.size()));

@@ -57,18 +57,9 @@ std::vector<float> randomFloats(int64_t count, uint32_t seed) {
   return v;
 }
 
-double activate(const ActivationSpec &spec, double v) {
-  switch (spec.kind) {
-    case Activation::None: return v;
-    case Activation::Relu: return v > 0 ? v : 0;
-    case Activation::Clip: return std::min(std::max(v, double(spec.alpha)), double(spec.beta));
-    default: ADD_FAILURE() << "activation not covered by the test reference"; return v;
-  }
-}
-
 /// The reference: y and a bound on each element's rounding error.
 void referenceConv(const Conv2dShape &s, const std::vector<float> &x, const std::vector<float> &w, const float *bias,
-                   const float *residual, const ActivationSpec &act, std::vector<double> *y,
+                   const float *residual, const Activation &act, std::vector<double> *y,
                    std::vector<double> *bound) {
   const int64_t inPerGroup = s.inPerGroup(), outPerGroup = s.outPerGroup();
   y->assign(size_t(s.batch * s.outChannels * s.outPlane()), 0.0);
@@ -100,7 +91,7 @@ void referenceConv(const Conv2dShape &s, const std::vector<float> &x, const std:
             acc += residual[flat];
             magnitude += std::fabs(residual[flat]);
           }
-          (*y)[flat] = activate(act, acc);
+          (*y)[flat] = act.apply(acc);
           (*bound)[flat] = 1e-6 + eps * magnitude;
         }
       }
@@ -152,10 +143,10 @@ void checkCase(const ConvCase &c, ConvRunner runner, EpilogueMode mode, ThreadPo
 
   ConvEpilogue epilogue;
   if (mode == EpilogueMode::BiasRelu || mode == EpilogueMode::BiasResidualClip) epilogue.bias = bias.data();
-  if (mode == EpilogueMode::BiasRelu) epilogue.activation = {Activation::Relu, 0, 0};
+  if (mode == EpilogueMode::BiasRelu) epilogue.activation = {ActivationKind::Relu, 0, 0};
   if (mode == EpilogueMode::BiasResidualClip) {
     epilogue.residual = residual.data();
-    epilogue.activation = {Activation::Clip, 0.0f, 0.5f};
+    epilogue.activation = {ActivationKind::Clip, 0.0f, 0.5f};
   }
   if (mode == EpilogueMode::InPlaceResidual) {
     y = residual;

@@ -74,27 +74,9 @@ std::vector<DepthwiseCase> cases() {
   };
 }
 
-double activate(const ActivationSpec &spec, double v) {
-  const double sigmoid = 1.0 / (1.0 + std::exp(-v));
-  switch (spec.kind) {
-    case Activation::None: return v;
-    case Activation::Relu: return v > 0 ? v : 0;
-    case Activation::Clip: return std::min(std::max(v, double(spec.alpha)), double(spec.beta));
-    case Activation::Sigmoid: return sigmoid;
-    case Activation::Tanh: return std::tanh(v);
-    case Activation::Silu: return v * sigmoid;
-    case Activation::Gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
-    case Activation::GeluTanh: return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
-    case Activation::LeakyRelu: return v > 0 ? v : double(spec.alpha) * v;
-    case Activation::HardSigmoid: return std::clamp(double(spec.alpha) * v + double(spec.beta), 0.0, 1.0);
-    case Activation::HardSwish: return v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
-  }
-  return v;
-}
-
 /// The reference on NHWC data: y and a bound on each element's error.
 void referenceConv(const Conv2dShape &s, const std::vector<float> &x, const std::vector<float> &w, const float *bias,
-                   const float *residual, const ActivationSpec &act, std::vector<double> *y,
+                   const float *residual, const Activation &act, std::vector<double> *y,
                    std::vector<double> *bound) {
   const int64_t channels = s.outChannels;
   y->assign(size_t(s.batch * s.outPlane() * channels), 0.0);
@@ -123,7 +105,7 @@ void referenceConv(const Conv2dShape &s, const std::vector<float> &x, const std:
             acc += residual[flat];
             magnitude += std::fabs(residual[flat]);
           }
-          (*y)[flat] = activate(act, acc);
+          (*y)[flat] = act.apply(acc);
           // Every activation here has slope at most 1.13 (GELU), so the sum's bound carries over.
           (*bound)[flat] = 1e-6 + 1.13 * eps * magnitude + 2e-6 * std::fabs((*y)[flat]);
         }
@@ -137,21 +119,21 @@ struct Epilogue {
   bool bias;
   bool residual;
   bool inPlace;  // The residual is y itself.
-  ActivationSpec activation;
+  Activation activation;
 };
 
 const Epilogue kEpilogues[] = {
     {"none", false, false, false, {}},
-    {"bias+relu", true, false, false, {Activation::Relu, 0, 0}},
-    {"bias+residual+clip", true, true, false, {Activation::Clip, 0.0f, 0.5f}},
+    {"bias+relu", true, false, false, {ActivationKind::Relu, 0, 0}},
+    {"bias+residual+clip", true, true, false, {ActivationKind::Clip, 0.0f, 0.5f}},
     {"in-place residual", false, true, true, {}},
-    {"bias+in-place residual+relu6", true, true, true, {Activation::Clip, 0.0f, 6.0f}},
-    {"bias+sigmoid", true, false, false, {Activation::Sigmoid, 0, 0}},
-    {"bias+tanh", true, false, false, {Activation::Tanh, 0, 0}},
-    {"residual+silu", false, true, false, {Activation::Silu, 0, 0}},
-    {"bias+gelu", true, false, false, {Activation::Gelu, 0, 0}},
-    {"bias+in-place residual+gelu tanh", true, true, true, {Activation::GeluTanh, 0, 0}},
-    {"bias+leaky relu", true, false, false, {Activation::LeakyRelu, 0.1f, 0}},
+    {"bias+in-place residual+relu6", true, true, true, {ActivationKind::Clip, 0.0f, 6.0f}},
+    {"bias+sigmoid", true, false, false, {ActivationKind::Sigmoid, 0, 0}},
+    {"bias+tanh", true, false, false, {ActivationKind::Tanh, 0, 0}},
+    {"residual+silu", false, true, false, {ActivationKind::Silu, 0, 0}},
+    {"bias+gelu", true, false, false, {ActivationKind::Gelu, 0, 0}},
+    {"bias+in-place residual+gelu tanh", true, true, true, {ActivationKind::GeluTanh, 0, 0}},
+    {"bias+leaky relu", true, false, false, {ActivationKind::LeakyRelu, 0.1f, 0}},
 };
 
 std::vector<float> packWeights(const Conv2dShape &s, const std::vector<float> &w) {
@@ -237,7 +219,7 @@ TEST(DepthwiseConvNhwc, MatchesNchwKernelOnTransposedData) {
     ConvEpilogue epilogue;
     epilogue.bias = bias.data();
     epilogue.residual = residualNchw.data();
-    epilogue.activation = {Activation::Clip, 0.0f, 6.0f};
+    epilogue.activation = {ActivationKind::Clip, 0.0f, 6.0f};
     std::vector<float> yNchw(residualNchw.size());
     depthwiseConv2d(s, xNchw.data(), w.data(), epilogue, yNchw.data(), &twoThreads);
 

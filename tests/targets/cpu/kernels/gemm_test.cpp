@@ -67,24 +67,6 @@ std::vector<float> randomFloats(int64_t count, uint32_t seed) {
   return v;
 }
 
-double activate(const ActivationSpec &spec, double x) {
-  switch (spec.kind) {
-    case Activation::None: return x;
-    case Activation::Relu: return std::max(x, 0.0);
-    case Activation::Clip: return std::min(std::max(x, double(spec.alpha)), double(spec.beta));
-    case Activation::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case Activation::Tanh: return std::tanh(x);
-    case Activation::Silu: return x / (1.0 + std::exp(-x));
-    case Activation::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case Activation::GeluTanh:
-      return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case Activation::LeakyRelu: return x >= 0 ? x : double(spec.alpha) * x;
-    case Activation::HardSigmoid: return std::clamp(double(spec.alpha) * x + double(spec.beta), 0.0, 1.0);
-    case Activation::HardSwish: return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
-  }
-  return x;
-}
-
 /// Inputs and the expected result of one shape and epilogue.
 struct Problem {
   GemmShape s;
@@ -109,36 +91,36 @@ struct Problem {
       case EpilogueMode::Bias: epilogue.bias = bias.data(); break;
       case EpilogueMode::BiasRelu:
         epilogue.bias = bias.data();
-        epilogue.activation.kind = Activation::Relu;
+        epilogue.activation.kind = ActivationKind::Relu;
         break;
       case EpilogueMode::AccumulateBiasRelu:
         epilogue.accumulate = true;
         epilogue.bias = bias.data();
-        epilogue.activation.kind = Activation::Relu;
+        epilogue.activation.kind = ActivationKind::Relu;
         break;
       case EpilogueMode::RowBiasResidualClip:
         epilogue.bias = bias.data();
         epilogue.biasPerRow = true;
         epilogue.residual = residual.data();
         epilogue.ldr = ldr;
-        epilogue.activation = {Activation::Clip, -0.5f, 1.5f};
+        epilogue.activation = {ActivationKind::Clip, -0.5f, 1.5f};
         break;
       case EpilogueMode::ResidualTanh:
         epilogue.residual = residual.data();
         epilogue.ldr = ldr;
-        epilogue.activation.kind = Activation::Tanh;
+        epilogue.activation.kind = ActivationKind::Tanh;
         break;
       case EpilogueMode::AccumulateRowBiasGelu:
         epilogue.accumulate = true;
         epilogue.bias = bias.data();
         epilogue.biasPerRow = true;
-        epilogue.activation.kind = Activation::Gelu;
+        epilogue.activation.kind = ActivationKind::Gelu;
         break;
       case EpilogueMode::BiasResidualLeakyRelu:
         epilogue.bias = bias.data();
         epilogue.residual = residual.data();
         epilogue.ldr = ldr;
-        epilogue.activation = {Activation::LeakyRelu, 0.1f, 0.0f};
+        epilogue.activation = {ActivationKind::LeakyRelu, 0.1f, 0.0f};
         break;
     }
     computeReference();
@@ -148,9 +130,9 @@ struct Problem {
     ref.assign(size_t(s.m * s.n), 0.0);
     bound.assign(size_t(s.m * s.n), 0.0);
     const double tolerance = double(s.k + 4) * FLT_EPSILON;
-    const Activation kind = epilogue.activation.kind;
-    const bool smooth = kind != Activation::None && kind != Activation::Relu && kind != Activation::Clip &&
-                        kind != Activation::LeakyRelu;
+    const ActivationKind kind = epilogue.activation.kind;
+    const bool smooth = kind != ActivationKind::None && kind != ActivationKind::Relu && kind != ActivationKind::Clip &&
+                        kind != ActivationKind::LeakyRelu;
     for (int64_t i = 0; i < s.m; ++i) {
       for (int64_t j = 0; j < s.n; ++j) {
         double sum = 0.0, magnitude = 0.0;
@@ -162,7 +144,7 @@ struct Problem {
         if (epilogue.accumulate) add(c0[size_t(i * ldc + j)]);
         if (epilogue.bias != nullptr) add(bias[size_t(epilogue.biasPerRow ? i : j)]);
         if (epilogue.residual != nullptr) add(residual[size_t(i * ldr + j)]);
-        const double want = activate(epilogue.activation, sum);
+        const double want = epilogue.activation.apply(sum);
         ref[size_t(i * s.n + j)] = want;
         // Every activation here has slope at most about 1.1.
         double b = 1.2 * tolerance * magnitude + FLT_MIN;
