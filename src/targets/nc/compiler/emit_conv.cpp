@@ -45,6 +45,8 @@
 #include "targets/nc/compiler/epilogue.h"
 #include "targets/nc/compiler/lowering.h"
 #include "targets/nc/compiler/spatial_windows.h"
+#include "targets/nc/isa/instruction_cost.h"
+#include "targets/nc/machine/cost.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/tile/tile_ring.h"
 
@@ -164,22 +166,27 @@ void zeroPadding(KernelBuilder &b, const TileView &tile, const ConvShape &s) {
   if (image > tailStart) zero(tailStart, {FreeDim{1, static_cast<uint32_t>(image - tailStart)}});
 }
 
-/// The matmul operand form of X's channels `cin`: a zero-padded copy (cast to the PE dtype on the way)
-/// when the conv pads, else X itself. The copy goes in row bands so that each band can start as soon
-/// as the producer has written those rows.
-TileView denseInput(KernelBuilder &b, const Node &node, const ConvShape &s, const DeviceTensor &x, const Span &cin,
-                    DType dtype) {
-  if (!s.padded()) return x.partitions(cin.start, cin.count);
+/// X's channels `src` into `padded` ([N, Hp, Wp], cast to its dtype on the way) with zero padding. The
+/// copy goes in row bands so that each band can start as soon as the producer has written those rows.
+void fillPadded(KernelBuilder &b, const TileView &padded, const ConvShape &s, const TileView &src) {
   const int64_t Wp = s.W + s.padLeft + s.padRight, Hp = s.H + s.padTop + s.padBottom;
-  TileView padded = b.sbuf(node.name() + "/xpad", dtype, cin.count, {s.N * Hp * Wp});
   zeroPadding(b, padded, s);
-  const TileView src = x.partitions(cin.start, cin.count);
   for (int64_t n = 0; n < s.N; ++n)
     for (const Span &r : splitRange(s.H, std::max<int64_t>(1, kCopyPieceElements / s.W))) {
       const auto rows = static_cast<uint32_t>(r.count), width = static_cast<uint32_t>(s.W);
       b.copy(padded.pattern((n * Hp + s.padTop + r.start) * Wp + s.padLeft, {FreeDim{Wp, rows}, FreeDim{1, width}}),
              src.pattern((n * s.H + r.start) * s.W, {FreeDim{s.W, rows}, FreeDim{1, width}}));
     }
+}
+
+/// The matmul operand form of X's channels `cin`: a zero-padded copy (fillPadded) when the conv pads,
+/// else X itself.
+TileView denseInput(KernelBuilder &b, const Node &node, const ConvShape &s, const DeviceTensor &x, const Span &cin,
+                    DType dtype) {
+  if (!s.padded()) return x.partitions(cin.start, cin.count);
+  const int64_t Wp = s.W + s.padLeft + s.padRight, Hp = s.H + s.padTop + s.padBottom;
+  TileView padded = b.sbuf(node.name() + "/xpad", dtype, cin.count, {s.N * Hp * Wp});
+  fillPadded(b, padded, s, x.partitions(cin.start, cin.count));
   return padded;
 }
 
@@ -480,10 +487,37 @@ void emitDiagonal(KernelBuilder &b, const TileView &diagonal, const TileView &ey
   }
 }
 
+/// Partitions from one replica's start to the next for a block of c channels: the aligned starts a
+/// c-partition operand may have (T6: multiples of 32 up to 32 partitions, of 64 up to 64). Vector
+/// engines may move a quadrant (<= 32 partitions) or a half (<= 64) to another one (section 4.2), which
+/// is how the replicas are made.
+int64_t replicaStride(int64_t c) { return c <= 32 ? 32 : c <= 64 ? 64 : 128; }
+
+/// The column taps one depthwise matmul covers for a block of c channels: R replicas of the padded
+/// input stacked on the partitions, replica r shifted by r column taps, so that a matmul of K = R
+/// blocks sums R taps. 1 (no replicas) when the PE time it saves is less than the copies cost: each
+/// replica is one more pass over the padded image, on ACT's clock.
+int64_t foldedColumnTaps(const MachineProfile &profile, const ConvShape &s, int64_t c, DType dtype) {
+  const int64_t replicas = std::min(s.KW, profile.partitions / replicaStride(c));
+  if (!s.padded() || replicas < 2) return 1;
+  double savedNs = 0;
+  for (const OutputChunk &chunk : splitOutput(s.N, s.OH, s.OW, profile.psum.bankFp32Elements)) {
+    const MatmulShape shape{c, c, chunk.size(), peDtypeOf(dtype)};
+    const int64_t saved = s.KH * (s.KW - ceilDiv(s.KW, replicas));
+    savedNs += static_cast<double>(saved) * cyclesToNs(profile, Engine::PE, static_cast<double>(costMatmulCycles(profile, shape)));
+  }
+  const int64_t paddedSize = s.N * (s.H + s.padTop + s.padBottom) * (s.W + s.padLeft + s.padRight);
+  const double copyNs = static_cast<double>(replicas - 1) *
+                        cyclesToNs(profile, Engine::ACT, static_cast<double>(costActivationCycles(profile, paddedSize, false)));
+  return savedNs > copyNs ? replicas : 1;
+}
+
 /// Depthwise on the PE: tap t is a matmul with stationary diag(W[:, t]) over the channel block, so the
 /// taps accumulate in PSUM like a dense convolution's and the vector engines only evict. The
 /// diagonals are made on chip: an identity times each tap's per-partition weight, rounded to the
-/// matmul dtype on the way (emitDiagonal).
+/// matmul dtype on the way (emitDiagonal). A block of at most 64 channels would leave most of the
+/// array idle: it folds R column taps into one matmul (foldedColumnTaps), its stationary then stacking
+/// diag(W[:, (kh, kw0 + r)]) for r < R on the replicas' partitions, with zero rows between them.
 Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvShape &s, const ConvOutput &o) {
   KernelBuilder &b = ctx.builder();
   const int64_t P = ctx.profile().partitions, bank = ctx.profile().psum.bankFp32Elements;
@@ -493,29 +527,61 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
   const int64_t Wi = s.padded() ? s.W + s.padLeft + s.padRight : s.W;
   const int64_t imageSize = (s.padded() ? s.H + s.padTop + s.padBottom : s.H) * Wi;
   const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {s.C, s.taps()}, ctx.constantFloats(node.input(1)));
-  TileView identity = b.sbuf(node.name() + "/identity", dtype, std::min(P, s.C), {std::min(P, s.C)});
+  TileView identity = b.sbuf(node.name() + "/identity", dtype, P, {P});
   b.memset(identity, 1.0f, Engine::POOL);
   b.affineSelect(identity, identity, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1, /*offset=*/0, 0.0f);
   b.affineSelect(identity, identity, /*partitionMultiplier=*/-1, /*freeMultiplier=*/1, /*offset=*/0, 0.0f);
   TileRing accRing(MemSpace::PSUM, node.name() + "/acc", DType::F32, std::min(P, s.C), {bank}, kPsumSlots);
   for (const Span &ch : splitRange(s.C, P)) {
-    TileView weights = b.sbuf(node.name() + "/w", DType::F32, ch.count, {s.taps()});
-    b.load(weights, wHbm.rows(ch.start, ch.count));
-    TileView diagonals = b.sbuf(node.name() + "/diag", dtype, ch.count, {s.taps() * ch.count});
-    const TileView eye = identity.partitionSlice(0, ch.count).cols(0, ch.count);
-    for (int64_t t = 0; t < s.taps(); ++t) emitDiagonal(b, diagonals.cols(t * ch.count, ch.count), eye, weights.cols(t, 1), t);
-    const TileView input = denseInput(b, node, s, *x, ch, dtype);
-    for (const OutputChunk &chunk : splitOutput(s.N, s.OH, s.OW, bank)) {
-      TileView acc = accRing.next(b).partitionSlice(0, ch.count).cols(0, chunk.size());
-      for (int64_t t = 0; t < s.taps(); ++t) {
-        const int64_t kh = t / s.KW, kw = t % s.KW;
-        const int64_t offset = chunk.n0 * imageSize + (chunk.oh0 * s.strideH + kh * s.dilationH) * Wi +
-                               chunk.ow0 * s.strideW + kw * s.dilationW;
-        TileView moving = input.pattern(offset, windowDims(chunk.images, imageSize, chunk.rows, s.strideH * Wi, chunk.cols,
-                                                           s.strideW));
-        b.matmul(acc, diagonals.cols(t * ch.count, ch.count), moving, /*accumulate=*/t > 0);
+    const int64_t c = ch.count, replicas = foldedColumnTaps(ctx.profile(), s, c, dtype);
+    const int64_t stride = replicas > 1 ? replicaStride(c) : c;
+    const int64_t groupsPerRow = ceilDiv(s.KW, replicas), groups = s.KH * groupsPerRow;
+    auto span = [&](int64_t count) { return (count - 1) * stride + c; };  // Partitions of `count` replicas.
+    const int64_t partitions = span(replicas);
+
+    // Per group (kh, kw0): the stacked diagonals of its taps, zero where no replica's channels are.
+    TileView weights = b.sbuf(node.name() + "/w", DType::F32, partitions, {s.taps()});
+    for (int64_t r = 0; r < replicas; ++r) b.load(weights.partitionSlice(r * stride, c), wHbm.rows(ch.start, c));
+    TileView diagonals = b.sbuf(node.name() + "/diag", dtype, partitions, {groups * c});
+    if (stride > c) b.memset(diagonals, 0.0f);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t kh = g / groupsPerRow, kw0 = (g % groupsPerRow) * replicas;
+      for (int64_t r = 0; r < replicas && kw0 + r < s.KW; ++r) {
+        const int64_t t = kh * s.KW + kw0 + r;
+        emitDiagonal(b, diagonals.partitionSlice(r * stride, c).cols(g * c, c),
+                     identity.partitionSlice(r * stride, c).cols(r * stride, c),
+                     weights.partitionSlice(r * stride, c).cols(t, 1), t);
       }
-      evictChunk(ctx, s, o, ch.start, ch.count, chunk, acc);
+    }
+
+    TileView input;
+    if (replicas == 1) {
+      input = denseInput(b, node, s, *x, ch, dtype);
+    } else {
+      // Replica r holds the padded image from element r * dilationW on: reading it where tap
+      // (kh, kw0) reads replica 0 gives tap (kh, kw0 + r)'s window.
+      input = b.sbuf(node.name() + "/xpad", dtype, partitions, {s.N * imageSize});
+      if (stride > c) b.memset(input, 0.0f);  // The rows between replicas meet zero stationary rows.
+      fillPadded(b, input.partitionSlice(0, c), s, x->partitions(ch.start, c));
+      for (int64_t r = 1; r < replicas; ++r) {
+        const int64_t shift = r * s.dilationW, length = s.N * imageSize - shift;
+        for (const Span &piece : splitRange(length, kCopyPieceElements))
+          b.copy(input.partitionSlice(r * stride, c).cols(piece.start, piece.count),
+                 input.partitionSlice(0, c).cols(shift + piece.start, piece.count));
+      }
+    }
+    for (const OutputChunk &chunk : splitOutput(s.N, s.OH, s.OW, bank)) {
+      TileView acc = accRing.next(b).partitionSlice(0, c).cols(0, chunk.size());
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t kh = g / groupsPerRow, kw0 = (g % groupsPerRow) * replicas;
+        const int64_t k = span(std::min(replicas, s.KW - kw0));
+        const int64_t offset = chunk.n0 * imageSize + (chunk.oh0 * s.strideH + kh * s.dilationH) * Wi +
+                               chunk.ow0 * s.strideW + kw0 * s.dilationW;
+        TileView moving = input.partitionSlice(0, k).pattern(
+            offset, windowDims(chunk.images, imageSize, chunk.rows, s.strideH * Wi, chunk.cols, s.strideW));
+        b.matmul(acc, diagonals.partitionSlice(0, k).cols(g * c, c), moving, /*accumulate=*/g > 0);
+      }
+      evictChunk(ctx, s, o, ch.start, c, chunk, acc);
     }
   }
   return Status::success();

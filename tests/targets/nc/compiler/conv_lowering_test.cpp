@@ -2,8 +2,8 @@
 // dense implicit GEMM (3x3 with pads, 1x1, strides, several channel tiles, several PSUM chunks per
 // image, several images per chunk), FusedConv epilogues (bias, residual, Relu, Clip, HardSwish,
 // HardSigmoid), the folded stem (top and bottom edge rows), depthwise stencils, MaxPool, AveragePool,
-// GlobalAveragePool, the host fallback of a grouped convolution, and convolution outputs stored in
-// the PE dtype when every reader rounds them to it.
+// GlobalAveragePool, the host fallback of a grouped convolution, depthwise column taps folded onto
+// input replicas, and convolution outputs stored in the PE dtype when every reader rounds them to it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -152,6 +152,33 @@ TEST(ConvLowering, DepthwiseClip) {
   ConvCase even = conv({1, 8, 7, 7}, {8, 1, 2, 2}, 1, 1);
   even.group = 8;
   expectMatches(convModel(even));
+}
+
+/// The matmuls of core 0's program for `ir` compiled for nc-v2.
+int matmulCount(const std::string &ir) {
+  auto model = parseModel(ir, "<conv>");
+  if (!model.ok()) return -1;
+  auto exe = compileNc(std::move(*model), NcCompileOptions{});
+  if (!exe.ok()) return -1;
+  int matmuls = 0;
+  for (const Instruction &insn : (*exe)->programs().at(0).program)
+    if (formatInstruction(insn).rfind("nc_matmul", 0) == 0) ++matmuls;
+  return matmuls;
+}
+
+// Blocks of at most 64 channels stack replicas of the padded input, each shifted by one column tap,
+// so one matmul sums a row's three taps: 3 matmuls per output chunk instead of 9. 32 channels fill
+// three quadrants; 16 channels leave zero rows between their replicas.
+TEST(ConvLowering, DepthwiseFoldsColumnTapsOntoReplicas) {
+  ConvCase quadrants = conv({1, 32, 56, 56}, {32, 1, 3, 3}, 1, 1);  // 7 chunks of 8 rows.
+  quadrants.group = 32;
+  quadrants.activation = R"(activation = "Clip", activation_params = [0.0, 6.0])";
+  EXPECT_EQ(matmulCount(convModel(quadrants)), 7 * 3);
+  expectMatches(convModel(quadrants), 0, true);
+  ConvCase gaps = conv({1, 16, 40, 40}, {16, 1, 3, 3}, 1, 1);  // 4 chunks of up to 12 rows.
+  gaps.group = 16;
+  EXPECT_EQ(matmulCount(convModel(gaps)), 4 * 3);
+  expectMatches(convModel(gaps));
 }
 
 TEST(ConvLowering, HardSwishAndHardSigmoidEpilogues) {
