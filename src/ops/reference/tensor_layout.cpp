@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ops/slice_geometry.h"
 #include "ops/reference/shape_rules.h"
 #include "ops/reference/tensor_copy.h"
 
@@ -201,7 +202,6 @@ Status refSplit(KernelContext &ctx) {
 
 Status refSlice(KernelContext &ctx) {
   const Tensor &x = ctx.tensor(0);
-  const auto rank = static_cast<int64_t>(x.rank());
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.opset() < 10) {
     starts = ctx.node().attrInts("starts");
@@ -217,45 +217,14 @@ Status refSlice(KernelContext &ctx) {
       TESSEL_ASSIGN_OR_RETURN(steps, readIntInput(ctx, 4, "steps"));
     }
   }
-  if (axes.empty()) {
-    axes.resize(starts.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
-    return makeError(ErrorCode::InvalidArgument, "starts, ends, axes and steps have {}, {}, {} and {} values",
-                     starts.size(), ends.size(), axes.size(), steps.size());
-  }
+  TESSEL_ASSIGN_OR_RETURN(std::vector<AxisSlice> slices, sliceAxes(x.sizes(), starts, ends, axes, steps));
   const std::vector<int64_t> inStrides = stridesOf(x.sizes());
-  std::vector<int64_t> strides = inStrides;
+  std::vector<int64_t> strides = inStrides, outSizes = x.sizes();
   int64_t base = 0;
-  std::vector<int64_t> outSizes = x.sizes();
-  std::vector<bool> seen(x.rank(), false);
-  for (size_t i = 0; i < starts.size(); ++i) {
-    TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeExistingAxis(axes[i], rank));
-    const auto a = static_cast<size_t>(axis);
-    if (seen[a]) return makeError(ErrorCode::InvalidArgument, "axis {} is sliced twice", axes[i]);
-    seen[a] = true;
-    if (steps[i] == 0) return makeError(ErrorCode::InvalidArgument, "step for axis {} is 0", axes[i]);
-    const int64_t dim = x.size(a);
-    // A step longer than the axis takes at most one element; clamping it keeps the arithmetic
-    // below from overflowing without changing the result.
-    const int64_t step = std::clamp<int64_t>(steps[i], -std::max<int64_t>(dim, 1), std::max<int64_t>(dim, 1));
-    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
-    if (dim == 0) {
-      outSizes[a] = 0;
-    } else if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      outSizes[a] = end > start ? (end - start + step - 1) / step : 0;
-    } else {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      outSizes[a] = start > end ? (start - end - step - 1) / -step : 0;
-    }
-    base += start * inStrides[a];
-    strides[a] = step * inStrides[a];
+  for (size_t a = 0; a < slices.size(); ++a) {
+    outSizes[a] = slices[a].size;
+    base += slices[a].start * inStrides[a];
+    strides[a] = slices[a].step * inStrides[a];
   }
   ctx.setOutput(0, takeElements(x, outSizes, stridedMap(outSizes, base, strides)));
   return Status::success();

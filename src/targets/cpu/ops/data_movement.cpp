@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/slice_geometry.h"
 #include "targets/cpu/kernels/transpose.h"
 #include "targets/cpu/step.h"
 
@@ -292,7 +293,6 @@ Expected<std::unique_ptr<Step>> lowerSlice(LowerContext &ctx) {
   const size_t elementBytes = movableElementBytes(ctx.inputDType(0));
   if (elementBytes == 0) return std::unique_ptr<Step>();
   const std::vector<int64_t> in = ctx.inputSizes(0);
-  const auto rank = int64_t(in.size());
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.opset() < 10) {
     starts = ctx.node().attrInts("starts");
@@ -309,45 +309,15 @@ Expected<std::unique_ptr<Step>> lowerSlice(LowerContext &ctx) {
     axes = *constAxes;
     steps = *constSteps;
   }
-  if (axes.empty()) {
-    axes.resize(starts.size());
-    std::iota(axes.begin(), axes.end(), 0);
-  }
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
-    return makeError(ErrorCode::InvalidArgument, "Slice: starts, ends, axes and steps have {}, {}, {} and {} values",
-                     starts.size(), ends.size(), axes.size(), steps.size());
-  }
+  auto slices = sliceAxes(in, starts, ends, axes, steps);
+  if (!slices.ok()) return makeError(ErrorCode::InvalidArgument, "Slice: {}", slices.diag().message);
   const std::vector<int64_t> inStrides = denseStrides(in);
   std::vector<int64_t> strides = inStrides, outSizes = in;
-  std::vector<bool> seen(in.size(), false);
   int64_t offset = 0;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    TESSEL_ASSIGN_OR_RETURN(const int64_t axis, normalizeAxis(ctx, axes[i], rank));
-    const auto a = size_t(axis);
-    if (seen[a]) return makeError(ErrorCode::InvalidArgument, "Slice: axis {} is sliced twice", axes[i]);
-    seen[a] = true;
-    if (steps[i] == 0) return makeError(ErrorCode::InvalidArgument, "Slice: step for axis {} is 0", axes[i]);
-    const int64_t dim = in[a];
-    // A step longer than the axis takes at most one element; clamping keeps the arithmetic in range.
-    const int64_t step = std::clamp<int64_t>(steps[i], -std::max<int64_t>(dim, 1), std::max<int64_t>(dim, 1));
-    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
-    if (dim == 0) {
-      outSizes[a] = 0;
-      start = 0;
-    } else if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      outSizes[a] = end > start ? (end - start + step - 1) / step : 0;
-    } else {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      outSizes[a] = start > end ? (start - end - step - 1) / -step : 0;
-    }
-    if (outSizes[a] == 0) start = 0;  // Nothing is read; keep the offset inside the input.
-    offset += start * inStrides[a];
-    strides[a] = step * inStrides[a];
+  for (size_t a = 0; a < slices->size(); ++a) {
+    outSizes[a] = (*slices)[a].size;
+    offset += (*slices)[a].start * inStrides[a];
+    strides[a] = (*slices)[a].step * inStrides[a];
   }
   TESSEL_RETURN_IF_ERROR(expectOutputSizes(ctx, outSizes));
   releaseConstantOperands(ctx);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ops/slice_geometry.h"
 #include "targets/nc/compiler/lowering.h"
 
 namespace tessel::nc::compiler {
@@ -80,20 +81,19 @@ Status emitSlice(LoweringContext &ctx, const Node &node) {
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx.activation(node.input(0)));
   std::vector<int64_t> starts = node.inputs().size() > 1 ? constantInts(node.input(1)) : node.attrInts("starts");
   std::vector<int64_t> ends = node.inputs().size() > 2 ? constantInts(node.input(2)) : node.attrInts("ends");
-  std::vector<int64_t> axes;
+  std::vector<int64_t> axes;  // Empty: the leading axes.
   if (node.inputs().size() > 3 && present(node.input(3))) {
     axes = constantInts(node.input(3));
   } else if (node.hasAttr("axes")) {
     axes = node.attrInts("axes");
-  } else {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t axis = normalizeAxis(axes[i], t.rank());
-    const int64_t size = t.shape[axis];
-    auto clampIndex = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
-    const int64_t start = clampIndex(starts[i]), end = clampIndex(ends[i]);
-    t = sliceView(t, axis, start, std::max<int64_t>(0, end - start));
+  // checkSlice admits only steps of 1.
+  auto slices = sliceAxes(t.shape, starts, ends, axes, {});
+  if (!slices.ok()) return ctx.unsupported(node, slices.diag().message);
+  for (size_t axis = 0; axis < slices->size(); ++axis) {
+    const AxisSlice &slice = (*slices)[axis];
+    if (slice.start != 0 || slice.size != t.shape[axis])
+      t = sliceView(t, static_cast<int64_t>(axis), slice.start, slice.size);
   }
   ctx.define(node.output(0), t);
   return Status::success();
