@@ -2,23 +2,27 @@
 """One cpu artifact for every shape, against an artifact compiled statically for each shape.
 
 For each model with symbolic dims (bench/make_models.py NAME_dyn), this compiles ONE dynamic cpu
-artifact (`tessel compile MODEL --target cpu`, no --shape), and for each shape of the list:
+artifact (`tessel compile MODEL --target cpu`, no --shape) and loads it once (the Python package,
+build/python), and for each shape of the list:
   - makes the inputs (make_models.make_inputs at that shape) and PyTorch's outputs on them;
-  - compiles a static artifact for that shape (`tessel compile MODEL --target cpu --shape ...`);
-  - times both side by side (`tessel bench --json`, alternating, ROUNDS rounds of RUNS runs each; the
-    fastest run of each counts, the figure least moved by other work on the machine; the best
-    median is printed too), and checks both artifacts' outputs against PyTorch.
+  - compiles a static artifact for that shape (`tessel compile MODEL --target cpu --shape ...`) and
+    loads it in the same process;
+  - runs both side by side, alternating run by run (RUNS runs each after 2 warm-up runs), so both
+    see the same machine; prints the fastest and the median run of each, the time of the dynamic
+    artifact's first run at that shape over its median run (what planning the shape cost; the
+    first shape's also packs the weights), and both artifacts' errors against PyTorch.
 
-Usage: bench/dynamic_shapes.py [--tessel build/bin/tessel] [--models bert_base_dyn,...]
-                               [--threads N] [--runs R] [--rounds K] [--quick]
+Usage: bench/dynamic_shapes.py [--tessel build/bin/tessel] [--python build/python]
+                               [--models bert_base_dyn,...] [--threads N] [--runs R] [--quick]
 Exit status 1 when an output differs from PyTorch beyond the tolerance.
 """
 import argparse
-import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -54,20 +58,16 @@ def run(command):
     return result.stdout
 
 
-def bench(tessel, artifact, inputs, outputs, threads, runs):
-    text = run([tessel, "bench", artifact, "--inputs", inputs, "--outputs", outputs, "--threads", str(threads),
-                "--runs", str(runs), "--warmup", "2", "--json"])
-    return json.loads(text.strip().splitlines()[-1])
+def max_error(got, want):
+    if got.shape != want.shape:
+        return float("inf")
+    return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-30))
 
 
-def max_error(outputs_dir, want):
-    worst = 0.0
-    for name, expected in want.items():
-        got = np.load(os.path.join(outputs_dir, name + ".npy"))
-        if got.shape != expected.shape:
-            return float("inf")
-        worst = max(worst, float(np.max(np.abs(got - expected)) / max(float(np.max(np.abs(expected))), 1e-30)))
-    return worst
+def timed(executable, feeds):
+    start = time.perf_counter()
+    outputs = executable.run(None, feeds)
+    return (time.perf_counter() - start) * 1000, outputs
 
 
 def shape_label(model, batch, size):
@@ -77,13 +77,15 @@ def shape_label(model, batch, size):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tessel", default=os.path.join(ROOT, "build", "bin", "tessel"))
+    parser.add_argument("--python", default=os.path.join(ROOT, "build", "python"), help="where the tessel package is")
     parser.add_argument("--models", default="bert_base_dyn,resnet50_dyn,mobilenet_v2_dyn")
     parser.add_argument("--model-dir", default=os.path.join(HERE, "models"))
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="two shapes per model")
     args = parser.parse_args()
+    sys.path.insert(0, args.python)
+    import tessel
     torch.set_num_threads(args.threads)
 
     failed = False
@@ -93,8 +95,9 @@ def main():
             onnx_path = os.path.join(args.model_dir, f"{model_name}_b1.onnx")
             if not os.path.exists(onnx_path):
                 raise SystemExit(f"{onnx_path} is missing: run bench/make_models.py --models {model_name} --batches 1")
-            dynamic = os.path.join(tmp, f"{model_name}.tsl")
-            run([args.tessel, "compile", onnx_path, "--target", "cpu", "--threads", str(args.threads), "-o", dynamic])
+            dynamic_path = os.path.join(tmp, f"{model_name}.tsl")
+            run([args.tessel, "compile", onnx_path, "--target", "cpu", "--threads", str(args.threads), "-o", dynamic_path])
+            dynamic = tessel.load(dynamic_path, threads=args.threads)
             module = make_models.build_model(model_name)
             names = make_models.input_names(model_name)
             for batch, size in (QUICK_SHAPES if args.quick else SHAPES)[model_name]:
@@ -103,51 +106,48 @@ def main():
                     arrays = make_models.make_inputs(model_name, batch, sequence=size)
                 else:
                     arrays = make_models.make_inputs(model_name, batch, image=size)
-                case = os.path.join(tmp, f"{model_name}_{batch}_{size}")
-                os.makedirs(os.path.join(case, "inputs"))
-                for name, array in zip(names, arrays):
-                    np.save(os.path.join(case, "inputs", name + ".npy"), array)
+                feeds = dict(zip(names, arrays))
                 with torch.inference_mode():
-                    out = module(*[torch.from_numpy(a) for a in arrays])
-                want = dict(zip(make_models.output_names(model_name), [out.numpy()]))
+                    want = module(*[torch.from_numpy(a) for a in arrays]).numpy()
 
-                static = os.path.join(case, "static.tsl")
-                shapes = [f"--shape={name}={','.join(map(str, a.shape))}" for name, a in zip(names, arrays)]
-                run([args.tessel, "compile", onnx_path, "--target", "cpu", "--threads", str(args.threads), "-o", static]
-                    + shapes)
-                best = {"dynamic": None, "static": None}
-                medians = {"dynamic": None, "static": None}
-                plan_ms = None
-                errors = {}
-                for _ in range(args.rounds):
-                    for kind, artifact in (("dynamic", dynamic), ("static", static)):
-                        outputs = os.path.join(case, kind + "_outputs")
-                        result = bench(args.tessel, artifact, os.path.join(case, "inputs"), outputs, args.threads,
-                                       args.runs)
-                        if best[kind] is None or result["min_ms"] < best[kind]:
-                            best[kind] = result["min_ms"]
-                        if medians[kind] is None or result["median_ms"] < medians[kind]:
-                            medians[kind] = result["median_ms"]
-                        if kind == "dynamic":
-                            plan_ms = result.get("last_shape_plan_ms")
-                        errors[kind] = max_error(outputs, want)
-                ratio = best["dynamic"] / best["static"]
-                ok = errors["dynamic"] <= TOLERANCE and errors["static"] <= TOLERANCE
+                static_path = os.path.join(tmp, f"{model_name}_{batch}_{size}.tsl")
+                shapes = [f"--shape={name}={','.join(map(str, a.shape))}" for name, a in feeds.items()]
+                run([args.tessel, "compile", onnx_path, "--target", "cpu", "--threads", str(args.threads),
+                     "-o", static_path] + shapes)
+                static = tessel.load(static_path, threads=args.threads)
+
+                first_ms, dynamic_out = timed(dynamic, feeds)
+                _, static_out = timed(static, feeds)
+                for _ in range(2):
+                    timed(dynamic, feeds)
+                    timed(static, feeds)
+                times = {"dynamic": [], "static": []}
+                for i in range(args.runs):
+                    for kind in (("dynamic", "static") if i % 2 == 0 else ("static", "dynamic")):
+                        ms, _ = timed(dynamic if kind == "dynamic" else static, feeds)
+                        times[kind].append(ms)
+                del static
+                os.remove(static_path)
+                best = {k: min(v) for k, v in times.items()}
+                median = {k: statistics.median(v) for k, v in times.items()}
+                plan_ms = first_ms - median["dynamic"]
+                errors = {"dynamic": max_error(dynamic_out[0], want), "static": max_error(static_out[0], want)}
+                ok = max(errors.values()) <= TOLERANCE
                 failed = failed or not ok
-                row = (model_name, label, best["static"], best["dynamic"], ratio, medians["static"],
-                       medians["dynamic"], plan_ms, max(errors.values()), ok)
-                rows.append(row)
-                print(f"{model_name:18s} {label:26s} static {best['static']:9.2f} ms  dynamic {best['dynamic']:9.2f} ms"
-                      f"  ratio {ratio:5.3f}  (medians {medians['static']:.2f} / {medians['dynamic']:.2f})"
-                      f"  plan {plan_ms or 0:.1f} ms  max rel err vs PyTorch {max(errors.values()):.1e}"
-                      f"{'' if ok else '  FAIL'}", flush=True)
+                ratio = median["dynamic"] / median["static"]
+                rows.append((model_name, label, median["static"], median["dynamic"], ratio, best["static"],
+                             best["dynamic"], plan_ms, errors["dynamic"], errors["static"], ok))
+                print(f"{model_name:18s} {label:26s} median static {median['static']:9.2f} ms dynamic "
+                      f"{median['dynamic']:9.2f} ms ratio {ratio:5.3f} (best {best['static']:.2f} / "
+                      f"{best['dynamic']:.2f}), first run +{plan_ms:.0f} ms, error vs PyTorch "
+                      f"{errors['dynamic']:.1e} / static {errors['static']:.1e}{'' if ok else '  FAIL'}", flush=True)
 
-    print("\n| model | shape | static artifact, best (ms) | one dynamic artifact, best (ms) | dynamic / static | "
-          "best medians static / dynamic (ms) | plan for the shape (ms) | max rel. error vs PyTorch |")
+    print("\n| model | shape | static artifact, median (ms) | one dynamic artifact, median (ms) | dynamic / static | "
+          "fastest static / dynamic (ms) | first run at the shape, over the median (ms) | max rel. error vs PyTorch, dynamic / static |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for model_name, label, static_ms, dynamic_ms, ratio, static_med, dynamic_med, plan_ms, error, ok in rows:
+    for model_name, label, static_ms, dynamic_ms, ratio, static_best, dynamic_best, plan_ms, error, static_error, ok in rows:
         print(f"| {model_name} | {label} | {static_ms:.2f} | {dynamic_ms:.2f} | {ratio:.3f} | "
-              f"{static_med:.2f} / {dynamic_med:.2f} | {plan_ms or 0:.0f} | {error:.1e}"
+              f"{static_best:.2f} / {dynamic_best:.2f} | {plan_ms:.0f} | {error:.1e} / {static_error:.1e}"
               f"{'' if ok else ' (over the tolerance)'} |")
     return 1 if failed else 0
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/clone.h"
+#include "passes/pass_manager.h"
 #include "targets/cpu/control_flow.h"
 #include "targets/cpu/plan.h"
 
@@ -36,6 +37,20 @@ Status checkRangesNameDims(const Model &model, const DimRanges &ranges) {
   return Status::success();
 }
 
+/// The part of the pass pipeline whose result does not depend on the input sizes: folding what is
+/// constant and folding BatchNorms and affine scales into the weights. Done once, the weights it
+/// makes are shared by every plan. The fusions and layout choices wait for each shape, where the
+/// static types they match on are known (a residual Add joins its convolution only when both
+/// shapes are known equal), so each plan's graph is the one a static compile makes.
+Status foldWeights(Model &model, int optLevel) {
+  if (optLevel <= 0) return Status::success();
+  PassManager manager;
+  TESSEL_RETURN_IF_ERROR(manager.addPipeline(
+      "infer-shapes,fold-shapes,fold-constants,eliminate-common-subexpressions,eliminate-dead-code,infer-shapes"));
+  if (optLevel >= 2) TESSEL_RETURN_IF_ERROR(manager.addPipeline("fold-batch-norm,fold-conv-affine,eliminate-dead-code"));
+  return manager.run(model).status();
+}
+
 }  // namespace
 
 DynamicCpuExecutable::DynamicCpuExecutable(Model model, const CpuCompileOptions &options, DimRanges ranges)
@@ -50,11 +65,9 @@ DynamicCpuExecutable::~DynamicCpuExecutable() = default;
 Expected<std::unique_ptr<DynamicCpuExecutable>> DynamicCpuExecutable::compile(Model model, const CpuCompileOptions &options,
                                                                              DimRanges ranges) {
   TESSEL_RETURN_IF_ERROR(checkRangesNameDims(model, ranges));
-  // The passes run once on the symbolic graph, so what does not depend on the sizes (folding
-  // weights, fusing, recognizing patterns) is not redone per shape. Where they cannot handle a
-  // symbolic dim, each shape's plan runs them on the graph as imported.
+  // Where the folds cannot handle a symbolic dim, each shape's plan runs them on the graph as imported.
   Model optimized = cloneModel(model);
-  if (optimizeForCpu(optimized, options.optLevel).ok()) model = std::move(optimized);
+  if (foldWeights(optimized, options.optLevel).ok()) model = std::move(optimized);
   nameNodesUniquely(model);
   return std::unique_ptr<DynamicCpuExecutable>(new DynamicCpuExecutable(std::move(model), options, std::move(ranges)));
 }

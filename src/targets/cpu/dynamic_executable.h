@@ -1,8 +1,9 @@
 // A cpu model whose inputs keep symbolic dims (batch, sequence, image size): one artifact for every
-// shape. The graph passes run once on the symbolic graph; each new set of input sizes gets its own
-// plan on first use — an in-memory copy of that graph with the sizes fixed, the passes again (so
-// shape computations fold and kernels are chosen for the concrete shape), lowering, a memory plan —
-// cached by shape. Every plan packs its weights into one store, so each weight is packed once.
+// shape. The passes that fold weights run once on the symbolic graph; each new set of input sizes
+// gets its own plan on first use — an in-memory copy of that graph with the sizes fixed, the whole
+// pipeline (so shape computations fold, fusions see static types, kernels are chosen for the
+// concrete shape), lowering, a memory plan — cached by shape. Every plan packs its weights into one
+// store, so each weight is packed once.
 #pragma once
 
 #include <map>
@@ -21,7 +22,7 @@ class DynamicCpuExecutable {
  public:
   ~DynamicCpuExecutable();
 
-  /// Optimizes `model` (symbolic dims kept) at options.optLevel; plans nothing yet. `ranges`
+  /// Folds the weights of `model` (symbolic dims kept); plans nothing yet. `ranges`
   /// bound the symbolic dims, checked at every run.
   static Expected<std::unique_ptr<DynamicCpuExecutable>> compile(Model model, const CpuCompileOptions &options,
                                                                  DimRanges ranges);
