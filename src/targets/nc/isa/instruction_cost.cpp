@@ -194,13 +194,11 @@ Expected<InstructionCost> costInstructionOn(const Instruction &insn, Engine engi
       return cost;
     }
     case Opcode::TensorScalarReduce: {  // Section 6.1: max(MIN_II, N) + MIN_II.
-      // The tensor_scalar pass (with its nc-v3 performance mode: the row gives no separate rate)
-      // plus the reduction's fixed MIN_II, as activation's accumulate.
+      // The tensor_scalar pass (with its nc-v3 performance mode) plus the reduction's MIN_II.
       if (!onDve || !src) return noRule(insn, engine, index);
       cost.dvePerfCase = dvePerfCaseOf(insn, engine);
       double speedup = dvePerfModeSpeedup(profile, cost.dvePerfCase);
-      busy(costStreamingCycles(profile, engine, StreamShape{freeElements(*src), 1, maxStrideBytes({dst, src}), speedup}) +
-           profile.dve.minIiCycles);
+      busy(costTensorScalarReduceCycles(profile, StreamShape{freeElements(*src), 1, maxStrideBytes({dst, src}), speedup}));
       cost.dvePerfMode = speedup > 1;
       return cost;
     }

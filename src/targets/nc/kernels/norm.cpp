@@ -3,8 +3,9 @@
 //   layernorm: bn_stats over chunks of the bn_stats limit, bn_aggr -> mean and variance; rstd =
 //     (var + eps)^-0.5 and -mean * rstd as [P, 1] scalars (DVE); ACT writes x * rstd - mean * rstd
 //     in place; DVE multiplies by gamma and adds beta.
-//   rmsnorm: ACT squares x with the row sum in its accumulator; rstd = (sum / C + eps)^-0.5; ACT
-//     scales x by rstd; DVE multiplies by gamma.
+//   rmsnorm: x squared and summed, by DVE's tensor_scalar_reduce where its pass is shorter than
+//     ACT's (nc-v3), else by ACT with the sum in its accumulator; rstd = (sum / C + eps)^-0.5; ACT
+//     scales x by rstd; DVE (or POOL) multiplies by gamma.
 // A whole row stays in SBUF (two row tiles in flight plus gamma and beta); wider rows are an error
 // that says how much SBUF they would need.
 //
@@ -25,6 +26,7 @@
 #include "targets/nc/kernels/kernel_options.h"
 #include "targets/nc/kernels/reference.h"
 #include "targets/nc/kernels/tiling.h"
+#include "targets/nc/machine/cost.h"
 
 namespace tessel::nc::kernels {
 namespace {
@@ -140,6 +142,20 @@ Status buildLayerNorm(KernelBuilder &b, const KernelParams &params) {
   return Status::success();
 }
 
+/// Whether x^2 summed over a row of `cols` takes DVE (one tensor_scalar_reduce) less time than ACT
+/// (square with its accumulator). ACT also scales every row, so where DVE is as fast (the nc-v3 DVE
+/// performance mode) the square goes there and ACT makes one pass per row tile instead of two;
+/// where DVE is slower (nc-v2) the longer pass would only lengthen the pipeline.
+bool squareSumIsShorterOnDve(const MachineProfile &profile, int64_t cols, DType dtype) {
+  const bool half = dtype == DType::BF16 || dtype == DType::F16;
+  const double speedup =
+      dvePerfModeSpeedup(profile, half ? DvePerfCase::CopyOrTensorScalarBf16SbufContiguous : DvePerfCase::None);
+  const double dveCycles = static_cast<double>(
+      costTensorScalarReduceCycles(profile, StreamShape{cols, 1, dtypeSizeBytes(dtype), speedup}));
+  const double actCycles = static_cast<double>(costActivationCycles(profile, cols, /*reduce=*/true));
+  return cyclesToNs(profile, Engine::DVE, dveCycles) < cyclesToNs(profile, Engine::ACT, actCycles);
+}
+
 Status buildRmsNorm(KernelBuilder &b, const KernelParams &params) {
   TESSEL_ASSIGN_OR_RETURN(double eps, floatOption(params, "eps", kRmsNormEps));
   const int64_t rows = params.dim("R"), cols = params.dim("C");
@@ -151,13 +167,17 @@ Status buildRmsNorm(KernelBuilder &b, const KernelParams &params) {
   HbmView out = b.output("out", dtype, {rows, cols});
   const int64_t partitions = rowTile(b.profile(), rows);
   TileView gammaTile = loadBroadcastVector(b, "gamma", gamma, partitions, cols, dtype);
+  const bool squareOnDve = squareSumIsShorterOnDve(b.profile(), cols, dtype);
   for (Span r : splitRange(rows, partitions)) {
     TileView xt = b.sbuf("x", dtype, partitions, {cols}).partitionSlice(0, r.count);
     b.load(xt, x.rows(r.start, r.count));
     // The squares themselves are not needed: they land in the output tile, overwritten below.
     TileView yt = b.sbuf("out", dtype, partitions, {cols}).partitionSlice(0, r.count);
     TileView sumSquares = b.sbuf("sum_sq", DType::F32, partitions, {1}).partitionSlice(0, r.count);
-    b.activation(yt, xt, ActFunc::Square, activationArgs(1.0f, std::nullopt, sumSquares));
+    if (squareOnDve)
+      b.tensorScalarReduce(yt, xt, AluOp::Power, 2.0f, sumSquares, AluOp::Add);
+    else
+      b.activation(yt, xt, ActFunc::Square, activationArgs(1.0f, std::nullopt, sumSquares));
     TileView rstd = b.sbuf("rstd", DType::F32, partitions, {1}).partitionSlice(0, r.count);
     b.tensorScalar(rstd, sumSquares, AluOp::Multiply, 1.0f / static_cast<float>(cols), AluOp::Add,
                    static_cast<float>(eps), Engine::DVE);

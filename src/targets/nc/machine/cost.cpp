@@ -104,6 +104,12 @@ int64_t costActivationCycles(const MachineProfile &profile, int64_t elementsPerP
   return reduce ? cycles + profile.act.minIiCycles : cycles;
 }
 
+// II = max(MIN_II_DVE, N) + MIN_II_DVE (section 6.1 [P:ISAC]); the stream takes tensor_scalar's nc-v3
+// performance mode [A]: no separate figure is published.
+int64_t costTensorScalarReduceCycles(const MachineProfile &profile, const StreamShape &shape) {
+  return costStreamingCycles(profile, Engine::DVE, shape) + profile.dve.minIiCycles;
+}
+
 // II = GPSIMD_START + N (sections 5.4, 6.1 [P:ISAC]).
 int64_t costPoolCycles(const MachineProfile &profile, int64_t elementsPerPartition) {
   return profile.pool.startCycles + elementsPerPartition;

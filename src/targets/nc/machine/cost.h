@@ -75,6 +75,9 @@ int64_t costStreamingCycles(const MachineProfile &profile, Engine engine, const 
 /// An ACT activation over N elements per partition; `reduce` adds the free-axis reduction.
 int64_t costActivationCycles(const MachineProfile &profile, int64_t elementsPerPartition, bool reduce);
 
+/// A DVE tensor_scalar_reduce: the tensor_scalar stream plus the reduction's MIN_II.
+int64_t costTensorScalarReduceCycles(const MachineProfile &profile, const StreamShape &shape);
+
 /// A POOL instruction with the generic formula over N elements per partition, in POOL cycles.
 int64_t costPoolCycles(const MachineProfile &profile, int64_t elementsPerPartition);
 

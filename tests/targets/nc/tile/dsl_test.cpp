@@ -165,6 +165,21 @@ TEST(Dsl, ErrorsNameTheOpAndValues) {
                        }),
             "kernel 'k': op #0 (tensorScalar): ACT runs tensor_scalar only as multiply, add or multiply then add; "
             "got maximum then none");
+  EXPECT_EQ(firstError(profile,
+                       [](KernelBuilder &b) {
+                         TileView t = b.sbuf("t", DType::F32, 128, {64});
+                         TileView s = b.sbuf("s", DType::F32, 128, {1});
+                         b.tensorScalarReduce(t, t, AluOp::Multiply, 2.0f, s, AluOp::Abs);
+                       }),
+            "kernel 'k': op #0 (tensorScalarReduce): reduce op abs is not one of add, subtract, multiply, maximum, "
+            "minimum");
+  EXPECT_EQ(firstError(profile,
+                       [](KernelBuilder &b) {
+                         TileView t = b.sbuf("t", DType::F32, 128, {64});
+                         TileView s = b.sbuf("s", DType::F32, 128, {2});
+                         b.tensorScalarReduce(t, t, AluOp::Multiply, 2.0f, s, AluOp::Add);
+                       }),
+            "kernel 'k': op #0 (tensorScalarReduce): accum must be [P, 1] with dst's 128 partitions; got [128, 2]");
   EXPECT_EQ(firstError(profile, [](KernelBuilder &b) { b.sbuf("big", DType::F32, 129, {4}); }),
             "kernel 'k': tile 'big': 129 partitions; must be 1..128 (T1)");
 }
