@@ -66,29 +66,17 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string &path, const 
   return create(std::move(model), target, options);
 }
 
-Expected<Model> Session::specializedCopy(const Sizes &sizes) const {
-  // Planning rewrites the graph, so each plan starts from its own copy of the model (in memory;
-  // the weights are shared, not copied).
-  Model copy = cloneModel(model_);
-  TESSEL_RETURN_IF_ERROR(specializeInputs(copy, sizes, 0));
-  return copy;
-}
-
 Expected<CompiledModel *> Session::compiledFor(const Sizes &sizes) {
   if (fixedPlan_) return last_ = plans_.begin()->second.get();
-  if (!targetImpl_->needsStaticShapes()) {
-    // One CompiledModel for every shape (the target plans each shape itself, if it must), made
-    // from a copy: the target's passes rewrite the graph.
-    if (plans_.empty()) {
-      TESSEL_ASSIGN_OR_RETURN(auto plan, targetImpl_->compile(cloneModel(model_), targetOptions()));
-      plans_[""] = std::move(plan);
-    }
-    return last_ = plans_.begin()->second.get();
-  }
-  const std::string key = shapeKey(sizes);
+  // A target that serves every shape from one CompiledModel (ref; cpu, which plans each shape
+  // itself) compiles the graph as imported, once; the others compile per set of input sizes.
+  const bool everyShape = !targetImpl_->needsStaticShapes();
+  const std::string key = everyShape ? "" : shapeKey(sizes);
   if (auto it = plans_.find(key); it != plans_.end()) return last_ = it->second.get();
   auto compile = [&](int optLevel) -> Expected<std::unique_ptr<CompiledModel>> {
-    TESSEL_ASSIGN_OR_RETURN(Model copy, specializedCopy(sizes));
+    // From a copy: the target's passes rewrite the graph.
+    Model copy = cloneModel(model_);
+    if (!everyShape) TESSEL_RETURN_IF_ERROR(specializeInputs(copy, sizes, 0));
     TargetOptions options = targetOptions();
     options.optLevel = optLevel;
     return targetImpl_->compile(std::move(copy), options);

@@ -61,8 +61,6 @@ class Session {
 
  private:
   Session(Model model, std::shared_ptr<const Target> target, SessionOptions options);
-  /// A copy of the model with its inputs fixed to these sizes, for a plan of those shapes.
-  Expected<Model> specializedCopy(const std::vector<std::pair<std::string, std::vector<int64_t>>> &sizes) const;
   TargetOptions targetOptions() const;
 
   Model model_;

@@ -123,3 +123,19 @@ def test_unknown_compile_option():
         tessel.compile(SMALL_CNN, optimize=True)
     with pytest.raises(tessel.InvalidArgumentError, match="batch='two'"):
         tessel.compile(SMALL_CNN, batch="two")
+
+
+def test_one_cpu_executable_serves_every_batch_within_its_dims(tmp_path, small_cnn_input):
+    expected = np.load(SMALL_CNN.parent / "small_cnn_expected.npy")
+    exe = tessel.compile(SMALL_CNN, target="cpu", dims={"N": (1, 4)})
+    np.testing.assert_allclose(exe(small_cnn_input), expected, atol=1e-5)
+    np.testing.assert_allclose(exe(small_cnn_input[:1]), expected[:1], atol=1e-5)
+    with pytest.raises(tessel.ShapeMismatchError, match=r"input 'image' dim 0 \(N\) is 5, outside the range N=1..4"):
+        exe(np.zeros((5, 1, 28, 28), np.float32))
+    path = tmp_path / "every_batch.tsl"
+    exe.save(path)
+    loaded = tessel.load(path)
+    np.testing.assert_allclose(loaded(np.concatenate([small_cnn_input, small_cnn_input[:1]])),
+                               np.concatenate([expected, expected[:1]]), atol=1e-5)
+    with pytest.raises(tessel.InvalidArgumentError, match="dims="):
+        tessel.compile(SMALL_CNN, dims={"N": "many"})
