@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -137,6 +138,16 @@ struct ConvOutput {
   Epilogue epilogue;
 };
 
+/// Y's channels [c0, c0 + count) at the positions of `chunk`: contiguous in the standard form, rows of
+/// the padded image when Y is stored as its reader's padded input (paddedInputFor).
+TileView outputView(const ConvShape &s, const DeviceTensor &out, int64_t c0, int64_t count, const OutputChunk &chunk) {
+  const TileView block = out.partitions(c0, count);
+  if (out.isStandard(1)) return block.cols(chunk.offset(s.OH, s.OW), chunk.size());
+  const int64_t image = out.axes[0].freeStride, row = out.axes[2].freeStride;
+  return block.pattern(out.freeBase + chunk.n0 * image + chunk.oh0 * row + chunk.ow0,
+                       windowDims(chunk.images, image, chunk.rows, row, chunk.cols, 1));
+}
+
 /// Y[channels [c0, c0 + count), chunk] = act(src + bias + Z): the eviction of one chunk.
 void evictChunk(LoweringContext &ctx, const ConvShape &s, const ConvOutput &o, int64_t c0, int64_t count,
                 const OutputChunk &chunk, const TileView &src) {
@@ -145,7 +156,11 @@ void evictChunk(LoweringContext &ctx, const ConvShape &s, const ConvOutput &o, i
   std::optional<TileView> bias, residual;
   if (!o.bias.empty()) bias = o.bias[static_cast<size_t>(c0 / P)].partitionSlice(c0 % P, count);
   if (o.residual) residual = o.residual->partitions(c0, count).cols(offset, size);
-  emitEpilogue(ctx, o.out.partitions(c0, count).cols(offset, size), src, bias, residual, o.epilogue);
+  if (o.out.isStandard(1)) return emitEpilogue(ctx, outputView(s, o.out, c0, count, chunk), src, bias, residual, o.epilogue);
+  // Rows of a padded image: the contiguous operands take the same [images][rows][cols] shape.
+  const std::vector<FreeDim> dims = windowDims(chunk.images, chunk.rows * chunk.cols, chunk.rows, chunk.cols, chunk.cols, 1);
+  if (residual) residual = residual->pattern(0, dims);
+  emitEpilogue(ctx, outputView(s, o.out, c0, count, chunk), src.pattern(0, dims), bias, residual, o.epilogue);
 }
 
 // ---- Dense: implicit GEMM ---------------------------------------------------------------------------
@@ -203,18 +218,75 @@ std::vector<float> packDenseWeights(const std::vector<float> &w, const ConvShape
   return packed;
 }
 
+/// Y stored as the padded input of the convolution `reader` (shape r) reads: per block of 128 channels
+/// a tile of `partitions(block channels)` partitions (room for the reader's replicas), zero padding
+/// already set, Y in the interior of the first block of partitions.
+DeviceTensor allocatePaddedInput(KernelBuilder &b, const std::string &name, const ConvShape &r, DType dtype,
+                                 const std::function<int64_t(int64_t)> &partitions) {
+  const int64_t Wp = r.W + r.padLeft + r.padRight, Hp = r.H + r.padTop + r.padBottom;
+  DeviceTensor t;
+  t.shape = {r.N, r.C, r.H, r.W};
+  t.dtype = dtype;
+  t.axes = {AxisPlacement{0, Hp * Wp}, AxisPlacement{1, 0}, AxisPlacement{0, Wp}, AxisPlacement{0, 1}};
+  t.freeBase = r.padTop * Wp + r.padLeft;
+  t.freeSize = r.N * Hp * Wp;
+  for (const Span &ch : splitRange(r.C, b.profile().partitions)) {
+    const int64_t count = partitions(ch.count);
+    TileView tile = b.sbuf(fmt::format("{}#{}", name, ch.start / b.profile().partitions), dtype, count, {t.freeSize});
+    if (count > ch.count) {
+      b.memset(tile, 0.0f);  // Also the rows between replicas.
+    } else {
+      zeroPadding(b, tile, r);
+    }
+    t.blocks.push_back(tile);
+  }
+  return t;
+}
+
+/// Whether `x` is stored as the padded input of a convolution of shape s (allocatePaddedInput), in
+/// `dtype`, with `partitions` partitions in block `block`.
+bool isPaddedInput(const DeviceTensor &x, const ConvShape &s, DType dtype, size_t block, int64_t partitions) {
+  const int64_t Wp = s.W + s.padLeft + s.padRight, Hp = s.H + s.padTop + s.padBottom;
+  if (!s.padded() || x.rank() != 4 || x.dtype != dtype || x.partitionBase != 0 || x.shape[0] != s.N || x.shape[1] != s.C ||
+      x.shape[2] != s.H || x.shape[3] != s.W || x.freeBase != s.padTop * Wp + s.padLeft || x.freeSize != s.N * Hp * Wp)
+    return false;
+  const int64_t strides[4][2] = {{0, Hp * Wp}, {1, 0}, {0, Wp}, {0, 1}};
+  for (int64_t i = 0; i < 4; ++i)
+    if (x.axes[i].partitionStride != strides[i][0] || x.axes[i].freeStride != strides[i][1]) return false;
+  return block < x.blocks.size() && x.blocks[block].partitions() == partitions;
+}
+
+/// X as the padded input its producer stored for this convolution (allocatePaddedInput), if it did.
+std::optional<DeviceTensor> storedPaddedInput(LoweringContext &ctx, const Node &node, const ConvShape &s) {
+  if (!s.padded() || ctx.isUnloadedInput(node.input(0))) return std::nullopt;
+  Expected<DeviceTensor> x = ctx.activation(node.input(0));
+  if (!x.ok() || x->isStandard(1)) return std::nullopt;
+  return *x;
+}
+
 Status emitDenseConv(LoweringContext &ctx, const Node &node, const ConvShape &s, const ConvOutput &o) {
   KernelBuilder &b = ctx.builder();
   const int64_t P = ctx.profile().partitions, bank = ctx.profile().psum.bankFp32Elements;
   const DType dtype = ctx.matmulDtype();
   const std::vector<Span> cinTiles = splitRange(s.C, P), coutTiles = splitRange(s.M, P);
 
-  // X in the activation dtype when it is copied into a padded tile anyway (the copy casts), else
-  // already cast for the PE.
-  Expected<DeviceTensor> x = s.padded() ? ctx.standard(node.input(0), 1) : ctx.standardAs(node.input(0), 1, dtype);
-  if (!x.ok()) return x.diag();
+  // X as its producer stored it padded, or in the activation dtype when it is copied into a padded
+  // tile anyway (the copy casts), else already cast for the PE.
+  const std::optional<DeviceTensor> stored = storedPaddedInput(ctx, node, s);
+  std::optional<DeviceTensor> x;
   std::vector<TileView> inputs;
-  for (const Span &ci : cinTiles) inputs.push_back(denseInput(b, node, s, *x, ci, dtype));
+  for (size_t i = 0; i < cinTiles.size(); ++i) {
+    if (stored && isPaddedInput(*stored, s, dtype, i, cinTiles[i].count)) {
+      inputs.push_back(stored->blocks[i]);
+      continue;
+    }
+    if (!x) {
+      Expected<DeviceTensor> e = s.padded() ? ctx.standard(node.input(0), 1) : ctx.standardAs(node.input(0), 1, dtype);
+      if (!e.ok()) return e.diag();
+      x = *e;
+    }
+    inputs.push_back(denseInput(b, node, s, *x, cinTiles[i], dtype));
+  }
   const int64_t Wi = s.padded() ? s.W + s.padLeft + s.padRight : s.W;
   const int64_t imageSize = (s.padded() ? s.H + s.padTop + s.padBottom : s.H) * Wi;
 
@@ -522,8 +594,8 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
   KernelBuilder &b = ctx.builder();
   const int64_t P = ctx.profile().partitions, bank = ctx.profile().psum.bankFp32Elements;
   const DType dtype = ctx.matmulDtype();
-  Expected<DeviceTensor> x = s.padded() ? ctx.standard(node.input(0), 1) : ctx.standardAs(node.input(0), 1, dtype);
-  if (!x.ok()) return x.diag();
+  const std::optional<DeviceTensor> stored = storedPaddedInput(ctx, node, s);
+  std::optional<DeviceTensor> x;
   const int64_t Wi = s.padded() ? s.W + s.padLeft + s.padRight : s.W;
   const int64_t imageSize = (s.padded() ? s.H + s.padTop + s.padBottom : s.H) * Wi;
   const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {s.C, s.taps()}, ctx.constantFloats(node.input(1)));
@@ -532,12 +604,20 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
   b.affineSelect(identity, identity, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1, /*offset=*/0, 0.0f);
   b.affineSelect(identity, identity, /*partitionMultiplier=*/-1, /*freeMultiplier=*/1, /*offset=*/0, 0.0f);
   TileRing accRing(MemSpace::PSUM, node.name() + "/acc", DType::F32, std::min(P, s.C), {bank}, kPsumSlots);
-  for (const Span &ch : splitRange(s.C, P)) {
+  const std::vector<Span> channelTiles = splitRange(s.C, P);
+  for (size_t i = 0; i < channelTiles.size(); ++i) {
+    const Span &ch = channelTiles[i];
     const int64_t c = ch.count, replicas = foldedColumnTaps(ctx.profile(), s, c, dtype);
     const int64_t stride = replicas > 1 ? replicaStride(c) : c;
     const int64_t groupsPerRow = ceilDiv(s.KW, replicas), groups = s.KH * groupsPerRow;
     auto span = [&](int64_t count) { return (count - 1) * stride + c; };  // Partitions of `count` replicas.
     const int64_t partitions = span(replicas);
+    const bool padded = stored && isPaddedInput(*stored, s, dtype, i, partitions);
+    if (!padded && !x) {
+      Expected<DeviceTensor> e = s.padded() ? ctx.standard(node.input(0), 1) : ctx.standardAs(node.input(0), 1, dtype);
+      if (!e.ok()) return e.diag();
+      x = *e;
+    }
 
     // Per group (kh, kw0): the stacked diagonals of its taps, zero where no replica's channels are.
     TileView weights = b.sbuf(node.name() + "/w", DType::F32, partitions, {s.taps()});
@@ -555,14 +635,18 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
     }
 
     TileView input;
-    if (replicas == 1) {
+    if (padded) {
+      input = stored->blocks[i];
+    } else if (replicas == 1) {
       input = denseInput(b, node, s, *x, ch, dtype);
     } else {
-      // Replica r holds the padded image from element r * dilationW on: reading it where tap
-      // (kh, kw0) reads replica 0 gives tap (kh, kw0 + r)'s window.
       input = b.sbuf(node.name() + "/xpad", dtype, partitions, {s.N * imageSize});
       if (stride > c) b.memset(input, 0.0f);  // The rows between replicas meet zero stationary rows.
       fillPadded(b, input.partitionSlice(0, c), s, x->partitions(ch.start, c));
+    }
+    if (replicas > 1) {
+      // Replica r holds the padded image from element r * dilationW on: reading it where tap
+      // (kh, kw0) reads replica 0 gives tap (kh, kw0 + r)'s window.
       for (int64_t r = 1; r < replicas; ++r) {
         const int64_t shift = r * s.dilationW, length = s.N * imageSize - shift;
         for (const Span &piece : splitRange(length, kCopyPieceElements))
@@ -609,13 +693,36 @@ bool readersTakeMatmulDtype(const Value *y, const Epilogue &epilogue, const Lowe
   return true;
 }
 
+/// The shape of y's only reader when it is a convolution that takes X as a zero-padded PE operand
+/// (dense and not a folded stem, or depthwise; its readersTakeMatmulDtype already holds).
+std::optional<ConvShape> paddedReader(const Value *y, const MachineProfile &profile, const LoweringOptions &options) {
+  if (y->uses().size() != 1) return std::nullopt;
+  ConvShape r;
+  if (!readConvShape(*y->uses().front().user, r).empty() || !r.padded()) return std::nullopt;
+  if (!r.depthwise() && (r.group != 1 || foldable(r, profile.partitions))) return std::nullopt;
+  if (r.depthwise() && !depthwiseOnPe(*y->uses().front().user, options)) return std::nullopt;
+  return r;
+}
+
 Status emitConv(LoweringContext &ctx, const Node &node) {
   ConvShape s;
   if (std::string reason = readConvShape(node, s); !reason.empty()) return ctx.unsupported(node, reason);
   const Value *y = node.output(0);
   ConvOutput o;
   o.epilogue = node.domain() == "tessel" ? epilogueOf(node) : Epilogue{};
-  o.out = readersTakeMatmulDtype(y, o.epilogue, ctx.options()) ? ctx.allocate(y, 1, ctx.matmulDtype()) : ctx.allocate(y, 1);
+  if (!readersTakeMatmulDtype(y, o.epilogue, ctx.options())) {
+    o.out = ctx.allocate(y, 1);
+  } else if (std::optional<ConvShape> r = paddedReader(y, ctx.profile(), ctx.options())) {
+    // The eviction writes the reader's padded input: no copy between the two convolutions.
+    const DType dtype = ctx.matmulDtype();
+    const MachineProfile &profile = ctx.profile();
+    o.out = allocatePaddedInput(ctx.builder(), y->name() + "/padded", *r, dtype, [&](int64_t c) {
+      const int64_t replicas = r->depthwise() ? foldedColumnTaps(profile, *r, c, dtype) : 1;
+      return replicas > 1 ? (replicas - 1) * replicaStride(c) + c : c;
+    });
+  } else {
+    o.out = ctx.allocate(y, 1, ctx.matmulDtype());
+  }
   if (isPresent(node.input(2))) o.bias = ctx.channelVector(ctx.constantFloats(node.input(2)));
   if (isPresent(node.input(3))) {
     TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(node.input(3), 1));

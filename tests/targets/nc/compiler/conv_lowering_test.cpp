@@ -224,8 +224,9 @@ std::string invertedResidualBlocks() {
          body + "  return %y2\n}\n}\n";
 }
 
-// The expand and depthwise outputs go straight from PSUM to SBUF in bf16, so the only f32 -> bf16
-// copies left are the casts of x and of y1 (which the residual reads in f32). Rounding at the
+// The expand and depthwise outputs go straight from PSUM to SBUF in bf16, the expand's into the
+// interior of the depthwise convolution's zero-padded input, so the only f32 -> bf16 copies left are
+// the casts of x and of y1 (which the residual reads in f32). Rounding at the
 // eviction makes the values the readers' casts would make: the device stays as close to the
 // same-cast reference as f32 accumulation order allows, far closer than to the f32 reference.
 TEST(ConvLowering, StoresPeOperandsInThePeDtype) {
@@ -234,14 +235,16 @@ TEST(ConvLowering, StoresPeOperandsInThePeDtype) {
   auto exe = compileNc(std::move(*model), NcCompileOptions{});
   ASSERT_TRUE(exe.ok()) << exe.diag().str();
   ASSERT_TRUE((*exe)->fallbacks().empty());
-  int casts = 0;
+  int casts = 0, copies = 0;
   for (const Instruction &insn : (*exe)->programs().at(0).program) {
     const std::string text = formatInstruction(insn);
-    if (text.rfind("tensor_copy", 0) == 0 && text.find(":bf16 src=") != std::string::npos &&
-        text.find(":f32", text.find(" src=")) != std::string::npos)
-      ++casts;
+    if (text.rfind("tensor_copy", 0) != 0) continue;
+    ++copies;
+    if (text.find(":bf16 src=") != std::string::npos && text.find(":f32", text.find(" src=")) != std::string::npos) ++casts;
   }
   EXPECT_EQ(casts, 2);
+  EXPECT_EQ(copies, 4);  // And per depthwise convolution one replica, shifted by a column tap.
+
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   Tensor x(tessel::DType::Float32, {1, 16, 14, 14});
@@ -261,6 +264,27 @@ TEST(ConvLowering, StoresPeOperandsInThePeDtype) {
   }
   EXPECT_GT(toF32, 1e-3);
   EXPECT_LT(toSame, 0.02 * toF32);
+}
+
+// A 1x1 convolution whose only reader is a padded dense 3x3 one evicts into that reader's padded input:
+// the one copy left is x's cast.
+TEST(ConvLowering, EvictsIntoTheReadersPaddedInput) {
+  const std::string ir = fmt::format(
+      "model opset(ai.onnx=17, tessel=1) ir_version=8 {{\nfunc @main(%x: f32[1,16,20,20]) -> (%y: f32[1,24,20,20]) {{\n"
+      "  const %w1 = {}\n  const %w2 = {}\n"
+      "  %h = tessel.FusedConv(%x, %w1) {{activation = \"Relu\"}}\n"
+      "  %y = Conv(%h, %w2) {{pads = [1, 1, 1, 1]}}\n  return %y\n}}\n}}\n",
+      denseText({32, 16, 1, 1}, 41, 0.25f), denseText({24, 32, 3, 3}, 42, 0.06f));
+  auto model = parseModel(ir, "<chain>");
+  ASSERT_TRUE(model.ok()) << model.diag().str();
+  auto exe = compileNc(std::move(*model), NcCompileOptions{});
+  ASSERT_TRUE(exe.ok()) << exe.diag().str();
+  int copies = 0;
+  for (const Instruction &insn : (*exe)->programs().at(0).program)
+    if (formatInstruction(insn).rfind("tensor_copy", 0) == 0 && formatInstruction(insn).find("src=sbuf") != std::string::npos)
+      ++copies;  // A pass over an activation (evictions read PSUM).
+  EXPECT_EQ(copies, 1);
+  expectMatches(ir, 0, true);
 }
 
 std::string poolModel(const std::vector<int64_t> &x, const std::vector<int64_t> &y, const std::string &op) {
