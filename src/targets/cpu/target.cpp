@@ -87,7 +87,7 @@ class DynamicCpuModel final : public CompiledModel {
   Status save(const std::string &path) const override { return plans_->save(path); }
 
   std::string report() const override {
-    std::string text = fmt::format("inputs: {}\n", inputShapes(plans_->model().graph.operator*()));
+    std::string text = fmt::format("inputs: {}\n", inputShapes(*plans_->model().graph));
     std::string ranges;
     for (const auto &[name, range] : plans_->ranges()) ranges += fmt::format(" {}={}", name, range.str());
     text += fmt::format("symbolic dims: a plan per input shape, made on first use{}\n",
