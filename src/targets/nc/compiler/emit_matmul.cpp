@@ -1,26 +1,24 @@
-// Matmuls with a constant right operand (MatMul, Gemm, tessel FusedMatMul) on the tensor engine.
+// Matmuls with a constant right operand (MatMul, Gemm, tessel FusedMatMul) on the tensor engine, through the matmul
+// family's plan and emit (kernels/matmul/plan.h, emit.h).
 //
-// The activation A [..., K] arrives in standard form with K on partitions (A^T: [K, rows]), which is
-// what the moving operand needs; the weights are the stationary operand, so the output comes out as
-// Y^T [N, rows]: the standard form of Y with its features N on partitions, ready to be the next
-// matmul's moving operand with no transpose, and with the bias per partition, which ACT adds for free
-// on the PSUM eviction (epilogue.h).
+// The activation A [..., K] arrives in standard form with K on partitions (A^T: [K, rows]), which is what the moving
+// operand needs, so it is the family's SBUF-resident moving operand; the weights are the stationary operand, so the
+// output comes out as Y^T [N, rows]: the standard form of Y with its features N on partitions, ready to be the next
+// matmul's moving operand with no transpose, and with the bias per partition, which ACT adds for free on the PSUM
+// eviction (epilogue.h). The output's features are the family's M, the rows its N.
 //
-//   for n-block (512 columns of W; its DMA moves kTiles * 512 contiguous elements per partition):
-//     for n-tile (128 output features, the stationary's free dim):
-//       for row chunk (<= 512 rows, one PSUM bank):
-//         psum = sum over k-tiles of W[k-tile, n-tile]^T @ A^T[k-tile, rows]     (PE, fp32)
-//         Y^T[n-tile, rows] = act(psum + bias + Z)                                (ACT/DVE)
-//
-// The weights are laid out in HBM at compile time as [n-block][k-chunk][k in tile][k-tile][column],
-// so each chunk of an n-block is one DMA with a long contiguous run per partition (section 9.4: short chunks waste DMA
-// time), and the whole segment's list scheduler starts these loads early, under earlier layers' work.
+// The weights are laid out in HBM at compile time as the plan's blocked stationary layout, one [k in
+// tile][k-tile][column] tensor per (m-block, k-chunk), so each chunk is one DMA with one long contiguous run per
+// partition, and the whole segment's list scheduler starts these loads early, under earlier layers' work (the plan's
+// per-block stationary buffers).
 #include <functional>
 
 #include <fmt/format.h>
 
 #include "targets/nc/compiler/epilogue.h"
 #include "targets/nc/compiler/lowering.h"
+#include "targets/nc/kernels/matmul/emit.h"
+#include "targets/nc/kernels/matmul/plan.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/machine/cost.h"
 
@@ -31,14 +29,8 @@ using kernels::Span;
 using kernels::splitRange;
 using tile::TileView;
 
-/// Columns of W per n-block, and k-tiles per weight DMA: a weight tile is at most 6 x 512 elements
-/// per partition (6 KiB in bf16), a long contiguous DMA run that still leaves SBUF room to prefetch
-/// several layers ahead without fragmenting it.
-constexpr int64_t kWeightBlockColumns = 512;
-constexpr int64_t kWeightChunkTiles = 6;
-
-/// Sharding across cores: the smallest part of a 128-partition tile a core may own (a 32-partition
-/// operand is the finest alignment, section 4.2).
+/// Sharding across cores: the smallest part of a 128-partition tile a core may own (a 32-partition operand is the
+/// finest alignment, section 4.2).
 constexpr int64_t kMinShardPartitions = 32;
 
 struct MatmulNode {
@@ -82,9 +74,67 @@ std::string checkMatmul(const Node &node, const LoweringOptions &) {
   return "";
 }
 
-/// The row-parallel matmul: A is split over the cores by its features (K), so each core multiplies
-/// its K rows of W (loaded onto the same partitions as its part of A) into partial sums of the whole
-/// output, an all_reduce adds them up, and the epilogue (bias, residual, activation) runs after it.
+/// A node's matmul on the family: out[f, rows] for the `problem.M` output features this core computes (local column c
+/// is global feature featureOf(c), features of one m-tile contiguous), from the k-tiles of W and A starting at global
+/// rows kTileStarts, with the epilogue on the eviction.
+void lowerOnFamily(LoweringContext &ctx, const Node &node, const kernels::MatmulProblem &problem,
+                   const std::function<int64_t(int64_t)> &featureOf, const std::vector<int64_t> &kTileStarts,
+                   const std::function<float(int64_t, int64_t)> &wAt, const DeviceTensor &a, const DeviceTensor &out,
+                   const std::vector<TileView> &bias, const std::optional<DeviceTensor> &residual,
+                   const Epilogue &epilogue) {
+  const int64_t P = ctx.profile().partitions;
+  const kernels::MatmulPlan plan = kernels::planMatmul(ctx.profile(), problem);
+  auto rowsOf = [&](int64_t kt) { return std::min(plan.tileK, problem.K - kt * plan.tileK); };
+  kernels::MatmulOperands operands;
+  operands.stationaryChunk = [&](int64_t mb, int64_t kc) {
+    const Span cols{mb * plan.blockCols(), std::min(plan.blockCols(), problem.M - mb * plan.blockCols())};
+    const Span kts{kc * plan.chunkTiles, std::min(plan.chunkTiles, plan.kTiles - kc * plan.chunkTiles)};
+    std::vector<float> block(static_cast<size_t>(P * kts.count * cols.count), 0.0f);
+    for (int64_t t = 0; t < kts.count; ++t) {
+      const int64_t kt = kts.start + t;
+      for (int64_t p = 0; p < rowsOf(kt); ++p)
+        for (int64_t c = 0; c < cols.count; ++c)
+          block[static_cast<size_t>((p * kts.count + t) * cols.count + c)] =
+              wAt(kTileStarts[static_cast<size_t>(kt)] + p, featureOf(cols.start + c));
+    }
+    return ctx.constantHbm(fmt::format("{}/w{}.{}", node.name(), mb, kc), problem.dtype, {P, kts.count * cols.count},
+                           std::move(block));
+  };
+  operands.movingTile = [&](int64_t kt) { return a.partitions(kTileStarts[static_cast<size_t>(kt)], rowsOf(kt)); };
+  operands.outputTile = [&](Span m, Span n) {
+    return out.partitions(featureOf(m.start), m.count).cols(n.start, n.count);
+  };
+  if (!bias.empty())
+    operands.partitionBias = [&](Span m) -> std::optional<TileView> {
+      const int64_t f = featureOf(m.start);
+      return bias[static_cast<size_t>(f / P)].partitionSlice(f % P, m.count);
+    };
+  if (residual)
+    operands.residual = [&](Span m, Span n) -> std::optional<TileView> {
+      return residual->partitions(featureOf(m.start), m.count).cols(n.start, n.count);
+    };
+  operands.epilogue = epilogue;
+  operands.tilePrefix = node.name() + "/";
+  kernels::emitMatmul(ctx.builder(), plan, operands);
+}
+
+/// The family problem of a node's matmul: W stationary in the blocked layout, A resident, Y in SBUF.
+kernels::MatmulProblem loweringProblem(int64_t M, int64_t rows, int64_t K, DType dtype, DType outputDtype,
+                                       int64_t mTileColumns) {
+  kernels::MatmulProblem problem;
+  problem.M = M, problem.N = rows, problem.K = K;
+  problem.dtype = dtype;
+  problem.outputDtype = outputDtype;
+  problem.stationaryLayout = kernels::StationaryLayout::Blocked;
+  problem.moving = kernels::OperandPlace::Sbuf;
+  problem.output = kernels::OperandPlace::Sbuf;
+  problem.mTileColumns = mTileColumns;
+  return problem;
+}
+
+/// The row-parallel matmul: A is split over the cores by its features (K), so each core multiplies its K rows of W
+/// (loaded onto the same partitions as its part of A) into partial sums of the whole output, an all_reduce adds them
+/// up, and the epilogue (bias, residual, activation) runs after it.
 Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode &m, const DeviceTensor &a,
                        const std::function<float(int64_t, int64_t)> &wAt, int64_t K, int64_t N) {
   tile::KernelBuilder &b = ctx.builder();
@@ -98,42 +148,15 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
   TileView storage;
   DeviceTensor out = allocateStandardInOneTile(b, y->name(), yShape, DType::F32, -1, &storage);
   // The k-tiles of A this core holds: every cores-th one, as the producer split its output.
-  std::vector<int64_t> ownedK;
-  for (int64_t t = ctx.options().core; t < K / P; t += cores) ownedK.push_back(t);
-  const int64_t kt = static_cast<int64_t>(ownedK.size());
-
-  for (const Span &nb : splitRange(N, kWeightBlockColumns)) {
-    std::vector<TileView> wTiles(static_cast<size_t>(kt));
-    for (const Span &chunk : splitRange(kt, kWeightChunkTiles)) {
-      std::vector<float> block(static_cast<size_t>(P * chunk.count * nb.count));
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t t = 0; t < chunk.count; ++t)
-          for (int64_t c = 0; c < nb.count; ++c)
-            block[static_cast<size_t>((p * chunk.count + t) * nb.count + c)] =
-                wAt(ownedK[static_cast<size_t>(chunk.start + t)] * P + p, nb.start + c);
-      tile::HbmView wHbm =
-          ctx.constantHbm(fmt::format("{}/w{}.{}", node.name(), nb.start / kWeightBlockColumns, chunk.start), dtype,
-                          {P, chunk.count * nb.count}, std::move(block));
-      TileView wTile = b.sbuf(node.name() + "/w", dtype, P, {chunk.count * nb.count});
-      b.load(wTile, wHbm);
-      for (int64_t t = 0; t < chunk.count; ++t)
-        wTiles[static_cast<size_t>(chunk.start + t)] = wTile.cols(t * nb.count, nb.count);
-    }
-    for (const Span &nt : splitRange(nb.count, P)) {
-      const int64_t n0 = nb.start + nt.start;
-      for (const Span &r : splitRange(rows, bank)) {
-        TileView dst = out.partitions(n0, nt.count).cols(r.start, r.count);
-        if (kt == 0) {  // More cores than k-tiles: this one adds nothing.
-          b.memset(dst, 0.0f);
-          continue;
-        }
-        TileView acc = b.psum(node.name() + "/acc", DType::F32, nt.count, {r.count});
-        for (int64_t t = 0; t < kt; ++t)
-          b.matmul(acc, wTiles[static_cast<size_t>(t)].cols(nt.start, nt.count),
-                   a.partitions(ownedK[static_cast<size_t>(t)] * P, P).cols(r.start, r.count), /*accumulate=*/t > 0);
-        b.copy(dst, acc);
-      }
-    }
+  std::vector<int64_t> ownedRows;
+  for (int64_t t = ctx.options().core; t < K / P; t += cores) ownedRows.push_back(t * P);
+  const int64_t kt = static_cast<int64_t>(ownedRows.size());
+  if (kt == 0) {  // More cores than k-tiles: this core adds nothing.
+    for (size_t k = 0; k < out.blocks.size(); ++k) b.memset(out.blocks[k], 0.0f);
+  } else {
+    lowerOnFamily(
+        ctx, node, loweringProblem(N, rows, kt * P, dtype, DType::F32, 0), [](int64_t c) { return c; }, ownedRows, wAt,
+        a, out, {}, std::nullopt, Epilogue{});
   }
   b.allReduce(storage, AluOp::Add, cores);
 
@@ -156,24 +179,25 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
       if (!bias.empty()) biasTile = bias[k].partitionSlice(0, count);
       std::optional<TileView> residualTile;
       if (residual) residualTile = residual->partitions(n0, count).cols(r.start, r.count);
-      emitEpilogue(ctx, result.partitions(n0, count).cols(r.start, r.count), out.partitions(n0, count).cols(r.start, r.count),
-                   biasTile, residualTile, node.opType() == "FusedMatMul" ? epilogueOf(node) : Epilogue{});
+      emitEpilogue(ctx, result.partitions(n0, count).cols(r.start, r.count),
+                   out.partitions(n0, count).cols(r.start, r.count), biasTile, residualTile,
+                   node.opType() == "FusedMatMul" ? epilogueOf(node) : Epilogue{});
     }
   }
   ctx.define(y, result);
   return Status::success();
 }
 
-/// Whether a matmul's output features split over `cores` in equal parts a core can own (the
-/// finest operand alignment is 32 partitions, section 4.2).
+/// Whether a matmul's output features split over `cores` in equal parts a core can own (the finest operand alignment is
+/// 32 partitions, section 4.2).
 bool splits(const MachineProfile &profile, int cores, int64_t K, int64_t N) {
   const int64_t P = profile.partitions;
   return cores > 1 && N % P == 0 && K % P == 0 && P % cores == 0 && P / cores >= kMinShardPartitions;
 }
 
-/// The DMA time of `bytes` at the rate of all the core's DMA engines, and the time of a collective
-/// over `bytes` per core: sharding pays when the weight bytes it saves take longer to load than the
-/// collective it adds (both from the profile, as the simulator charges them).
+/// The DMA time of `bytes` at the rate of all the core's DMA engines, and the time of a collective over `bytes` per
+/// core: sharding pays when the weight bytes it saves take longer to load than the collective it adds (both from the
+/// profile, as the simulator charges them).
 double dmaNs(const MachineProfile &profile, double bytes) {
   return bytes / (profile.dma.bytesPerNsPerEngine * static_cast<double>(profile.dma.enginesPerCore));
 }
@@ -184,10 +208,10 @@ bool shardable(const MachineProfile &profile, int cores, int64_t K, int64_t N, i
   return saved > costCollectiveNs(profile, rows * N * 4, cores);
 }
 
-/// Whether `y` may stay split over the cores: every reader is a matmul on the device that takes it
-/// as its left operand with a constant weight it will split by rows (the row-parallel half of a
-/// column-parallel / row-parallel pair, which needs one all_reduce instead of two gathers). Returns
-/// the readers' weight elements and their widest output, or nullopt.
+/// Whether `y` may stay split over the cores: every reader is a matmul on the device that takes it as its left operand
+/// with a constant weight it will split by rows (the row-parallel half of a column-parallel / row-parallel pair, which
+/// needs one all_reduce instead of two gathers). Returns the readers' weight elements and their widest output, or
+/// nullopt.
 std::optional<std::pair<int64_t, int64_t>> readersTakeSharded(const LoweringContext &ctx, const Value *y) {
   if (y->uses().empty()) return std::nullopt;
   int64_t weights = 0, widest = 0;
@@ -209,43 +233,38 @@ std::optional<std::pair<int64_t, int64_t>> readersTakeSharded(const LoweringCont
   return std::make_pair(weights, widest);
 }
 
-Status emitMatmul(LoweringContext &ctx, const Node &node) {
+Status lowerMatmul(LoweringContext &ctx, const Node &node) {
   tile::KernelBuilder &b = ctx.builder();
   const MatmulNode m = describeNode(node);
   const Value *y = node.output(0);
   const int64_t P = ctx.profile().partitions;
-  const int64_t bank = ctx.profile().psum.bankFp32Elements;
 
   // W as [K, N], scaled by alpha (Gemm).
   const std::vector<int64_t> wShape = {m.w->initializer().size(0), m.w->initializer().size(1)};
   const int64_t K = m.transB ? wShape[1] : wShape[0];
   const int64_t N = m.transB ? wShape[0] : wShape[1];
   const std::vector<float> raw = ctx.constantFloats(m.w);
-  auto wAt = [&](int64_t k, int64_t n) {
-    return m.alpha * raw[static_cast<size_t>(m.transB ? n * K + k : k * N + n)];
-  };
+  auto wAt = [&](int64_t k, int64_t n) { return m.alpha * raw[static_cast<size_t>(m.transB ? n * K + k : k * N + n)]; };
 
-  const std::vector<Span> kTiles = splitRange(K, P);
-  const std::vector<Span> nBlocks = splitRange(N, kWeightBlockColumns);
-  const int64_t kt = static_cast<int64_t>(kTiles.size());
   const DType dtype = ctx.matmulDtype();
 
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor a, ctx.standardAs(m.a, -1, dtype));
-  if (a.shape.back() != K) return ctx.unsupported(node, fmt::format("K differs: A has {}, W has {}", a.shape.back(), K));
+  if (a.shape.back() != K)
+    return ctx.unsupported(node, fmt::format("K differs: A has {}, W has {}", a.shape.back(), K));
   const int64_t rows = a.freeSize;
-  // Column-parallel sharding over the chip's cores: each core computes an equal, aligned part of
-  // every 128-feature output tile from its own slice of W (so each core loads 1/cores of the weights)
-  // and one all_gather completes the output on every core, unless the readers take it split.
+  // Column-parallel sharding over the chip's cores: each core computes an equal, aligned part of every 128-feature
+  // output tile from its own slice of W (so each core loads 1/cores of the weights) and one all_gather completes the
+  // output on every core, unless the readers take it split.
   const int cores = ctx.options().cores;
   const int64_t part = P / std::max(cores, 1);
   if (a.shardedCores > 1) return emitRowParallel(ctx, node, m, a, wAt, K, N);
-  // A column-parallel matmul whose readers take its output split pays for one all_reduce (theirs)
-  // instead of an all_gather; it is worth splitting when the two matmuls' saved weight DMA beats it.
+  // A column-parallel matmul whose readers take its output split pays for one all_reduce (theirs) instead of an
+  // all_gather; it is worth splitting when the two matmuls' saved weight DMA beats it.
   bool keepSharded = false;
   if (splits(ctx.profile(), cores, K, N)) {
     if (auto readers = readersTakeSharded(ctx, y)) {
-      const double saved = dmaNs(ctx.profile(), static_cast<double>((K * N + readers->first) * dtypeSizeBytes(dtype)) *
-                                                    (cores - 1) / cores);
+      const double saved = dmaNs(
+          ctx.profile(), static_cast<double>((K * N + readers->first) * dtypeSizeBytes(dtype)) * (cores - 1) / cores);
       keepSharded = saved > costCollectiveNs(ctx.profile(), rows * readers->second * 4, cores);
     }
   }
@@ -267,71 +286,31 @@ Status emitMatmul(LoweringContext &ctx, const Node &node) {
     bias = ctx.channelVector(values);
   }
 
-  for (const Span &nb : nBlocks) {
-    // The output features of this n-block this core computes: per 128-feature tile, all of it, or
-    // its part when sharded.
-    std::vector<Span> owned;
-    for (const Span &nt : splitRange(nb.count, P)) {
-      if (keepSharded) {  // Whole tiles, every cores-th one: the readers split their K the same way.
-        if (((nb.start + nt.start) / P) % cores == ctx.options().core) owned.push_back(nt);
-      } else {
-        owned.push_back(shard ? Span{nt.start + partStart, part} : nt);
-      }
-    }
-    if (owned.empty()) continue;
-    int64_t columns = 0;
-    for (const Span &o : owned) columns += o.count;
-    auto columnOf = [&](int64_t c) {  // Column c of this core's weight tile -> column of the n-block.
-      for (const Span &o : owned) {
-        if (c < o.count) return o.start + c;
-        c -= o.count;
-      }
-      return int64_t{0};
-    };
-
-    // This core's columns of the n-block as chunks of k-tiles, each in HBM as [k in tile][k-tile]
-    // [column] (zero rows past K): one DMA per chunk, and equal-sized SBUF tiles that reuse each
-    // other's space.
-    std::vector<TileView> wTiles(static_cast<size_t>(kt));
-    for (const Span &chunk : splitRange(kt, kWeightChunkTiles)) {
-      std::vector<float> block(static_cast<size_t>(P * chunk.count * columns), 0.0f);
-      for (int64_t t = 0; t < chunk.count; ++t) {
-        const Span &k = kTiles[static_cast<size_t>(chunk.start + t)];
-        for (int64_t p = 0; p < k.count; ++p)
-          for (int64_t c = 0; c < columns; ++c)
-            block[static_cast<size_t>((p * chunk.count + t) * columns + c)] = wAt(k.start + p, nb.start + columnOf(c));
-      }
-      tile::HbmView wHbm =
-          ctx.constantHbm(fmt::format("{}/w{}.{}", node.name(), nb.start / kWeightBlockColumns, chunk.start), dtype,
-                          {P, chunk.count * columns}, std::move(block));
-      TileView wTile = b.sbuf(node.name() + "/w", dtype, P, {chunk.count * columns});
-      b.load(wTile, wHbm);
-      for (int64_t t = 0; t < chunk.count; ++t)
-        wTiles[static_cast<size_t>(chunk.start + t)] = wTile.cols(t * columns, columns);
-    }
-
-    int64_t column = 0;
-    for (const Span &o : owned) {
-      const int64_t n0 = nb.start + o.start;  // Global output feature = global output partition.
-      for (const Span &r : splitRange(rows, bank)) {
-        // The accumulator sits on the output's partitions, so the eviction moves nothing across.
-        TileView acc = b.psum(node.name() + "/acc", DType::F32, (n0 % P) + o.count, {r.count})
-                           .partitionSlice(n0 % P, o.count);
-        for (int64_t t = 0; t < kt; ++t) {
-          TileView stationary = wTiles[static_cast<size_t>(t)].partitionSlice(0, kTiles[t].count).cols(column, o.count);
-          TileView moving = a.partitions(kTiles[t].start, kTiles[t].count).cols(r.start, r.count);
-          b.matmul(acc, stationary, moving, /*accumulate=*/t > 0);
-        }
-        std::optional<TileView> biasTile;
-        if (!bias.empty()) biasTile = bias[static_cast<size_t>(n0 / P)].partitionSlice(n0 % P, o.count);
-        std::optional<TileView> residualTile;
-        if (residual) residualTile = residual->partitions(n0, o.count).cols(r.start, r.count);
-        emitEpilogue(ctx, out.partitions(n0, o.count).cols(r.start, r.count), acc, biasTile, residualTile,
-                     node.opType() == "FusedMatMul" ? epilogueOf(node) : Epilogue{});
-      }
-      column += o.count;
-    }
+  // This core's output features as local columns of the family's M: all of them; when split for readers that take it
+  // split, whole 128-feature tiles, every cores-th one (the readers split their K the same way); when split for an
+  // all_gather, its part of every 128-feature tile.
+  std::vector<int64_t> ownedTiles;
+  for (int64_t t = 0; t < kernels::ceilDiv(N, P); ++t)
+    if (!keepSharded || t % cores == ctx.options().core) ownedTiles.push_back(t);
+  std::function<int64_t(int64_t)> featureOf = [](int64_t c) { return c; };
+  int64_t columns = N, mTileColumns = 0;
+  if (keepSharded) {
+    columns = static_cast<int64_t>(ownedTiles.size()) * P;
+    featureOf = [&](int64_t c) { return ownedTiles[static_cast<size_t>(c / P)] * P + c % P; };
+  } else if (shard) {
+    columns = N / P * part;
+    mTileColumns = part;
+    featureOf = [&](int64_t c) { return c / part * P + partStart + c % part; };
   }
+  std::vector<int64_t> kTileStarts;
+  for (const Span &k : splitRange(K, P)) kTileStarts.push_back(k.start);
+  kernels::MatmulProblem problem = loweringProblem(columns, rows, K, dtype, out.dtype, mTileColumns);
+  // A split output's m-block takes this core's tiles among the features an unsplit m-block covers,
+  // so the cores walk the weights in step (wider blocks measured up to 2.6% slower on GPT-2).
+  if (keepSharded) problem.maxGroupTiles = std::max<int64_t>(1, ctx.profile().psum.banks / 2 / cores);
+  if (columns > 0)
+    lowerOnFamily(ctx, node, problem, featureOf, kTileStarts, wAt, a, out, bias, residual,
+                  node.opType() == "FusedMatMul" ? epilogueOf(node) : Epilogue{});
   if (keepSharded) {
     out.shardedCores = cores;
   } else if (shard) {
@@ -346,7 +325,7 @@ Status emitMatmul(LoweringContext &ctx, const Node &node) {
 std::vector<OpLowering> matmulLowerings() {
   std::vector<OpLowering> v;
   for (auto [domain, op] : {std::pair{"", "MatMul"}, std::pair{"", "Gemm"}, std::pair{"tessel", "FusedMatMul"}})
-    v.push_back(OpLowering{domain, op, checkMatmul, emitMatmul});
+    v.push_back(OpLowering{domain, op, checkMatmul, lowerMatmul});
   return v;
 }
 

@@ -12,7 +12,7 @@
 #include "targets/nc/kernels/attention.h"
 #include "targets/nc/kernels/elementwise.h"
 #include "targets/nc/kernels/mamba.h"
-#include "targets/nc/kernels/matmul.h"
+#include "targets/nc/kernels/matmul/kernel.h"
 #include "targets/nc/kernels/norm.h"
 #include "targets/nc/kernels/reduction.h"
 #include "targets/nc/kernels/softmax.h"

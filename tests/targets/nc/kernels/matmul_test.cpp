@@ -44,6 +44,13 @@ TEST(MatmulKernel, EightBankGroups) {
   expectKernelPasses("matmul", {{"M", 1030}, {"N", 130}, {"K", 1000}}, DType::BF16, "nc-v3");
 }
 
+TEST(MatmulKernel, WideMovingPanels) {
+  // N = 2100 bf16 is five n-tiles, the last ragged: DMA rows of four n-tiles (4 KiB), so two panels,
+  // the second of one ragged n-tile; fp8 makes rows of eight n-tiles.
+  expectKernelPasses("matmul", {{"M", 130}, {"N", 2100}, {"K", 300}}, DType::BF16, "nc-v2", {{"bias", "1"}});
+  expectKernelPasses("matmul", {{"M", 260}, {"N", 4100}, {"K", 130}}, DType::F8E4M3, "nc-v3");
+}
+
 TEST(MatmulKernel, Dtypes) {
   expectKernelPasses("matmul", {{"M", 130}, {"N", 513}, {"K", 300}}, DType::F8E4M3, "nc-v2");
   expectKernelPasses("matmul", {{"M", 130}, {"N", 513}, {"K", 300}}, DType::F8E4M3, "nc-v3");
@@ -71,7 +78,7 @@ TEST(MatmulKernel, BadOptionsAreErrors) {
   }
 }
 
-// The NKI tutorial's four kernels (matmul_tutorial.h) at shapes that hold one block and several
+// The NKI tutorial's four kernels (kernels/matmul/tutorial.h) at shapes that hold one block and several
 // blocks of each, on both generations; fp32 too. Their published-shape times are calibration_test.cpp.
 void expectTutorialVariantPasses(const std::string &variant) {
   for (const std::string &profile : testing::kProfiles) {

@@ -1,4 +1,4 @@
-// The NKI matmul tutorial's kernels (matmul_tutorial.h). Tiles come from the profile: TK = partitions
+// The NKI matmul tutorial's kernels (tutorial.h). Tiles come from the profile: TK = partitions
 // (contraction on partitions), TM = PE columns (stationary free), TN = one PSUM bank of fp32 (moving
 // free). Loop structure and loads per variant, as in the tutorial:
 //
@@ -17,7 +17,7 @@
 //
 // Block sizes are the tutorial's, clamped to the shape so that small shapes (the numerics tests)
 // run the same code.
-#include "targets/nc/kernels/matmul_tutorial.h"
+#include "targets/nc/kernels/matmul/tutorial.h"
 
 #include <algorithm>
 #include <tuple>

@@ -1,5 +1,5 @@
 // The four kernels of the public NKI matrix-multiplication tutorial as variants of the matmul family
-// (matmul.h: same inputs a_t [K, M], b [K, N], output c [M, N], same reference): "tiled",
+// (kernel.h: same inputs a_t [K, M], b [K, N], output c [M, N], same reference): "tiled",
 // "hoisted" (loads hoisted out of the inner loop), "mn-blocked" (M and N blocked) and
 // "mnk-blocked" (M, N and K blocked). They are written the way the tutorial writes them, one
 // dma_copy per tutorial load, so that their simulated times can be compared with the tutorial's
