@@ -182,6 +182,15 @@ Value *Graph::findValue(const std::string &name) const {
   return it == valuesByName_.end() ? nullptr : it->second;
 }
 
+void Graph::renameValue(Value *value, std::string name) {
+  TESSEL_CHECK(value->graph() == this, "value '{}' is not owned by graph '{}'", value->name(), name_);
+  TESSEL_CHECK(!valuesByName_.count(name), "value name '{}' is taken in graph '{}'", name, name_);
+  auto it = valuesByName_.find(value->name());
+  if (it != valuesByName_.end() && it->second == value) valuesByName_.erase(it);
+  value->setName(std::move(name));
+  valuesByName_[value->name()] = value;
+}
+
 std::string Graph::uniqueName(const std::string &hint) {
   std::string candidate = hint;
   while (candidate.empty() || valuesByName_.count(candidate)) {

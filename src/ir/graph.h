@@ -161,6 +161,8 @@ class Graph {
 
   /// Reorders nodes so every producer precedes its users; fails on a cycle, naming a node on it.
   Status sortTopologically();
+  /// Gives `value` (owned by this graph) a new name, unused in this graph.
+  void renameValue(Value *value, std::string name);
   /// A name not yet used in this graph, derived from `hint`.
   std::string uniqueName(const std::string &hint);
 

@@ -13,6 +13,7 @@
 #include "passes/fuse_elementwise.h"
 #include "passes/fuse_epilogues.h"
 #include "passes/infer_shapes.h"
+#include "passes/promote_half.h"
 #include "passes/recognize_attention.h"
 #include "passes/recognize_gelu.h"
 #include "passes/recognize_layer_norm.h"

@@ -10,6 +10,10 @@ const PipelineSpec kO0Pipeline = {};
 const PipelineSpec kO1Pipeline = {
     {"infer-shapes"},    // First: fold-shapes reads the inferred types, fold-constants checks its size
                          // cap against them before evaluating.
+    {"promote-half"},    // Before folding and fusion: tessel's kernels compute float32 (the
+                         // accelerator's cast inside the kernels, --auto-cast), so a published fp16
+                         // model's weights and values become float32 and every later pass and
+                         // kernel sees float32; its inputs and outputs keep their declared types.
     {"fold-shapes"},     // Before fold-constants: turns Shape/Size of static values into constants, so
                          // the Gather/Unsqueeze/Concat after them become all-constant.
     {"fold-constants"},  // Folds those chains (and any other constant subexpression) in one run, up to
