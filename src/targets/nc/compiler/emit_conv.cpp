@@ -31,8 +31,14 @@
 // there: each tap only touches the rectangle of outputs whose window lies inside X, which is exact
 // because padded zeros add nothing.
 //
+// Blocks of at most 64 channels fold column taps into the contraction: R copies of the padded input
+// stacked on the partitions, copy r shifted by r columns, so one matmul sums R taps of a row
+// (foldedColumnTaps decides by the cost functions).
+//
 // A convolution whose every reader is a convolution that rounds it to the PE dtype stores Y in that
-// dtype straight from the eviction (readersTakeMatmulDtype), so no reader spends a cast pass on it.
+// dtype straight from the eviction (readersTakeMatmulDtype), so no reader spends a cast pass on it;
+// when its only reader pads, Y goes straight into that reader's zero-padded input (paddedReader,
+// allocatePaddedInput), replicas' room included, so no copy runs between the two.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -139,7 +145,7 @@ struct ConvOutput {
 };
 
 /// Y's channels [c0, c0 + count) at the positions of `chunk`: contiguous in the standard form, rows of
-/// the padded image when Y is stored as its reader's padded input (paddedInputFor).
+/// the padded image when Y is stored as its reader's padded input (allocatePaddedInput).
 TileView outputView(const ConvShape &s, const DeviceTensor &out, int64_t c0, int64_t count, const OutputChunk &chunk) {
   const TileView block = out.partitions(c0, count);
   if (out.isStandard(1)) return block.cols(chunk.offset(s.OH, s.OW), chunk.size());
