@@ -231,7 +231,8 @@ Status CpuExecutable::Impl::plan() {
       planned.released = ctx.releasedInputs();
       if (!planned.step) reason = "the cpu kernels do not cover this node's types or attributes";
     } else {
-      reason = "no cpu kernel for this op";
+      const std::string_view why = referenceReason(node.domain(), node.opType());
+      reason = why.empty() ? "no cpu kernel for this op" : std::string(why);
     }
     if (!planned.step) {
       summary.fallbacks.push_back(fmt::format("node '{}' ({}): {}", node.name(), node.opType(), reason));

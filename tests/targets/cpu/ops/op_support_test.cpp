@@ -10,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "ir/parser.h"
 #include "ops/registry.h"
+#include "targets/cpu/executable.h"
 #include "targets/cpu/step.h"
 
 namespace tessel::cpu {
@@ -47,6 +49,24 @@ TEST(CpuOpSupport, ReferenceRowsNameRegisteredOpsOnce) {
     EXPECT_TRUE(rows.insert(key(row.domain, row.opType)).second) << key(row.domain, row.opType) << " twice";
     EXPECT_FALSE(row.reason.empty()) << key(row.domain, row.opType);
   }
+}
+
+TEST(CpuOpSupport, AReferenceNodeCarriesItsReasonIntoThePlan) {
+  auto model = parseModel(R"(model opset(ai.onnx=13) ir_version=8 {
+func @main(%x: f32[4,8]) -> (%y: f32[4,8]) {
+  %r = Relu(%x)
+  %y = Hardmax(%r)
+  return %y
+}
+})",
+                          "<hardmax model>");
+  ASSERT_TRUE(model.ok()) << model.diag().str();
+  auto plan = compileCpu(std::move(*model), {0, 1});
+  ASSERT_TRUE(plan.ok()) << plan.diag().str();
+  const std::vector<std::string> &fallbacks = (*plan)->summary().fallbacks;
+  ASSERT_EQ(fallbacks.size(), 1u);
+  EXPECT_NE(fallbacks[0].find(fmt::format("(Hardmax): {}", referenceReason("", "Hardmax"))), std::string::npos)
+      << fallbacks[0];
 }
 
 }  // namespace
