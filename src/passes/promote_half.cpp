@@ -159,6 +159,17 @@ class Promoter {
 
 }  // namespace
 
+bool computesHalf(const Graph &graph) {
+  for (const auto &value : graph.values())
+    if (holdsHalf(value->type()) && !(graph.parentNode() == nullptr && value->isGraphInput())) return true;
+  for (const auto &node : graph.nodes()) {
+    for (const Graph *sub : node->subgraphs())
+      if (computesHalf(*sub)) return true;
+    if (node->opType() == "Cast" && isHalf(static_cast<DType>(node->attrInt("to", 0)))) return true;
+  }
+  return false;
+}
+
 Expected<bool> promoteHalf(Model &model) {
   Promoter promoter;
   promoter.recordOutputs(*model.graph);

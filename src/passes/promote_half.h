@@ -15,4 +15,8 @@ namespace tessel {
 /// least as precise as the model's own. Requires: inferred types. Returns whether anything changed.
 Expected<bool> promoteHalf(Model &model);
 
+/// Whether `graph` (or a subgraph) computes any fp16 or bf16 value besides its inputs: what
+/// promoteHalf would change.
+bool computesHalf(const Graph &graph);
+
 }  // namespace tessel

@@ -46,7 +46,8 @@ Status foldWeights(Model &model, int optLevel) {
   if (optLevel <= 0) return Status::success();
   PassManager manager;
   TESSEL_RETURN_IF_ERROR(manager.addPipeline(
-      "infer-shapes,fold-shapes,fold-constants,eliminate-common-subexpressions,eliminate-dead-code,infer-shapes"));
+      "infer-shapes,promote-half,fold-shapes,fold-constants,eliminate-common-subexpressions,eliminate-dead-code,"
+      "infer-shapes"));
   if (optLevel >= 2) TESSEL_RETURN_IF_ERROR(manager.addPipeline("fold-batch-norm,fold-conv-affine,eliminate-dead-code"));
   return manager.run(model).status();
 }

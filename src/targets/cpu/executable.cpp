@@ -10,6 +10,7 @@
 #include "passes/constant_values.h"
 #include "passes/infer_shapes.h"
 #include "passes/pass_manager.h"
+#include "passes/promote_half.h"
 #include "passes/pipelines.h"
 #include "targets/cpu/control_flow.h"
 #include "targets/cpu/memory_plan.h"
@@ -570,6 +571,7 @@ Expected<std::unique_ptr<CpuExecutable>> compileCpu(Model model, const CpuCompil
 Expected<std::unique_ptr<CpuExecutable>> planStaticModel(Model model, const CpuCompileOptions &options, ThreadPool *pool,
                                                          PackedConstants *shared) {
   // -O0 runs no passes but shape inference, so that sizes fixed at the inputs reach every value.
+  const bool promotesHalf = options.optLevel >= 1 && computesHalf(*model.graph);
   TESSEL_RETURN_IF_ERROR(optimizeForCpu(model, options.optLevel));
   // Packed constants are keyed by node name, so every node needs a distinct one.
   nameNodesUniquely(model);
@@ -580,6 +582,7 @@ Expected<std::unique_ptr<CpuExecutable>> planStaticModel(Model model, const CpuC
   impl->pool = pool;
   impl->sharedConstants = shared;
   TESSEL_RETURN_IF_ERROR(impl->plan());
+  impl->summary.promotedHalf = promotesHalf;
   return std::make_unique<CpuExecutable>(std::move(impl));
 }
 

@@ -39,6 +39,7 @@ struct CpuPlanSummary {
   size_t arenaBytes = 0;       // The planned activation arena.
   size_t unplannedBytes = 0;   // Sum of all activation sizes had nothing been reused.
   size_t constantBytes = 0;    // Packed constants plus raw constants still read.
+  bool promotedHalf = false;   // fp16/bf16 values compute in float32 (the promote-half pass).
 };
 
 class CpuExecutable {

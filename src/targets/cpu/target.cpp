@@ -55,6 +55,7 @@ std::string planReport(const CpuExecutable &plan) {
   text += fmt::format("activation arena: {} ({} without reuse)\n", megabytes(summary.arenaBytes),
                       megabytes(summary.unplannedBytes));
   text += fmt::format("constants: {}\n", megabytes(summary.constantBytes));
+  if (summary.promotedHalf) text += "precision: the model's fp16/bf16 values compute in float32 (promote-half)\n";
   text += "kernels:\n";
   for (const auto &[kernel, count] : kernels) text += fmt::format("  {:4d}  {}\n", count, kernel);
   if (!summary.fallbacks.empty()) {
