@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/op_support.h"
 #include "support/diagnostic.h"
 #include "support/thread_pool.h"
 
@@ -128,13 +129,8 @@ using LowerFn = Expected<std::unique_ptr<Step>> (*)(LowerContext &ctx);
 /// The lowering registered for (domain, opType), or null. Rows live in ops/defs/<family>.def.
 LowerFn findLowering(std::string_view domain, std::string_view opType);
 
-/// An op the cpu target runs on its reference kernel, and why (a row of ops/reference_ops.def).
-struct ReferenceOp {
-  std::string_view domain;  // "" for ai.onnx.
-  std::string_view opType;
-  std::string_view reason;
-};
-std::span<const ReferenceOp> referenceOps();
+/// The ops the cpu target runs on their reference kernels, and why (ops/reference_ops.def).
+std::span<const OpReason> referenceOps();
 /// Why `opType` runs on the reference kernel, or "" when it has a cpu lowering (or is unknown).
 std::string_view referenceReason(std::string_view domain, std::string_view opType);
 

@@ -55,7 +55,7 @@ constexpr std::string_view kRefFoldedByPasses =
 constexpr std::string_view kRefDataDependentShape =
     "its output shape depends on the data; the reference kernel runs it";
 
-constexpr ReferenceOp kReferenceOps[] = {
+constexpr OpReason kReferenceOps[] = {
 #define CPU_REFERENCE(op, domain, reason) {domain, #op, reason},
 #include "targets/cpu/ops/reference_ops.def"
 #undef CPU_REFERENCE
@@ -63,13 +63,10 @@ constexpr ReferenceOp kReferenceOps[] = {
 
 }  // namespace
 
-std::span<const ReferenceOp> referenceOps() { return kReferenceOps; }
+std::span<const OpReason> referenceOps() { return kReferenceOps; }
 
 std::string_view referenceReason(std::string_view domain, std::string_view opType) {
-  if (domain == "ai.onnx") domain = "";
-  for (const ReferenceOp &row : kReferenceOps)
-    if (row.domain == domain && row.opType == opType) return row.reason;
-  return {};
+  return findOpReason(kReferenceOps, domain, opType);
 }
 
 std::vector<int64_t> LowerContext::staticSizes(const Value &value) {

@@ -582,7 +582,7 @@ constexpr std::string_view kHostString = "string tensors have no device form";
 constexpr std::string_view kHostRandom = "a random generator: its stream must equal the host's";
 constexpr std::string_view kHostTraining = "a training-update op";
 
-constexpr HostOnlyOp kHostOnlyOps[] = {
+constexpr OpReason kHostOnlyOps[] = {
 #define NC_HOST(op, domain, reason) {domain, #op, reason},
 #include "targets/nc/compiler/host_ops.def"
 #undef NC_HOST
@@ -590,13 +590,10 @@ constexpr HostOnlyOp kHostOnlyOps[] = {
 
 }  // namespace
 
-std::span<const HostOnlyOp> hostOnlyOps() { return kHostOnlyOps; }
+std::span<const OpReason> hostOnlyOps() { return kHostOnlyOps; }
 
 std::string_view hostOnlyReason(std::string_view domain, std::string_view opType) {
-  if (domain == "ai.onnx") domain = "";
-  for (const HostOnlyOp &row : kHostOnlyOps)
-    if (row.domain == domain && row.opType == opType) return row.reason;
-  return {};
+  return findOpReason(kHostOnlyOps, domain, opType);
 }
 
 std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/op_support.h"
 #include "support/diagnostic.h"
 #include "targets/nc/compiler/device_tensor.h"
 #include "targets/nc/machine/profile.h"
@@ -161,13 +162,8 @@ struct OpLowering {
 const OpLowering *findOpLowering(const Node &node);
 const OpLowering *findOpLowering(std::string_view domain, std::string_view opType);
 
-/// An op the accelerator never runs, and why (a row of host_ops.def).
-struct HostOnlyOp {
-  std::string_view domain;  // "" for ai.onnx.
-  std::string_view opType;
-  std::string_view reason;
-};
-std::span<const HostOnlyOp> hostOnlyOps();
+/// The ops the accelerator never runs, and why (host_ops.def).
+std::span<const OpReason> hostOnlyOps();
 /// Why `opType` never runs on the accelerator, or "" when it has a lowering (or is unknown).
 std::string_view hostOnlyReason(std::string_view domain, std::string_view opType);
 

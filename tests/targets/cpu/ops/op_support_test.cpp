@@ -4,7 +4,6 @@
 // op to src/ops/ops.def forces a decision here.
 #include <gtest/gtest.h>
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,37 +17,20 @@
 namespace tessel::cpu {
 namespace {
 
-std::string key(std::string_view domain, std::string_view op) {
-  return fmt::format("{}{}{}", domain, domain.empty() ? "" : "::", op);
-}
-
 /// control_flow.cpp plans these with nested cpu plans rather than through the lowering table.
 bool hasNestedPlans(const OpInfo &op) {
   return op.domain.empty() && (op.name == "If" || op.name == "Loop" || op.name == "Scan");
 }
 
 TEST(CpuOpSupport, EveryRegisteredOpIsLoweredOrRunsTheReferenceWithAReason) {
-  std::vector<std::string> none, twice;
-  std::set<std::string> seen;
-  for (const OpInfo &op : allOps()) {
-    if (!seen.insert(key(op.domain, op.name)).second) continue;  // One row per opset range.
-    const int decisions = (findLowering(op.domain, op.name) != nullptr) + hasNestedPlans(op) +
-                          !referenceReason(op.domain, op.name).empty();
-    if (decisions == 0) none.push_back(key(op.domain, op.name));
-    if (decisions > 1) twice.push_back(key(op.domain, op.name));
-  }
-  EXPECT_TRUE(none.empty()) << "give these a cpu lowering or a row in reference_ops.def: "
-                            << fmt::format("{}", fmt::join(none, ", "));
-  EXPECT_TRUE(twice.empty()) << "decided twice: " << fmt::format("{}", fmt::join(twice, ", "));
-}
-
-TEST(CpuOpSupport, ReferenceRowsNameRegisteredOpsOnce) {
-  std::set<std::string> rows;
-  for (const ReferenceOp &row : referenceOps()) {
-    EXPECT_NE(findOpAnyVersion(row.domain, row.opType), nullptr) << key(row.domain, row.opType) << " is no op";
-    EXPECT_TRUE(rows.insert(key(row.domain, row.opType)).second) << key(row.domain, row.opType) << " twice";
-    EXPECT_FALSE(row.reason.empty()) << key(row.domain, row.opType);
-  }
+  const OpDecisionProblems problems = checkOpDecisions(referenceOps(), [](const OpInfo &op) {
+    return (findLowering(op.domain, op.name) != nullptr) + hasNestedPlans(op);
+  });
+  EXPECT_TRUE(problems.undecided.empty()) << "give these a cpu lowering or a row in reference_ops.def: "
+                                          << fmt::format("{}", fmt::join(problems.undecided, ", "));
+  EXPECT_TRUE(problems.decidedTwice.empty()) << "decided twice: " << fmt::format("{}", fmt::join(problems.decidedTwice, ", "));
+  EXPECT_TRUE(problems.unknownRows.empty()) << "rows naming no op: " << fmt::format("{}", fmt::join(problems.unknownRows, ", "));
+  EXPECT_TRUE(problems.repeatedRows.empty()) << "rows given twice: " << fmt::format("{}", fmt::join(problems.repeatedRows, ", "));
 }
 
 TEST(CpuOpSupport, AReferenceNodeCarriesItsReasonIntoThePlan) {

@@ -4,7 +4,6 @@
 // reason reaches the compile report.
 #include <gtest/gtest.h>
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -18,32 +17,15 @@
 namespace tessel::nc::compiler {
 namespace {
 
-std::string key(std::string_view domain, std::string_view op) {
-  return fmt::format("{}{}{}", domain, domain.empty() ? "" : "::", op);
-}
-
 TEST(NcOpSupport, EveryRegisteredOpIsLoweredOrHostOnlyWithAReason) {
-  std::vector<std::string> neither, both;
-  std::set<std::string> seen;
-  for (const OpInfo &op : allOps()) {
-    if (!seen.insert(key(op.domain, op.name)).second) continue;  // One row per opset range.
-    const bool lowered = findOpLowering(op.domain, op.name) != nullptr;
-    const bool hostOnly = !hostOnlyReason(op.domain, op.name).empty();
-    if (!lowered && !hostOnly) neither.push_back(key(op.domain, op.name));
-    if (lowered && hostOnly) both.push_back(key(op.domain, op.name));
-  }
-  EXPECT_TRUE(neither.empty()) << "give these a lowering or a row in host_ops.def: "
-                               << fmt::format("{}", fmt::join(neither, ", "));
-  EXPECT_TRUE(both.empty()) << "lowered and listed as host-only: " << fmt::format("{}", fmt::join(both, ", "));
-}
-
-TEST(NcOpSupport, HostOnlyRowsNameRegisteredOpsOnce) {
-  std::set<std::string> rows;
-  for (const HostOnlyOp &row : hostOnlyOps()) {
-    EXPECT_NE(findOpAnyVersion(row.domain, row.opType), nullptr) << key(row.domain, row.opType) << " is no op";
-    EXPECT_TRUE(rows.insert(key(row.domain, row.opType)).second) << key(row.domain, row.opType) << " twice";
-    EXPECT_FALSE(row.reason.empty()) << key(row.domain, row.opType);
-  }
+  const OpDecisionProblems problems =
+      checkOpDecisions(hostOnlyOps(), [](const OpInfo &op) { return findOpLowering(op.domain, op.name) != nullptr; });
+  EXPECT_TRUE(problems.undecided.empty()) << "give these a lowering or a row in host_ops.def: "
+                                          << fmt::format("{}", fmt::join(problems.undecided, ", "));
+  EXPECT_TRUE(problems.decidedTwice.empty())
+      << "lowered and listed as host-only: " << fmt::format("{}", fmt::join(problems.decidedTwice, ", "));
+  EXPECT_TRUE(problems.unknownRows.empty()) << "rows naming no op: " << fmt::format("{}", fmt::join(problems.unknownRows, ", "));
+  EXPECT_TRUE(problems.repeatedRows.empty()) << "rows given twice: " << fmt::format("{}", fmt::join(problems.repeatedRows, ", "));
 }
 
 TEST(NcOpSupport, AHostOnlyNodeCarriesItsReasonIntoTheReport) {
