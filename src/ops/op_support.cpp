@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace tessel {
 
@@ -20,6 +21,14 @@ std::string_view findOpReason(std::span<const OpReason> rows, std::string_view d
   for (const OpReason &row : rows)
     if (row.domain == domain && row.opType == opType) return row.reason;
   return {};
+}
+
+std::string OpDecisionProblems::str() const {
+  std::string text;
+  for (const auto &[what, names] : {std::pair{"no decision", &undecided}, std::pair{"decided twice", &decidedTwice},
+                                    std::pair{"rows naming no op", &unknownRows}, std::pair{"rows given twice", &repeatedRows}})
+    if (!names->empty()) text += fmt::format("{}: {}\n", what, fmt::join(*names, ", "));
+  return text;
 }
 
 OpDecisionProblems checkOpDecisions(std::span<const OpReason> rows,

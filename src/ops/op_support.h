@@ -27,6 +27,10 @@ std::string_view findOpReason(std::span<const OpReason> rows, std::string_view d
 /// ops decided twice, rows that name no registered op, and rows given twice.
 struct OpDecisionProblems {
   std::vector<std::string> undecided, decidedTwice, unknownRows, repeatedRows;
+
+  bool empty() const { return undecided.empty() && decidedTwice.empty() && unknownRows.empty() && repeatedRows.empty(); }
+  /// One line per kind of problem present, e.g. "no decision: Sin".
+  std::string str() const;
 };
 /// Checks `rows` together with `decisions`, the number of the target's other decisions for an op
 /// (its lowering, 0 or 1; nested plans...), over every op of the registry.

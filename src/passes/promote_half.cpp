@@ -93,12 +93,10 @@ class Promoter {
       node.setAttr("to", Attribute(static_cast<int64_t>(DType::Float32)));
       changed = true;
     }
-    for (const char *attr : {"value"}) {  // Constant, ConstantOfShape.
-      if ((op == "Constant" || op == "ConstantOfShape") && node.attrTensor(attr) &&
-          isHalf(node.attrTensor(attr)->dtype())) {
-        node.setAttr(attr, Attribute(promotedTensor(*node.attrTensor(attr))));
-        changed = true;
-      }
+    const Tensor *value = node.attrTensor("value");
+    if ((op == "Constant" || op == "ConstantOfShape") && value && isHalf(value->dtype())) {
+      node.setAttr("value", Attribute(promotedTensor(*value)));
+      changed = true;
     }
     const bool generator = op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
                            op == "RandomUniformLike" || op == "EyeLike" || op == "Bernoulli" || op == "Multinomial";

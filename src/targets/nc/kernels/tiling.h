@@ -32,6 +32,12 @@ inline std::vector<Span> splitRange(int64_t total, int64_t step) {
   return spans;
 }
 
+/// Tile `index` of splitRange(total, step), without making the others.
+inline Span tileOf(int64_t index, int64_t step, int64_t total) {
+  const int64_t start = index * step;
+  return {start, std::min(step, total - start)};
+}
+
 /// ceil(a / b) for positive b.
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -79,23 +79,11 @@ class MatmulEmitter {
   /// Columns per m-tile of the HBM staging tile and the bias rows.
   int64_t stagingCols() const { return std::min(p_.N, plan_.tileN); }
 
-  Span mBlockCols(int64_t mb) const {
-    const int64_t start = mb * plan_.blockCols();
-    return {start, std::min(plan_.blockCols(), p_.M - start)};
-  }
-  Span nTile(int64_t nb) const {
-    const int64_t start = nb * plan_.tileN;
-    return {start, std::min(plan_.tileN, p_.N - start)};
-  }
-  Span panelCols(int64_t panel) const {
-    const int64_t start = panel * plan_.panelCols();
-    return {start, std::min(plan_.panelCols(), p_.N - start)};
-  }
+  Span mBlockCols(int64_t mb) const { return tileOf(mb, plan_.blockCols(), p_.M); }
+  Span nTile(int64_t nb) const { return tileOf(nb, plan_.tileN, p_.N); }
+  Span panelCols(int64_t panel) const { return tileOf(panel, plan_.panelCols(), p_.N); }
   /// The k-tiles of chunk kc: [start, start + count); all full but possibly the last of K.
-  Span chunkKTiles(int64_t kc) const {
-    const int64_t first = kc * plan_.chunkTiles;
-    return {first, std::min(plan_.chunkTiles, plan_.kTiles - first)};
-  }
+  Span chunkKTiles(int64_t kc) const { return tileOf(kc, plan_.chunkTiles, plan_.kTiles); }
   int64_t kTileRows(int64_t kt) const { return std::min(plan_.tileK, p_.K - kt * plan_.tileK); }
   /// Columns between consecutive k-tiles of a stationary chunk of m-block mb.
   int64_t stationaryWidth(int64_t mb) const {
@@ -210,7 +198,8 @@ class MatmulEmitter {
 
   Span mTileOf(int64_t mb, int64_t j) const {
     const Span cols = mBlockCols(mb);
-    return {cols.start + j * plan_.tileM, std::min(plan_.tileM, cols.count - j * plan_.tileM)};
+    const Span inBlock = tileOf(j, plan_.tileM, cols.count);
+    return {cols.start + inBlock.start, inBlock.count};
   }
 
   void multiplyStep(size_t s) {
