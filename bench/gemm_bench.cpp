@@ -1,16 +1,19 @@
-// SGEMM throughput against the machine's own single-core FMA peak, measured in the same run.
+// GEMM throughput against the machine's own single-core peak for its operand type (fp32 FMA, or
+// the bf16 dot product), measured in the same run.
 //
-//   FmaPeak/<loop>               independent FMA chains in each ISA the host has (GFLOP/s)
+//   FmaPeak/<loop>               independent FMA (or vdpbf16ps) chains in each ISA the host has
 //   Sgemm/<variant>/<n>          C = A*B, square n, B packed on the fly (every runnable variant at
-//                                the smallest size, the selected variant at every size)
+//                                the smallest size, the selected f32 and bf16 variants at every
+//                                size; bf16 rows take no packed A)
 //   SgemmPacked/<variant>/<n>    the same with B packed once beforehand (the weights path)
 //   SgemmPackedA/<variant>/<n>   the same with A packed once beforehand (convolution weights)
 //   .../threads:<t>              the same split over a ThreadPool of t threads
 //   Layer/<name>/threads:<t>     model-shaped products with the constant operand pre-packed:
-//                                linear layers (packed B, small M) and convolutions (packed A)
+//                                linear layers (packed B, small M) and convolutions (packed A);
+//   Layer/<name>/bf16/...        the linear layers with the bf16 variant
 //
-// Counters: GFLOPS, and peak_fraction = achieved / (threads x the best loop's measured one-core
-// peak). Single-threaded rates are per CPU second (thread CPU time for the peak, Google
+// Counters: GFLOPS, and peak_fraction = achieved / (threads x the measured one-core peak of the
+// best loop of the same operand type). Single-threaded rates are per CPU second (thread CPU time for the peak, Google
 // Benchmark's CPU time for the rest): the machines are shared, and wall time would count other
 // tenants' work. Threaded rates are per wall second. Run: build-*/bin/tessel_gemm_bench
 // [--benchmark_repetitions=3 --benchmark_filter=...]
@@ -45,20 +48,23 @@ double threadCpuSeconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-/// The best FMA loop's throughput in FLOP/s, measured once (best of a few trials).
-double measuredPeakFlops() {
-  static const double peak = [] {
-    const FmaPeakLoop &loop = bestFmaPeakLoop();
-    double best = 0.0;
-    for (int trial = 0; trial < kPeakTrials; ++trial) {
-      const double start = threadCpuSeconds();
-      benchmark::DoNotOptimize(loop.run(kPeakIterations, float(trial)));
-      const double elapsed = threadCpuSeconds() - start;
-      best = std::max(best, double(kPeakIterations * loop.flopsPerIteration) / elapsed);
-    }
-    return best;
-  }();
-  return peak;
+double measurePeak(const FmaPeakLoop *loop) {
+  if (loop == nullptr) return 0.0;
+  double best = 0.0;
+  for (int trial = 0; trial < kPeakTrials; ++trial) {
+    const double start = threadCpuSeconds();
+    benchmark::DoNotOptimize(loop->run(kPeakIterations, float(trial)));
+    const double elapsed = threadCpuSeconds() - start;
+    best = std::max(best, double(kPeakIterations * loop->flopsPerIteration) / elapsed);
+  }
+  return best;
+}
+
+/// The best loop's throughput in FLOP/s for these operands, measured once (best of a few trials).
+double measuredPeakFlops(GemmOperands operands) {
+  static const double f32 = measurePeak(bestFmaPeakLoop(GemmOperands::F32));
+  static const double bf16 = measurePeak(bestFmaPeakLoop(GemmOperands::Bf16));
+  return operands == GemmOperands::F32 ? f32 : bf16;
 }
 
 std::string cpuModel() {
@@ -72,11 +78,12 @@ std::string cpuModel() {
   return "unknown";
 }
 
-void setThroughputCounters(benchmark::State &state, double flopsPerIteration, int threads = 1) {
+void setThroughputCounters(benchmark::State &state, double flopsPerIteration, GemmOperands operands,
+                           int threads = 1) {
   state.counters["GFLOPS"] =
       benchmark::Counter(flopsPerIteration / kGiga, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["peak_fraction"] = benchmark::Counter(flopsPerIteration / (measuredPeakFlops() * threads),
-                                                       benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_fraction"] = benchmark::Counter(
+      flopsPerIteration / (measuredPeakFlops(operands) * threads), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 /// A pool of `threads` threads, or null for one (the single-threaded entry path).
@@ -88,7 +95,7 @@ void benchFmaPeak(benchmark::State &state, const FmaPeakLoop *loop) {
   const int64_t iterations = kPeakIterations / 10;
   float seed = 1.0f;
   for (auto _ : state) benchmark::DoNotOptimize(loop->run(iterations, seed));
-  setThroughputCounters(state, double(iterations * loop->flopsPerIteration));
+  setThroughputCounters(state, double(iterations * loop->flopsPerIteration), loop->operands);
 }
 
 std::vector<float> randomMatrix(int64_t count, uint32_t seed) {
@@ -117,7 +124,7 @@ void benchSgemm(benchmark::State &state, const GemmKernel *kernel, int64_t n, Pr
     }
     benchmark::ClobberMemory();
   }
-  setThroughputCounters(state, 2.0 * double(n) * double(n) * double(n), threads);
+  setThroughputCounters(state, 2.0 * double(n) * double(n) * double(n), kernel->operands, threads);
 }
 
 /// A layer-shaped product: the constant operand (B for a linear layer, A for a convolution's
@@ -136,7 +143,7 @@ constexpr LayerShape kLayerShapes[] = {
     {"conv_512x49x4608", {512, 49, 4608}, true},      {"conv_2048x49x512", {2048, 49, 512}, true},
 };
 
-void benchLayer(benchmark::State &state, const LayerShape *layer, int threads) {
+void benchLayer(benchmark::State &state, const LayerShape *layer, const GemmKernel *kernel, int threads) {
   const GemmShape s = layer->shape;
   const std::vector<float> a = randomMatrix(s.m * s.k, 1), b = randomMatrix(s.k * s.n, 2);
   const std::vector<float> bias = randomMatrix(layer->weightsOnLeft ? s.m : s.n, 3);
@@ -147,11 +154,11 @@ void benchLayer(benchmark::State &state, const LayerShape *layer, int threads) {
   epilogue.biasPerRow = layer->weightsOnLeft;
   epilogue.activation.kind = ActivationKind::Relu;
   const GemmPacking packing{layer->weightsOnLeft, !layer->weightsOnLeft};
-  std::vector<std::byte> scratchBytes(sgemmScratchBytes(s, threads, packing) + 64);
+  std::vector<std::byte> scratchBytes(sgemmScratchBytes(*kernel, s, threads, packing) + 64);
   const size_t offset = (64 - reinterpret_cast<uintptr_t>(scratchBytes.data()) % 64) % 64;
   const std::span<std::byte> scratch(scratchBytes.data() + offset, scratchBytes.size() - 64);
-  const PackedA packedA = layer->weightsOnLeft ? packA(s.m, s.k, a.data(), s.k) : PackedA{};
-  const PackedB packedB = layer->weightsOnLeft ? PackedB{} : packB(s.k, s.n, b.data(), s.n);
+  const PackedA packedA = layer->weightsOnLeft ? packA(*kernel, s.m, s.k, a.data(), s.k) : PackedA{};
+  const PackedB packedB = layer->weightsOnLeft ? PackedB{} : packB(*kernel, s.k, s.n, b.data(), s.n);
   for (auto _ : state) {
     if (layer->weightsOnLeft) {
       sgemmPackedA(s, packedA, b.data(), s.n, c.data(), s.n, epilogue, pool.get(), scratch);
@@ -160,7 +167,7 @@ void benchLayer(benchmark::State &state, const LayerShape *layer, int threads) {
     }
     benchmark::ClobberMemory();
   }
-  setThroughputCounters(state, 2.0 * double(s.m) * double(s.n) * double(s.k), threads);
+  setThroughputCounters(state, 2.0 * double(s.m) * double(s.n) * double(s.k), kernel->operands, threads);
 }
 
 void registerBenchmarks() {
@@ -168,13 +175,15 @@ void registerBenchmarks() {
     if (!hasAll(hostIsa(), loop.isa)) continue;
     benchmark::RegisterBenchmark((std::string("FmaPeak/") + loop.name).c_str(), benchFmaPeak, &loop);
   }
-  const GemmKernel *selected = &selectedGemmKernel();
+  const GemmKernel *selectedBf16 = selectedGemmKernel(GemmOperands::Bf16);
   for (const GemmKernel &kernel : gemmKernels()) {
     if (!canRun(kernel)) continue;
+    const bool selected = &kernel == &selectedGemmKernel() || &kernel == selectedBf16;
     for (int threads : kThreadCounts) {
       for (int64_t n : kSizes) {
-        if (&kernel != selected && (n != kSizes[0] || threads != 1)) continue;
+        if (!selected && (n != kSizes[0] || threads != 1)) continue;
         for (Prepacked prepacked : {Prepacked::None, Prepacked::B, Prepacked::A}) {
+          if (prepacked == Prepacked::A && kernel.kPack > 1) continue;
           const char *prefix = prepacked == Prepacked::None ? "Sgemm/"
                                : prepacked == Prepacked::B  ? "SgemmPacked/"
                                                             : "SgemmPackedA/";
@@ -189,10 +198,14 @@ void registerBenchmarks() {
   }
   for (int threads : kThreadCounts) {
     for (const LayerShape &layer : kLayerShapes) {
-      const std::string name = std::string("Layer/") + layer.name + "/threads:" + std::to_string(threads);
-      auto *bench = benchmark::RegisterBenchmark(name.c_str(), benchLayer, &layer, threads)
-                        ->Unit(benchmark::kMicrosecond);
-      if (threads > 1) bench->UseRealTime();
+      for (const GemmKernel *kernel : {&selectedGemmKernel(), selectedBf16}) {
+        if (kernel == nullptr || (layer.weightsOnLeft && kernel->kPack > 1)) continue;
+        const std::string type = kernel->operands == GemmOperands::F32 ? "" : "/bf16";
+        const std::string name = std::string("Layer/") + layer.name + type + "/threads:" + std::to_string(threads);
+        auto *bench = benchmark::RegisterBenchmark(name.c_str(), benchLayer, &layer, kernel, threads)
+                          ->Unit(benchmark::kMicrosecond);
+        if (threads > 1) bench->UseRealTime();
+      }
     }
   }
 }
@@ -208,7 +221,11 @@ int main(int argc, char **argv) {
   benchmark::AddCustomContext("host_isa", isaName(hostIsa()));
   benchmark::AddCustomContext("sgemm_kernel", gemmKernelName());
   benchmark::AddCustomContext("fma_peak_loop", bestFmaPeakLoop().name);
-  benchmark::AddCustomContext("fma_peak_gflops", std::to_string(measuredPeakFlops() / 1e9));
+  benchmark::AddCustomContext("fma_peak_gflops", std::to_string(measuredPeakFlops(GemmOperands::F32) / 1e9));
+  if (const FmaPeakLoop *bf16 = bestFmaPeakLoop(GemmOperands::Bf16)) {
+    benchmark::AddCustomContext("bf16_peak_loop", bf16->name);
+    benchmark::AddCustomContext("bf16_peak_gflops", std::to_string(measuredPeakFlops(GemmOperands::Bf16) / 1e9));
+  }
   registerBenchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

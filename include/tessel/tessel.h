@@ -188,9 +188,12 @@ struct CompileOptions {
   /// cpu: dims left symbolic stay so (one executable plans each shape on first use); these bound
   /// them (dim name -> {lo, hi}), checked at every run. Unbounded unless given.
   std::map<std::string, std::pair<int64_t, int64_t>> dimRanges;
+  /// none, matmul (matmul/conv operands) or all (accelerators: activations too); "" is the target's
+  /// default: matmul on accelerators, none on cpu (where matmul and all both cast the operands of
+  /// matmul and convolution products to bf16, sums in float32).
+  std::string autoCast;
+  std::string autoCastType = "bf16";  // bf16 (cpu: the only one), fp16 or fp8_e4m3.
   // Accelerator targets:
-  std::string autoCast = "matmul";  // none, matmul (matmul/conv operands) or all (activations too).
-  std::string autoCastType = "bf16";  // bf16, fp16 or fp8_e4m3.
   int cores = 1;                      // Cores of the chip to shard the model over.
 };
 

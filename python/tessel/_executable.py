@@ -142,7 +142,8 @@ def compile(model, target="cpu", **options):
 
     Options: opt_level (0-3, default 3), threads (cpu; 0 = all cores), shapes (input name ->
     sizes, for symbolic dims), batch (the size of a symbolic leading dim), auto_cast ("none",
-    "matmul" or "all"; accelerator), auto_cast_type ("bf16", "fp16" or "fp8_e4m3"), cores
+    "matmul" or "all"; default: matmul on accelerators, none on cpu, where both others cast
+    matmul/conv operands to bf16), auto_cast_type ("bf16", "fp16" or "fp8_e4m3"), cores
     (accelerator cores to shard over).
     """
     if not isinstance(target, str):

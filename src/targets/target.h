@@ -18,9 +18,11 @@ namespace tessel {
 struct TargetOptions {
   int optLevel = 3;  // The graph pass pipeline.
   int threads = 0;   // cpu: thread pool size (0 = all hardware threads).
-  // Accelerators:
-  std::string autoCast = "none";  // none, matmul or all.
+  // none, matmul or all; "" is the target's default (accelerators: matmul; cpu: none, and on the cpu
+  // matmul and all both mean bf16 matmul/conv operands).
+  std::string autoCast = "none";
   std::string autoCastType = "bf16";
+  // Accelerators:
   int cores = 1;
   bool timePasses = false;  // Record the time of every pass and compiler stage (compileTimes()).
   // Targets that plan every shape (cpu): the sizes each symbolic dim may take, checked at run time.

@@ -26,7 +26,7 @@ struct CompileArgs {
   int optLevel = 3;
   int threads = 0;
   bool report = false;
-  std::string autoCast = "matmul", autoCastType = "bf16";
+  std::string autoCast, autoCastType = "bf16";
   int cores = 1;
   bool timePasses = false;
   std::string emit;
@@ -111,9 +111,10 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_option("model", args->model, "Model file (.onnx, or text IR .tsl.txt)")->required();
   cmd->add_option("--target", args->target, "Target: cpu, nc-v2, nc-v3, or an accelerator profile (.json); `ref` has no artifact")
       ->capture_default_str();
-  cmd->add_option("--auto-cast", args->autoCast, "nc: none, matmul (matmul/conv operands) or all (activations too)")
+  cmd->add_option("--auto-cast", args->autoCast,
+                  "none, matmul (matmul/conv operands) or all (nc: activations too); default: nc matmul, cpu none");
+  cmd->add_option("--auto-cast-type", args->autoCastType, "bf16 (cpu: the only one), fp16 or fp8_e4m3 (nc)")
       ->capture_default_str();
-  cmd->add_option("--auto-cast-type", args->autoCastType, "nc: bf16, fp16 or fp8_e4m3")->capture_default_str();
   cmd->add_option("--cores", args->cores, "nc: cores of the chip to shard the model over")->capture_default_str();
   cmd->add_flag("--time-passes", args->timePasses, "nc: print the time of every pass and compiler stage");
   cmd->add_option("-o,--output", args->output, "Artifact to write (.tsl)");

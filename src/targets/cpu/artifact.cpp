@@ -20,6 +20,12 @@
 namespace tessel::cpu {
 namespace {
 
+/// The bf16 variant this host runs, or "" (auto-cast then computes in float32).
+std::string bf16KernelName() {
+  const GemmKernel *kernel = selectedGemmKernel(GemmOperands::Bf16);
+  return kernel != nullptr ? kernel->name : "";
+}
+
 constexpr char kMagic[8] = {'T', 'S', 'L', 'C', 'P', 'U', '0', '1'};
 constexpr size_t kPrefixBytes = 24;
 // Initializers smaller than this stay inside the graph's protobuf.
@@ -50,11 +56,11 @@ bool isCpuArtifact(const std::string &path) {
 }
 
 Status CpuExecutable::save(const std::string &path) const {
-  return writeCpuArtifact(path, impl_->model, impl_->constants, impl_->options.optLevel, nullptr);
+  return writeCpuArtifact(path, impl_->model, impl_->constants, impl_->options, nullptr);
 }
 
-Status writeCpuArtifact(const std::string &path, const Model &model, const PackedConstants &constants, int optLevel,
-                        const DimRanges *ranges) {
+Status writeCpuArtifact(const std::string &path, const Model &model, const PackedConstants &constants,
+                        const CpuCompileOptions &options, const DimRanges *ranges) {
   TESSEL_ASSIGN_OR_RETURN(onnx::ModelProto proto, exportOnnxProto(model));
   const std::string location = std::filesystem::path(path).filename().string();
 
@@ -85,9 +91,11 @@ Status writeCpuArtifact(const std::string &path, const Model &model, const Packe
   nlohmann::json header = {{"format", 1},
                            {"target", "cpu"},
                            {"gemm_kernel", gemmKernelName()},
-                           {"opt_level", optLevel},
+                           {"opt_level", options.optLevel},
+                           {"products", operandsName(options.products)},
                            {"graph", {{"offset", graphOffset}, {"bytes", graphBytes.size()}}},
                            {"packed", packed}};
+  if (options.products == GemmOperands::Bf16) header["bf16_gemm_kernel"] = bf16KernelName();
   if (ranges) {
     nlohmann::json dims = nlohmann::json::object();
     for (const auto &[name, range] : *ranges) dims[name] = {range.lo, range.hi};
@@ -141,6 +149,14 @@ Expected<CpuArtifact> readCpuArtifact(const std::string &path) {
                          "weights were packed for {}; this host runs {}: compile the model again on this machine",
                          packedFor, gemmKernelName());
   }
+  const std::string bf16PackedFor = header.value("bf16_gemm_kernel", "");
+  if (header.contains("bf16_gemm_kernel") && bf16PackedFor != bf16KernelName()) {
+    return makeFileError(ErrorCode::InvalidModel, path,
+                         "weights were packed for {} (auto-cast bf16); this host runs {}: compile the model again "
+                         "on this machine",
+                         bf16PackedFor.empty() ? "float32 (no bf16 variant)" : bf16PackedFor,
+                         bf16KernelName().empty() ? "no bf16 variant" : bf16KernelName());
+  }
   try {
     uint64_t graphOffset = header["graph"]["offset"], graphBytes = header["graph"]["bytes"];
     if (!inFile(graphOffset, graphBytes)) return makeFileError(ErrorCode::ParseError, path, "truncated artifact graph");
@@ -177,6 +193,11 @@ Expected<CpuArtifact> readCpuArtifact(const std::string &path) {
     artifact.packed = std::move(entries);
     artifact.file = std::move(file);
     artifact.optLevel = header.value("opt_level", 3);
+    const std::string products = header.value("products", "f32");
+    if (products != "f32" && products != "bf16") {
+      return makeFileError(ErrorCode::ParseError, path, "bad artifact header: products '{}'", products);
+    }
+    artifact.products = products == "bf16" ? GemmOperands::Bf16 : GemmOperands::F32;
     artifact.dynamic = header.value("dynamic", false);
     if (header.contains("dim_ranges")) {
       for (const auto &[name, bounds] : header["dim_ranges"].items()) {
@@ -204,6 +225,7 @@ Expected<std::unique_ptr<CpuExecutable>> planArtifact(CpuArtifact artifact, cons
   impl->model = std::move(artifact.model);
   impl->options = options;
   impl->options.optLevel = artifact.optLevel;
+  impl->options.products = artifact.products;
   impl->constants.useLoaded(std::move(artifact.packed), artifact.file);
   Status planned = impl->plan();
   if (!planned.ok()) return withLocation(planned, SourceLoc::inFile(path)).diag();

@@ -80,6 +80,7 @@ Expected<std::unique_ptr<DynamicCpuExecutable>> DynamicCpuExecutable::load(CpuAr
   }
   CpuCompileOptions loaded = options;
   loaded.optLevel = artifact.optLevel;
+  loaded.products = artifact.products;
   auto executable = std::unique_ptr<DynamicCpuExecutable>(
       new DynamicCpuExecutable(std::move(artifact.model), loaded, std::move(artifact.ranges)));
   executable->constants_->useLoaded(std::move(artifact.packed), std::move(artifact.file), /*grows=*/true);
@@ -119,7 +120,7 @@ Expected<NamedValues> DynamicCpuExecutable::run(const NamedValues &feeds) {
 }
 
 Status DynamicCpuExecutable::save(const std::string &path) const {
-  return writeCpuArtifact(path, model_, *constants_, options_.optLevel, &ranges_);
+  return writeCpuArtifact(path, model_, *constants_, options_, &ranges_);
 }
 
 size_t DynamicCpuExecutable::packedBytes() const { return constants_->totalBytes(); }

@@ -225,11 +225,13 @@ Status CpuExecutable::Impl::plan() {
     } else if (lower && !declaredTypesHold(*nodePtr, model.opsetFor(node.domain()))) {
       reason = "its declared output types disagree with the op's shape inference";
     } else if (lower) {
-      LowerContext ctx(node, model.opsetFor(node.domain()), *store, static_cast<int>(threads));
+      LowerContext ctx(node, model.opsetFor(node.domain()), *store, static_cast<int>(threads), options.products);
       auto step = lower(ctx);
       if (!step.ok()) return withLocation(Status(step.diag()), locationOf(node, model.sourcePath));
       planned.step = std::move(*step);
       planned.released = ctx.releasedInputs();
+      if (planned.step && ctx.offeredCast()) ++summary.castableSteps;
+      if (planned.step && ctx.castProducts()) ++summary.bf16Steps;
       if (!planned.step) reason = "the cpu kernels do not cover this node's types or attributes";
     } else {
       const std::string_view why = referenceReason(node.domain(), node.opType());
@@ -320,6 +322,7 @@ Status CpuExecutable::Impl::plan() {
   std::memset(arena.get(), 0, std::max<size_t>(memory.arenaBytes, 1));
 
   summary.arenaBytes = memory.arenaBytes;
+  summary.products = options.products;
   for (const BufferLifetime &buffer : buffers) summary.unplannedBytes += buffer.bytes;
   summary.constantBytes = (sharedConstants ? *sharedConstants : constants).totalBytes();
   // Raw constants count when some step still reads them (not every reader packed its own copy).

@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "support/diagnostic.h"
 #include "support/thread_pool.h"
+#include "targets/cpu/kernels/gemm_microkernel.h"
 #include "targets/ref/interpreter.h"
 
 namespace tessel::cpu {
@@ -19,6 +20,9 @@ namespace tessel::cpu {
 struct CpuCompileOptions {
   int optLevel = 3;  // The pass pipeline (passes/pipelines.h) run before lowering.
   int threads = 0;   // Thread pool size; 0 = all hardware threads.
+  // Auto-cast: the type matmul and convolution products take (bf16 where the host has a variant
+  // and the step's operands allow it; every sum and everything else stays float32).
+  GemmOperands products = GemmOperands::F32;
 };
 
 /// Time spent in one step over the runs a profile covers.
@@ -40,6 +44,9 @@ struct CpuPlanSummary {
   size_t unplannedBytes = 0;   // Sum of all activation sizes had nothing been reused.
   size_t constantBytes = 0;    // Packed constants plus raw constants still read.
   bool promotedHalf = false;   // fp16/bf16 values compute in float32 (the promote-half pass).
+  GemmOperands products = GemmOperands::F32;  // What auto-cast asked for.
+  int bf16Steps = 0;           // Steps whose products take bf16 operands.
+  int castableSteps = 0;       // Steps auto-cast could put on bf16 (matmuls, convolutions).
 };
 
 class CpuExecutable {

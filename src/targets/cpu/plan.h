@@ -116,6 +116,7 @@ struct CpuArtifact {
   std::vector<PackedConstants::Entry> packed;  // Data in the mapped file.
   std::shared_ptr<Storage> file;
   int optLevel = 3;
+  GemmOperands products = GemmOperands::F32;  // The auto-cast it was compiled with.
   bool dynamic = false;  // Written by DynamicCpuExecutable: the graph keeps symbolic dims.
   DimRanges ranges;
 };
@@ -123,8 +124,8 @@ Expected<CpuArtifact> readCpuArtifact(const std::string &path);
 /// The plan of a static artifact read from `path`.
 Expected<std::unique_ptr<CpuExecutable>> planArtifact(CpuArtifact artifact, const std::string &path,
                                                       const CpuCompileOptions &options);
-/// `ranges` non-null marks a dynamic artifact.
-Status writeCpuArtifact(const std::string &path, const Model &model, const PackedConstants &constants, int optLevel,
-                        const DimRanges *ranges);
+/// `ranges` non-null marks a dynamic artifact. Records options.optLevel and options.products.
+Status writeCpuArtifact(const std::string &path, const Model &model, const PackedConstants &constants,
+                        const CpuCompileOptions &options, const DimRanges *ranges);
 
 }  // namespace tessel::cpu

@@ -22,6 +22,7 @@
 #include "ops/op_support.h"
 #include "support/diagnostic.h"
 #include "support/thread_pool.h"
+#include "targets/cpu/kernels/gemm_microkernel.h"
 
 namespace tessel::cpu {
 
@@ -75,17 +76,28 @@ class ConstantStore {
                                              const std::function<void(std::byte *)> &fill) = 0;
 };
 
+struct GemmKernel;
+
 /// What a lowering function sees: the node with static input and output types.
 class LowerContext {
  public:
-  LowerContext(const Node &node, int64_t opset, ConstantStore &constants, int threads)
-      : node_(node), opset_(opset), constants_(constants), threads_(threads) {}
+  LowerContext(const Node &node, int64_t opset, ConstantStore &constants, int threads,
+               GemmOperands products = GemmOperands::F32)
+      : node_(node), opset_(opset), constants_(constants), threads_(threads), products_(products) {}
 
   const Node &node() const { return node_; }
   /// Opset version the model imports for the node's domain.
   int64_t opset() const { return opset_; }
   /// Threads the plan will run with (a lowering may pick its partition from it).
   int threads() const { return threads_; }
+
+  /// The GEMM variant for this step's products: the auto-cast type's when the plan asks for one,
+  /// the host has it and `fits` accepts it (the step's operands suit it), else the f32 one. Records
+  /// which, for the plan's precision report.
+  const GemmKernel &gemmKernel(const std::function<bool(const GemmKernel &)> &fits = {});
+  /// Whether this step was offered a cast, and whether it took it.
+  bool offeredCast() const { return offeredCast_; }
+  bool castProducts() const { return castProducts_; }
 
   size_t numInputs() const { return node_.inputs().size(); }
   bool hasInput(size_t i) const { return node_.input(i) != nullptr; }
@@ -118,6 +130,8 @@ class LowerContext {
   int64_t opset_;
   ConstantStore &constants_;
   int threads_;
+  GemmOperands products_;
+  bool offeredCast_ = false, castProducts_ = false;
   std::vector<size_t> released_;
 };
 

@@ -5,6 +5,7 @@
 
 #include "targets/cpu/dynamic_executable.h"
 #include "targets/cpu/executable.h"
+#include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/plan.h"
 
 namespace tessel::cpu {
@@ -56,6 +57,16 @@ std::string planReport(const CpuExecutable &plan) {
                       megabytes(summary.unplannedBytes));
   text += fmt::format("constants: {}\n", megabytes(summary.constantBytes));
   if (summary.promotedHalf) text += "precision: the model's fp16/bf16 values compute in float32 (promote-half)\n";
+  if (summary.products == GemmOperands::Bf16) {
+    if (selectedGemmKernel(GemmOperands::Bf16) == nullptr) {
+      text += "precision: auto-cast bf16 asked for, but this host has no AVX512_BF16: every product is float32\n";
+    } else {
+      text += fmt::format(
+          "precision: auto-cast bf16: {} of {} matmul/conv steps take bf16 operands (sums and everything else "
+          "float32)\n",
+          summary.bf16Steps, summary.castableSteps);
+    }
+  }
   text += "kernels:\n";
   for (const auto &[kernel, count] : kernels) text += fmt::format("  {:4d}  {}\n", count, kernel);
   if (!summary.fallbacks.empty()) {
@@ -133,12 +144,27 @@ bool hasSymbolicInputs(const Model &model) {
   return false;
 }
 
+/// --auto-cast on the cpu: none (or unset), or matmul/all (the same here: the cpu keeps activations
+/// in float32 and casts only the operands of matmul and convolution products, to bf16).
+Expected<GemmOperands> parseAutoCast(const TargetOptions &options) {
+  if (options.autoCast.empty() || options.autoCast == "none") return GemmOperands::F32;
+  if (options.autoCast != "matmul" && options.autoCast != "all") {
+    return makeError(ErrorCode::InvalidArgument, "auto-cast '{}': expected none, matmul or all", options.autoCast);
+  }
+  if (options.autoCastType != "bf16") {
+    return makeError(ErrorCode::InvalidArgument, "auto-cast type '{}': the cpu target casts to bf16 only",
+                     options.autoCastType);
+  }
+  return GemmOperands::Bf16;
+}
+
 class CpuTarget final : public Target {
  public:
   CpuTarget() : Target("cpu") {}
   bool needsStaticShapes() const override { return false; }
   Expected<std::unique_ptr<CompiledModel>> compile(Model model, const TargetOptions &options) const override {
-    const CpuCompileOptions cpuOptions{options.optLevel, options.threads};
+    TESSEL_ASSIGN_OR_RETURN(const GemmOperands products, parseAutoCast(options));
+    const CpuCompileOptions cpuOptions{options.optLevel, options.threads, products};
     if (hasSymbolicInputs(model) || !options.dimRanges.empty()) {
       TESSEL_ASSIGN_OR_RETURN(auto plans, DynamicCpuExecutable::compile(std::move(model), cpuOptions, options.dimRanges));
       return std::unique_ptr<CompiledModel>(new DynamicCpuModel(std::move(plans)));

@@ -169,6 +169,8 @@ void attention(const AttentionShape &shape, const AttentionKernels &kernels, con
   }
   const AttentionBlocking blocking = chooseAttentionBlocking(shape, kernels, std::max(slots, 1));
   const SlotLayout layout = layoutSlot(shape, kernels, blocking);
+  TESSEL_CHECK(kernels.gemm->operands == GemmOperands::F32, "attention: GEMM variant {} does not multiply floats",
+               kernels.gemm->name);
   TESSEL_CHECK(kernels.gemm->mr <= kMaxTileWidth && kernels.gemm->nr <= kMaxTileWidth,
                "attention: GEMM tile {}x{} is wider than the task body handles", kernels.gemm->mr, kernels.gemm->nr);
   const int64_t tasks = shape.batch * shape.heads * blocking.queryBlocks;

@@ -137,15 +137,27 @@ PackedBView packedWeightsView(const ConvNhwcPlan &plan, const float *packedWeigh
 
 bool runsConvNhwc(const Conv2dShape &shape) { return shape.group == 1; }
 
-ConvNhwcPlan planConvNhwc(const Conv2dShape &shape, int threads) {
+namespace {
+
+bool gathersRows(const Conv2dShape &shape) {
+  const bool pointwise = shape.kernelHeight == 1 && shape.kernelWidth == 1;
+  return shape.inChannels < kMinChannelsInPlace && !pointwise;
+}
+
+}  // namespace
+
+bool convNhwcTakesPacked(const Conv2dShape &shape, int kPack) {
+  return gathersRows(shape) || shape.inChannels % kPack == 0;
+}
+
+ConvNhwcPlan planConvNhwc(const Conv2dShape &shape, int threads, const GemmKernel &kernel) {
   ConvNhwcPlan plan;
   plan.shape = shape;
-  plan.kernel = &selectedGemmKernel();
+  plan.kernel = &kernel;
   threads = std::max(threads, 1);
   const int64_t pixels = outputPixels(shape);
   const int64_t window = windowSize(shape);
-  const bool pointwise = shape.kernelHeight == 1 && shape.kernelWidth == 1;
-  plan.gathersRows = shape.inChannels < kMinChannelsInPlace && !pointwise;
+  plan.gathersRows = gathersRows(shape);
   const GemmPacking packing{/*a=*/false, /*b=*/true};
   if (!plan.gathersRows) {
     plan.zerosBytes = roundUpBytes(size_t(shape.inChannels) * sizeof(float));

@@ -42,9 +42,13 @@ struct ConvNhwcPlan {
 /// True when convNhwc runs `shape`: group 1.
 bool runsConvNhwc(const Conv2dShape &shape);
 
-/// Chooses the mode, chunking and scratch for `shape` on `threads` threads with the selected GEMM
-/// variant. Precondition: runsConvNhwc(shape), positive sizes.
-ConvNhwcPlan planConvNhwc(const Conv2dShape &shape, int threads);
+/// True when a GEMM variant taking kPack values of K per word can run `shape`: its window rows are
+/// gathered, or each pixel's channels are a whole number of words.
+bool convNhwcTakesPacked(const Conv2dShape &shape, int kPack);
+
+/// Chooses the mode, chunking and scratch for `shape` on `threads` threads with GEMM variant
+/// `kernel` (one convNhwcTakesPacked allows). Precondition: runsConvNhwc(shape), positive sizes.
+ConvNhwcPlan planConvNhwc(const Conv2dShape &shape, int threads, const GemmKernel &kernel);
 
 /// Bytes of the packed weights.
 size_t convNhwcPackedWeightsBytes(const ConvNhwcPlan &plan);

@@ -8,11 +8,25 @@
 namespace tessel::cpu {
 namespace {
 
+// What the dtype column of gemm.def means for a row.
+#define GEMM_OPERANDS_f32 GemmOperands::F32, 1
+#define GEMM_OPERANDS_bf16 GemmOperands::Bf16, 2
+#define GEMM_PACK_PAIRS_f32(family) nullptr
+#define GEMM_PACK_PAIRS_bf16(family) &bf16_pack_pairs__##family
+
 constexpr GemmKernel kGemmKernels[] = {
-#define KERNEL(name, family, isa, dtype, mr, nr) {#name, isa, mr, nr, &name},
+#define KERNEL(name, family, isa, dtype, mr, nr) \
+  {#name, isa, GEMM_OPERANDS_##dtype, mr, nr, &name, GEMM_PACK_PAIRS_##dtype(family)},
 #include "targets/cpu/kernels/gemm.def"
 #undef KERNEL
 };
+
+const GemmKernel *firstRunnable(GemmOperands operands) {
+  for (const GemmKernel &kernel : kGemmKernels) {
+    if (kernel.operands == operands && canRun(kernel)) return &kernel;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -21,19 +35,29 @@ std::span<const GemmKernel> gemmKernels() { return kGemmKernels; }
 bool canRun(const GemmKernel &kernel) { return hasAll(hostIsa(), kernel.isa); }
 
 const GemmKernel &selectedGemmKernel() {
-  static const GemmKernel &selected = []() -> const GemmKernel & {
-    for (const GemmKernel &kernel : kGemmKernels) {
-      if (!canRun(kernel)) continue;
-      if (std::getenv("TESSEL_LOG_KERNELS") != nullptr) {
-        std::fprintf(stderr, "tessel: sgemm uses %s (host isa: %s)\n", kernel.name, isaName(hostIsa()).c_str());
-      }
-      return kernel;
-    }
-    // The last row needs no ISA bits, so the loop always returns; keep the compiler satisfied.
-    return kGemmKernels[std::size(kGemmKernels) - 1];
-  }();
+  // The last f32 row needs no ISA bits, so there always is one.
+  static const GemmKernel &selected = *selectedGemmKernel(GemmOperands::F32);
   return selected;
 }
+
+const GemmKernel *selectedGemmKernel(GemmOperands operands) {
+  static const GemmKernel *const selected[] = {firstRunnable(GemmOperands::F32), firstRunnable(GemmOperands::Bf16)};
+  static const bool logged = [] {
+    if (std::getenv("TESSEL_LOG_KERNELS") != nullptr) {
+      for (const GemmKernel *kernel : selected) {
+        if (kernel != nullptr) {
+          std::fprintf(stderr, "tessel: %s gemm uses %s (host isa: %s)\n", operandsName(kernel->operands),
+                       kernel->name, isaName(hostIsa()).c_str());
+        }
+      }
+    }
+    return true;
+  }();
+  (void)logged;
+  return selected[operands == GemmOperands::F32 ? 0 : 1];
+}
+
+const char *operandsName(GemmOperands operands) { return operands == GemmOperands::F32 ? "f32" : "bf16"; }
 
 const char *gemmKernelName() { return selectedGemmKernel().name; }
 

@@ -9,22 +9,32 @@ namespace {
 
 constexpr int64_t kFlopsPerFma = 2;
 
+constexpr int64_t kMultiplyAddsPerBf16Lane = 2;  // vdpbf16ps: a pair per float lane.
+
 constexpr FmaPeakLoop kFmaPeakLoops[] = {
-    {"fma_peak__avx512", Isa::Avx512 | Isa::Fma, kFmaPeakChains * kFmaPeakAvx512Lanes * kFlopsPerFma,
-     &fmaPeakAvx512},
-    {"fma_peak__avx2_fma", Isa::Avx2 | Isa::Fma, kFmaPeakChains * kFmaPeakAvx2Lanes * kFlopsPerFma, &fmaPeakAvx2},
-    {"fma_peak__generic", Isa::None, kFmaPeakChains * kFlopsPerFma, &fmaPeakGeneric},
+    {"fma_peak__avx512", Isa::Avx512 | Isa::Fma, GemmOperands::F32,
+     kFmaPeakChains * kFmaPeakAvx512Lanes * kFlopsPerFma, &fmaPeakAvx512},
+    {"fma_peak__avx2_fma", Isa::Avx2 | Isa::Fma, GemmOperands::F32, kFmaPeakChains * kFmaPeakAvx2Lanes * kFlopsPerFma,
+     &fmaPeakAvx2},
+    {"fma_peak__generic", Isa::None, GemmOperands::F32, kFmaPeakChains * kFlopsPerFma, &fmaPeakGeneric},
+    {"bf16_dot_peak__avx512_bf16", Isa::Avx512 | Isa::Avx512Bf16, GemmOperands::Bf16,
+     kFmaPeakChains * kFmaPeakAvx512Lanes * kMultiplyAddsPerBf16Lane * kFlopsPerFma, &bf16DotPeakAvx512Bf16},
 };
 
 }  // namespace
 
 std::span<const FmaPeakLoop> fmaPeakLoops() { return kFmaPeakLoops; }
 
-const FmaPeakLoop &bestFmaPeakLoop() {
+const FmaPeakLoop *bestFmaPeakLoop(GemmOperands operands) {
   for (const FmaPeakLoop &loop : kFmaPeakLoops) {
-    if (hasAll(hostIsa(), loop.isa)) return loop;
+    if (loop.operands == operands && hasAll(hostIsa(), loop.isa)) return &loop;
   }
-  return kFmaPeakLoops[std::size(kFmaPeakLoops) - 1];
+  return nullptr;
+}
+
+const FmaPeakLoop &bestFmaPeakLoop() {
+  // The portable loop needs no ISA bits, so there always is one.
+  return *bestFmaPeakLoop(GemmOperands::F32);
 }
 
 }  // namespace tessel::cpu

@@ -1,13 +1,15 @@
 // The host's single-core floating-point peak, measured rather than looked up: a loop of
-// independent FMA chains (enough of them to cover the FMA latency on every port) in one ISA. The
-// SGEMM benchmark divides by it, so "fraction of peak" is measured on the machine and in the run
-// that produced the GEMM numbers.
+// independent FMA chains (enough of them to cover the FMA latency on every port) in one ISA, and
+// for bf16 the same with vdpbf16ps (two multiply-adds per lane). The GEMM benchmark divides by the
+// peak of its operand type, so "fraction of peak" is measured on the machine and in the run that
+// produced the GEMM numbers.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
 #include "targets/cpu/kernels/cpu_features.h"
+#include "targets/cpu/kernels/gemm_microkernel.h"
 
 namespace tessel::cpu {
 
@@ -16,15 +18,19 @@ namespace tessel::cpu {
 struct FmaPeakLoop {
   const char *name;
   Isa isa;
+  GemmOperands operands;  // What a GEMM of that type is compared against.
   int64_t flopsPerIteration;
   float (*run)(int64_t iterations, float seed);
 };
 
-/// The loops, best ISA first (AVX-512, AVX2+FMA, portable); the first the host can run is the
-/// peak to compare against.
+/// The loops, best ISA first within each operand type (f32: AVX-512, AVX2+FMA, portable; bf16:
+/// AVX512_BF16); the first the host can run is the peak to compare against.
 std::span<const FmaPeakLoop> fmaPeakLoops();
 
-/// The first loop the host (as capped by TESSEL_CPU_ISA) can run.
+/// The first f32 loop the host (as capped by TESSEL_CPU_ISA) can run.
 const FmaPeakLoop &bestFmaPeakLoop();
+
+/// The first loop of that operand type the host can run, or null.
+const FmaPeakLoop *bestFmaPeakLoop(GemmOperands operands);
 
 }  // namespace tessel::cpu

@@ -15,5 +15,6 @@ constexpr int kFmaPeakAvx2Lanes = 8;     // floats per ymm.
 float fmaPeakAvx512(int64_t iterations, float seed);
 float fmaPeakAvx2(int64_t iterations, float seed);
 float fmaPeakGeneric(int64_t iterations, float seed);
+float bf16DotPeakAvx512Bf16(int64_t iterations, float seed);
 
 }  // namespace tessel::cpu

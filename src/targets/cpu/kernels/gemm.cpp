@@ -14,7 +14,9 @@
 // panels are zero-padded to whole tiles, so the microkernels always compute full mr x nr tiles
 // and store only the valid part of a ragged edge (masked stores), epilogue included.
 // Pre-packed operands hold the whole K per panel, so a block is an offset into them and needs no
-// packing. Activations other than ReLU/Clip (which the microkernel does in registers) run on each
+// packing. A bf16 variant (kPack 2) packs B as (k, k+1) pairs of bf16 in 32-bit words and converts
+// each block of A rows to pairs once (the row pointers still find the float rows); K blocks are
+// then whole pairs except where K ends. Activations other than ReLU/Clip (which the microkernel does in registers) run on each
 // tile right after it is stored, while it is in L1.
 #include "targets/cpu/kernels/gemm.h"
 
@@ -24,6 +26,7 @@
 #include <limits>
 
 #include "support/diagnostic.h"
+#include "support/float_types.h"
 
 namespace tessel::cpu {
 namespace {
@@ -49,6 +52,9 @@ constexpr int64_t kTaskCost = 100'000;
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
+/// Packed steps (32-bit words per row or column) that hold k values.
+int64_t kSteps(const GemmKernel &kernel, int64_t k) { return ceilDiv(k, kernel.kPack); }
+
 /// Block sizes for one variant and (sub)shape.
 struct Blocking {
   int64_t kc, mc, nc;
@@ -60,7 +66,7 @@ Blocking chooseBlocking(const GemmKernel &kernel, const GemmShape &shape) {
   blocking.kc = std::clamp<int64_t>(kL1BytesForBPanel / (kernel.nr * bytes), 1, kMaxKc);
   // Split K evenly rather than leaving a thin last block.
   const int64_t k = std::max<int64_t>(shape.k, 1);
-  blocking.kc = ceilDiv(k, ceilDiv(k, blocking.kc));
+  blocking.kc = roundUp(ceilDiv(k, ceilDiv(k, blocking.kc)), kernel.kPack);
   const int64_t mcFit = kL2BytesForABlock / (blocking.kc * bytes) / kernel.mr * kernel.mr;
   blocking.mc = std::min(std::max<int64_t>(mcFit, kernel.mr), roundUp(shape.m, kernel.mr));
   const int64_t ncFit = kL2BytesForBBlock / (blocking.kc * bytes) / kernel.nr * kernel.nr;
@@ -74,18 +80,30 @@ size_t alignedBytes(int64_t floats) { return size_t(roundUp(floats * int64_t(siz
 struct TaskBuffers {
   float *b = nullptr;             // KC x NC block of B (null when B is pre-packed).
   const float **aRows = nullptr;  // MC + mr row pointers of A read in place (null when pre-packed).
+  // bf16: the block of A rows as pairs (MC rows of pairStride words) and a pointer to each row.
+  uint32_t *aPairs = nullptr;
+  const uint32_t **aPairRows = nullptr;
+  int64_t pairStride = 0;
 };
 
 size_t rowPointerBytes(const GemmKernel &kernel, const Blocking &blocking) {
   return size_t(roundUp(int64_t((blocking.mc + kernel.mr) * sizeof(const float *)), kAlignBytes));
 }
 
+/// Words per row of the converted A block: a whole number of cache lines.
+int64_t pairStride(const GemmKernel &kernel, const Blocking &blocking) {
+  return roundUp(kSteps(kernel, blocking.kc), kAlignBytes / int64_t(sizeof(uint32_t)));
+}
+
 size_t taskScratchBytes(const GemmKernel &kernel, const GemmShape &part, GemmPacking packing) {
   const Blocking blocking = chooseBlocking(kernel, part);
   size_t bytes = 0;
   if (!packing.a) bytes += rowPointerBytes(kernel, blocking);
+  if (kernel.kPack > 1) bytes += rowPointerBytes(kernel, blocking) + alignedBytes(blocking.mc * pairStride(kernel, blocking));
   // One block of rows packs B a panel at a time into the same place (see runTask).
-  if (!packing.b) bytes += alignedBytes(blocking.kc * (part.m <= blocking.mc ? kernel.nr : blocking.nc));
+  if (!packing.b) {
+    bytes += alignedBytes(kSteps(kernel, blocking.kc) * (part.m <= blocking.mc ? kernel.nr : blocking.nc));
+  }
   return bytes;
 }
 
@@ -95,6 +113,13 @@ TaskBuffers carveTaskBuffers(const GemmKernel &kernel, const GemmShape &part, Ge
   if (!packing.a) {
     buffers.aRows = reinterpret_cast<const float **>(base);
     base += rowPointerBytes(kernel, blocking);
+  }
+  if (kernel.kPack > 1) {
+    buffers.aPairRows = reinterpret_cast<const uint32_t **>(base);
+    base += rowPointerBytes(kernel, blocking);
+    buffers.pairStride = pairStride(kernel, blocking);
+    buffers.aPairs = reinterpret_cast<uint32_t *>(base);
+    base += alignedBytes(blocking.mc * buffers.pairStride);
   }
   if (!packing.b) buffers.b = reinterpret_cast<float *>(base);
   return buffers;
@@ -188,6 +213,33 @@ void packBPanels(int64_t nr, int64_t kc, int64_t nc, const float *b, int64_t row
   }
 }
 
+/// packBPanels for a bf16 variant: panels of ceil(kc/2) steps of nr words, each the (p, p+1) pair
+/// of one column rounded to bf16 (zero past column nc and past row kc).
+void packBPairPanels(int64_t nr, int64_t kc, int64_t nc, const float *b, int64_t rowStride, int64_t colStride,
+                     uint32_t *dst, int64_t panelStride) {
+  for (int64_t jr = 0; jr < nc; jr += nr, dst += panelStride) {
+    const int64_t cols = std::min(nr, nc - jr);
+    for (int64_t q = 0; q < ceilDiv(kc, 2); ++q) {
+      uint32_t *step = dst + q * nr;
+      const float *first = b + 2 * q * rowStride + jr * colStride;
+      const bool hasSecond = 2 * q + 1 < kc;
+      for (int64_t j = 0; j < cols; ++j) {
+        const uint32_t lo = BFloat16::fromFloat(first[j * colStride]);
+        const uint32_t hi = hasSecond ? BFloat16::fromFloat(first[rowStride + j * colStride]) : 0u;
+        step[j] = lo | (hi << 16);
+      }
+      std::fill(step + cols, step + nr, 0u);
+    }
+  }
+}
+
+/// Packs a block of B for `kernel` (floats, or bf16 pairs).
+void packBBlock(const GemmKernel &kernel, int64_t kc, int64_t nc, const float *b, int64_t rowStride,
+                int64_t colStride, float *dst, int64_t panelStride) {
+  if (kernel.kPack == 1) return packBPanels(kernel.nr, kc, nc, b, rowStride, colStride, dst, panelStride);
+  packBPairPanels(kernel.nr, kc, nc, b, rowStride, colStride, reinterpret_cast<uint32_t *>(dst), panelStride);
+}
+
 /// One GEMM operand: raw row-major memory (packed block by block into the task's buffer), a
 /// whole pre-packed operand (panels of the full K, panelStride floats apart), or (A only) rows
 /// read in place through IndirectA, from row `firstRow` on.
@@ -201,12 +253,13 @@ struct Operand {
 };
 
 /// Depth of the K block starting at pc: blocks of at most kcMax, as even as the segment allows,
-/// never crossing a multiple of `segment` (0: K is one segment).
-int64_t blockDepth(int64_t pc, int64_t k, int64_t kcMax, int64_t segment) {
+/// whole multiples of kPack (but at the end of K), never crossing a multiple of `segment` (0: K is
+/// one segment; otherwise itself a multiple of kPack).
+int64_t blockDepth(int64_t pc, int64_t k, int64_t kcMax, int64_t segment, int64_t kPack) {
   if (segment <= 0 || segment > k) segment = k;
   const int64_t segmentStart = pc / segment * segment;
   const int64_t segmentLength = std::min(segment, k - segmentStart);
-  const int64_t piece = ceilDiv(segmentLength, ceilDiv(segmentLength, kcMax));
+  const int64_t piece = roundUp(ceilDiv(segmentLength, ceilDiv(segmentLength, kcMax)), kPack);
   return std::min(piece, segmentStart + segmentLength - pc);
 }
 
@@ -248,7 +301,7 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
     const int64_t nc = std::min(blocking.nc, shape.n - jc);
     const int64_t segment = aOp.indirect != nullptr ? aOp.indirect->segment : 0;
     for (int64_t pc = 0, kc = 0; pc < shape.k; pc += kc) {
-      kc = blockDepth(pc, shape.k, blocking.kc, segment);
+      kc = blockDepth(pc, shape.k, blocking.kc, segment, kernel.kPack);
       const bool lastK = pc + kc == shape.k;
       const bool accumulate = pc != 0 || epilogue.accumulate;
       const float *bBase;
@@ -257,11 +310,11 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
       // it is in L1, rather than the whole block up front (which falls out of L2 when NC is large).
       const bool packBPerPanel = bOp.packed == nullptr && shape.m <= blocking.mc;
       if (bOp.packed != nullptr) {
-        bBase = bOp.packed + (jc / nr) * bOp.panelStride + pc * nr;
+        bBase = bOp.packed + (jc / nr) * bOp.panelStride + (pc / kernel.kPack) * nr;
         bStride = bOp.panelStride;
       } else {
-        bStride = kc * nr;
-        if (!packBPerPanel) packBPanels(nr, kc, nc, bOp.raw + pc * bOp.ld + jc, bOp.ld, 1, buffers.b, bStride);
+        bStride = kSteps(kernel, kc) * nr;
+        if (!packBPerPanel) packBBlock(kernel, kc, nc, bOp.raw + pc * bOp.ld + jc, bOp.ld, 1, buffers.b, bStride);
         bBase = buffers.b;
       }
       for (int64_t ic = 0; ic < shape.m; ic += blocking.mc) {
@@ -283,13 +336,19 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
           aBase = nullptr;
           aStride = 0;
         }
+        if (kernel.kPack > 1) {
+          // Once per block: every B panel of the block multiplies the same converted rows.
+          kernel.packPairs(buffers.aRows, mc, kc, buffers.aPairs, buffers.pairStride);
+          for (int64_t i = 0; i < mc; ++i) buffers.aPairRows[i] = buffers.aPairs + i * buffers.pairStride;
+          for (int64_t i = mc; i < roundUp(mc, mr); ++i) buffers.aPairRows[i] = buffers.aPairRows[mc - 1];
+        }
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t cols = std::min(nr, nc - jr);
           const int64_t col = jc + jr;
           const float *bPanel = bBase + (jr / nr) * bStride;
           if (packBPerPanel) {
             // Every panel reuses the same buffer, which stays in L1.
-            packBPanels(nr, kc, cols, bOp.raw + pc * bOp.ld + jc + jr, bOp.ld, 1, buffers.b, bStride);
+            packBBlock(kernel, kc, cols, bOp.raw + pc * bOp.ld + jc + jr, bOp.ld, 1, buffers.b, bStride);
             bPanel = buffers.b;
           }
           const float *colBias =
@@ -304,7 +363,8 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
                 lastK && epilogue.residual != nullptr ? epilogue.residual + row * epilogue.ldr + col : nullptr;
             args.k = kc;
             args.a = aBase != nullptr ? aBase + (ir / mr) * aStride : nullptr;
-            args.aRows = aBase == nullptr ? buffers.aRows + ir : nullptr;
+            args.aRows = aBase == nullptr && kernel.kPack == 1 ? buffers.aRows + ir : nullptr;
+            args.aPairs = kernel.kPack > 1 ? buffers.aPairRows + ir : nullptr;
             args.b = bPanel;
             args.nextB = ir + mr >= mc && jr + nr < nc && !packBPerPanel ? bPanel + bStride : nullptr;
             args.c = cTile;
@@ -374,6 +434,7 @@ std::byte *threadLocalScratch(size_t bytes) {
 void runGemm(const GemmKernel &kernel, const GemmShape &shape, const Operand &aOp, const Operand &bOp, float *c,
              int64_t ldc, GemmEpilogue epilogue, ThreadPool *pool, std::span<std::byte> scratch) {
   TESSEL_CHECK(canRun(kernel), "sgemm variant {} needs ISA this host lacks", kernel.name);
+  TESSEL_CHECK(kernel.kPack == 1 || aOp.packed == nullptr, "sgemm variant {} takes A unpacked", kernel.name);
   if (shape.m == 0 || shape.n == 0) return;
   if (epilogue.residual == c && epilogue.ldr == ldc && !epilogue.accumulate) {
     // The residual is C itself: that is accumulation, and reading it after C's first K block was
@@ -453,22 +514,25 @@ size_t packedASize(const GemmKernel &kernel, int64_t m, int64_t k) {
 }
 
 size_t packedBSize(const GemmKernel &kernel, int64_t k, int64_t n) {
-  return alignedBytes(ceilDiv(n, kernel.nr) * kernel.nr * k);
+  return alignedBytes(ceilDiv(n, kernel.nr) * kernel.nr * kSteps(kernel, k));
 }
 
 void packAInto(const GemmKernel &kernel, int64_t m, int64_t k, const float *a, int64_t lda, float *dst,
                bool transposed) {
   TESSEL_CHECK(m >= 0 && k >= 0 && lda >= (transposed ? m : k), "bad packA shape m={} k={} lda={}", m, k, lda);
+  TESSEL_CHECK(kernel.kPack == 1, "sgemm variant {} takes A unpacked", kernel.name);
   packAPanels(kernel.mr, m, k, a, transposed ? 1 : lda, transposed ? lda : 1, dst, k * kernel.mr);
 }
 
 void packBInto(const GemmKernel &kernel, int64_t k, int64_t n, const float *b, int64_t ldb, float *dst,
                bool transposed) {
   TESSEL_CHECK(k >= 0 && n >= 0 && ldb >= (transposed ? k : n), "bad packB shape k={} n={} ldb={}", k, n, ldb);
-  packBPanels(kernel.nr, k, n, b, transposed ? 1 : ldb, transposed ? ldb : 1, dst, k * kernel.nr);
+  packBBlock(kernel, k, n, b, transposed ? 1 : ldb, transposed ? ldb : 1, dst, kSteps(kernel, k) * kernel.nr);
 }
 
-int64_t PackedB::size() const { return kernel == nullptr ? 0 : ceilDiv(n, kernel->nr) * kernel->nr * k; }
+int64_t PackedB::size() const {
+  return kernel == nullptr ? 0 : ceilDiv(n, kernel->nr) * kernel->nr * kSteps(*kernel, k);
+}
 
 PackedA packA(const GemmKernel &kernel, int64_t m, int64_t k, const float *a, int64_t lda, bool transposed) {
   PackedA packed;
@@ -528,7 +592,7 @@ void sgemmPacked(const GemmShape &shape, const float *a, int64_t lda, const Pack
   TESSEL_CHECK(lda >= shape.k, "sgemm lda={} < k={}", lda, shape.k);
   TESSEL_CHECK(b.kernel != nullptr && b.k == shape.k && b.n == shape.n, "packed B is {}x{}, sgemm wants {}x{}", b.k,
                b.n, shape.k, shape.n);
-  runGemm(*b.kernel, shape, Operand{a, lda, nullptr, 0}, Operand{nullptr, 0, b.data, shape.k * b.kernel->nr}, c, ldc,
+  runGemm(*b.kernel, shape, Operand{a, lda, nullptr, 0}, Operand{nullptr, 0, b.data, kSteps(*b.kernel, shape.k) * b.kernel->nr}, c, ldc,
           epilogue, pool, scratch);
 }
 
@@ -536,11 +600,13 @@ void sgemmIndirect(const GemmShape &shape, const IndirectA &a, const PackedBView
                    const GemmEpilogue &epilogue, ThreadPool *pool, std::span<std::byte> scratch) {
   checkShape(shape, ldc, epilogue);
   TESSEL_CHECK(a.rows != nullptr, "sgemm indirect A has no row function");
+  TESSEL_CHECK(b.kernel == nullptr || a.segment % b.kernel->kPack == 0,
+               "sgemm variant {} needs indirect A segments in whole pairs; got {}", b.kernel->name, a.segment);
   TESSEL_CHECK(b.kernel != nullptr && b.k == shape.k && b.n == shape.n, "packed B is {}x{}, sgemm wants {}x{}", b.k,
                b.n, shape.k, shape.n);
   Operand aOp;
   aOp.indirect = &a;
-  runGemm(*b.kernel, shape, aOp, Operand{nullptr, 0, b.data, shape.k * b.kernel->nr}, c, ldc, epilogue, pool,
+  runGemm(*b.kernel, shape, aOp, Operand{nullptr, 0, b.data, kSteps(*b.kernel, shape.k) * b.kernel->nr}, c, ldc, epilogue, pool,
           scratch);
 }
 

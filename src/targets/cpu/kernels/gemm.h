@@ -1,5 +1,6 @@
 // Single-precision GEMM for the cpu target: C = act(A*B (+ C) + bias + residual), all row-major
-// with explicit leading dimensions. A BLIS-style driver packs A and B into panels, blocks for the
+// with explicit leading dimensions. A and B are float32 in memory; a bf16 variant rounds them to
+// bfloat16 as it packs them (weights once, activations per block) and sums the products in float32. A BLIS-style driver packs A and B into panels, blocks for the
 // caches (KC for L1, MC for L2, NC for L3) and calls a register-blocked microkernel chosen at run
 // time from gemm.def by the host's ISA. The epilogue runs on each finished output tile while it is
 // still in cache.
@@ -52,9 +53,12 @@ struct GemmEpilogue {
 struct GemmKernel {
   const char *name;
   Isa isa;  // Bits the host must have.
-  int mr;   // Register tile rows.
-  int nr;   // Register tile columns.
+  GemmOperands operands;
+  int kPack;  // K values per 32-bit word of packed A and B: 1 (f32), 2 (bf16 pairs).
+  int mr;     // Register tile rows.
+  int nr;     // Register tile columns.
   GemmMicrokernel microkernel;
+  GemmPackPairs packPairs;  // bf16: converts A rows into pairs; null for f32.
 };
 
 /// Every variant in gemm.def, best first, including those this host cannot run.
@@ -63,17 +67,23 @@ std::span<const GemmKernel> gemmKernels();
 /// True when the host (as capped by TESSEL_CPU_ISA) can run `kernel`.
 bool canRun(const GemmKernel &kernel);
 
-/// The first row of gemm.def the host can run; chosen once, its name logged once on stderr when
-/// TESSEL_LOG_KERNELS is set.
+/// The first f32 row of gemm.def the host can run; chosen once, its name logged once on stderr
+/// when TESSEL_LOG_KERNELS is set.
 const GemmKernel &selectedGemmKernel();
+
+/// The first row with these operands the host can run, or null (no bf16 row on this host).
+const GemmKernel *selectedGemmKernel(GemmOperands operands);
+
+/// "f32" or "bf16".
+const char *operandsName(GemmOperands operands);
 
 /// The selected variant's name, e.g. "f32_gemm_6x32__avx512".
 const char *gemmKernelName();
 
 // ---- Packed operands ------------------------------------------------------------------------
 
-/// A (m x k) packed for one variant: ceil(m / mr) row panels, each k steps of mr floats,
-/// zero-padded past row m. Non-owning; the memory (64-byte aligned) lives elsewhere (a
+/// A (m x k) packed for one f32 variant (bf16 variants take A as activations, never packed):
+/// ceil(m / mr) row panels, each k steps of mr floats, zero-padded past row m. Non-owning; the memory (64-byte aligned) lives elsewhere (a
 /// ConstantStore, a PackedA).
 struct PackedAView {
   const GemmKernel *kernel = nullptr;
@@ -82,8 +92,9 @@ struct PackedAView {
   const float *data = nullptr;
 };
 
-/// B (k x n) packed for one variant: ceil(n / nr) column panels, each k steps of nr floats,
-/// zero-padded past column n. Non-owning.
+/// B (k x n) packed for one variant: ceil(n / nr) column panels, each ceil(k / kPack) steps of nr
+/// 32-bit words (floats, or bf16 pairs of consecutive K), zero-padded past column n and row k.
+/// Non-owning.
 struct PackedBView {
   const GemmKernel *kernel = nullptr;
   int64_t k = 0;
@@ -131,7 +142,7 @@ struct PackedB {
   int64_t n = 0;
   std::unique_ptr<float[], AlignedFree> data;
 
-  /// Floats in `data`.
+  /// 32-bit words in `data`.
   int64_t size() const;
   PackedBView view() const { return {kernel, k, n, data.get()}; }
   operator PackedBView() const { return view(); }  // NOLINT: a view of an owner, like string_view.
@@ -166,6 +177,9 @@ struct IndirectA {
   int64_t segment = 0;  // 0: all of K is one segment.
 };
 
+/// The bf16 variants take every entry point but sgemmPackedA; an indirect A's segment must then be
+/// a multiple of kPack.
+///
 /// Scratch bytes a call with this shape needs to run on `threads` threads (the pool's size(); 1
 /// without a pool) with no allocation. Scratch must be 64-byte aligned. Passing less (or none) is
 /// allowed: the call then runs on fewer tasks, or falls back to a per-thread buffer.

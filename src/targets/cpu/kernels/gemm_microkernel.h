@@ -8,6 +8,9 @@
 
 namespace tessel::cpu {
 
+/// The type the products are taken in (gemm.def's dtype column).
+enum class GemmOperands { F32, Bf16 };
+
 /// One microkernel call: C[mr x nr] = clamp(Apanel * Bpanel [+ C] + bias + rowBias + residual).
 /// Packed A and B always hold the full mr x nr tile (zero-padded); only the top-left rows x cols
 /// of C are read and written, so ragged edges need no scratch copy. The epilogue fields are set
@@ -18,7 +21,12 @@ struct MicrokernelArgs {
   // Or, when set (indirect A, a is unused): row i of the tile is the k consecutive floats at
   // aRows[i]. All mr entries point at readable rows (ragged edges repeat a valid one).
   const float *const *aRows = nullptr;
-  const float *b = nullptr;   // Packed B: k steps of nr consecutive floats (columns of the tile).
+  // bf16 variants (a and aRows unused): row i of the tile is ceil(k/2) words at aPairs[i], each
+  // two bf16 of consecutive K (the lower half first).
+  const uint32_t *const *aPairs = nullptr;
+  // Packed B: k steps of nr consecutive floats (columns of the tile); for bf16 variants ceil(k/2)
+  // steps of nr words, each word the (k, k+1) pair of one column.
+  const float *b = nullptr;
   float *c = nullptr;         // Top-left of the C tile, row-major with row stride ldc.
   int64_t ldc = 0;
   int rows = 0;               // Valid rows of C in the tile, 1..mr.
@@ -38,8 +46,17 @@ struct MicrokernelArgs {
 /// system calls.
 using GemmMicrokernel = void (*)(const MicrokernelArgs &args);
 
+/// Converts the A rows of one block for a bf16 variant: rows[i] (i < count) holds k floats;
+/// dst + i * dstStride receives ceil(k/2) words, each two bf16 of consecutive K rounded to
+/// nearest-even (an odd k's last word has a zero upper half).
+using GemmPackPairs = void (*)(const float *const *rows, int64_t count, int64_t k, uint32_t *dst,
+                               int64_t dstStride);
+
 #define KERNEL(name, family, isa, dtype, mr, nr) void name(const MicrokernelArgs &args);
 #include "targets/cpu/kernels/gemm.def"
 #undef KERNEL
+
+void bf16_pack_pairs__avx512_bf16(const float *const *rows, int64_t count, int64_t k, uint32_t *dst,
+                                  int64_t dstStride);
 
 }  // namespace tessel::cpu

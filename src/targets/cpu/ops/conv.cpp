@@ -197,7 +197,9 @@ Expected<std::unique_ptr<Step>> lowerChannelsLast(LowerContext &ctx, const Conv2
         std::make_unique<DepthwiseNhwcStep>(shape, reinterpret_cast<const float *>(packed), epilogue));
   }
   if (!runsConvNhwc(shape)) return std::unique_ptr<Step>();
-  const ConvNhwcPlan plan = planConvNhwc(shape, ctx.threads());
+  const ConvNhwcPlan plan =
+      planConvNhwc(shape, ctx.threads(),
+                   ctx.gemmKernel([&](const GemmKernel &kernel) { return convNhwcTakesPacked(shape, kernel.kPack); }));
   const Tensor *w = ctx.constantInput(kInputW);
   TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
                           ctx.packed(std::string("weights_nhwc_packed_b.") + plan.kernel->name,

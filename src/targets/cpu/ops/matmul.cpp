@@ -8,7 +8,9 @@
 // alpha is folded into the packed weights and beta into a constant C, and the bias, C and Z map
 // onto the GEMM epilogue so they are applied while each output tile is in cache. What the
 // epilogue cannot express (alpha with a runtime B, beta with a runtime C, a scalar C) runs as one
-// pass over Y after the product. f32 only; other dtypes run the reference kernels.
+// pass over Y after the product. f32 only; other dtypes run the reference kernels. With auto-cast
+// the products take bf16 operands (weights rounded once as they are packed), except a constant A
+// on the left, which the bf16 variants do not pack.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -217,12 +219,17 @@ Expected<const float *> packConstantB(LowerContext &ctx, MatMulPlan &plan, const
   TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
                           ctx.packed(fmt::format("packed_b.{}", kernel->name), bytes, [&](std::byte *dst) {
                             auto *out = reinterpret_cast<float *>(dst);
+                            // alpha scales the weights before they are packed (and, for a bf16
+                            // variant, rounded).
+                            std::vector<float> scaled(alpha != 1.0f ? size_t(k * n) : 0);
                             for (int64_t i = 0; i < count; ++i) {
-                              float *block = out + size_t(i) * blockFloats;
-                              packBInto(*kernel, k, n, b + i * k * n, transposed ? k : n, block, transposed);
+                              const float *src = b + i * k * n;
                               if (alpha != 1.0f) {
-                                for (size_t f = 0; f < blockFloats; ++f) block[f] *= alpha;
+                                for (size_t f = 0; f < scaled.size(); ++f) scaled[f] = alpha * src[f];
+                                src = scaled.data();
                               }
+                              packBInto(*kernel, k, n, src, transposed ? k : n, out + size_t(i) * blockFloats,
+                                        transposed);
                             }
                           }));
   return reinterpret_cast<const float *>(packed);
@@ -286,7 +293,6 @@ Status planMatMul(LowerContext &ctx, MatMulPlan &plan, bool *covered) {
     return makeError(ErrorCode::ShapeMismatch, "{}: output {} does not hold the product of A {} and B {}", op,
                      formatSizes(ySizes), formatSizes(ctx.inputSizes(0)), formatSizes(ctx.inputSizes(1)));
   }
-  plan.kernel = &selectedGemmKernel();
   const int64_t aMatrices = std::accumulate(aBatch.begin(), aBatch.end(), int64_t{1}, std::multiplies<>());
   const int64_t bMatrices = std::accumulate(bBatch.begin(), bBatch.end(), int64_t{1}, std::multiplies<>());
   if (bMatrices == 1 && aMatrices == batch) {
@@ -300,10 +306,12 @@ Status planMatMul(LowerContext &ctx, MatMulPlan &plan, bool *covered) {
     plan.aIndex = batchIndices(aBatch, outBatch);
     plan.bIndex = batchIndices(bBatch, outBatch);
   }
+  const bool packsA = ctx.constantInput(1) == nullptr && ctx.constantInput(0) != nullptr && plan.batch == 1;
+  plan.kernel = &ctx.gemmKernel([&](const GemmKernel &kernel) { return !packsA || kernel.kPack == 1; });
   if (const Tensor *b = ctx.constantInput(1)) {
     TESSEL_ASSIGN_OR_RETURN(plan.packedB, packConstantB(ctx, plan, b->data<float>(), bMatrices, false, 1.0f));
     ctx.releaseConstantInput(1);
-  } else if (const Tensor *a = ctx.constantInput(0); a != nullptr && plan.batch == 1) {
+  } else if (const Tensor *a = ctx.constantInput(0); packsA) {
     const GemmKernel *kernel = plan.kernel;
     const int64_t m = plan.m, k = plan.k;
     const float *src = a->data<float>();
@@ -378,7 +386,7 @@ Expected<std::unique_ptr<Step>> lowerGemm(LowerContext &ctx) {
   const bool transA = ctx.node().attrInt("transA", 0) != 0, transB = ctx.node().attrInt("transB", 0) != 0;
   const float alpha = ctx.node().attrFloat("alpha", 1.0f), beta = ctx.node().attrFloat("beta", 1.0f);
   MatMulPlan plan;
-  plan.kernel = &selectedGemmKernel();
+  plan.kernel = &ctx.gemmKernel();
   plan.m = transA ? aSizes[1] : aSizes[0];
   plan.k = transA ? aSizes[0] : aSizes[1];
   plan.n = transB ? bSizes[0] : bSizes[1];

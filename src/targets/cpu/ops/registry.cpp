@@ -1,6 +1,7 @@
 // The cpu lowering table, built from ops/cpu_ops.def.
 #include <algorithm>
 
+#include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/step.h"
 
 namespace tessel::cpu {
@@ -74,6 +75,17 @@ std::vector<int64_t> LowerContext::staticSizes(const Value &value) {
   TESSEL_CHECK(value.type().isTensor() && sizes.has_value(), "value '{}' has no static shape at lowering",
                value.name());
   return *sizes;
+}
+
+const GemmKernel &LowerContext::gemmKernel(const std::function<bool(const GemmKernel &)> &fits) {
+  if (products_ != GemmOperands::F32) {
+    offeredCast_ = true;
+    if (const GemmKernel *cast = selectedGemmKernel(products_); cast != nullptr && (!fits || fits(*cast))) {
+      castProducts_ = true;
+      return *cast;
+    }
+  }
+  return selectedGemmKernel();
 }
 
 }  // namespace tessel::cpu

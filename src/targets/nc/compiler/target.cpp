@@ -18,7 +18,7 @@ Expected<LoweringOptions> parseCast(const std::string &autoCast, const std::stri
   LoweringOptions options;
   if (autoCast == "none") {
     options.autoCast = AutoCast::None;
-  } else if (autoCast == "matmul") {
+  } else if (autoCast == "matmul" || autoCast.empty()) {
     options.autoCast = AutoCast::Matmul;
   } else if (autoCast == "all") {
     options.autoCast = AutoCast::All;

@@ -138,7 +138,7 @@ void checkCase(const Case &c, const AttentionKernels &kernels, ThreadPool *pool,
 std::vector<AttentionKernels> runnableKernels() {
   std::vector<AttentionKernels> result;
   for (const GemmKernel &gemm : gemmKernels()) {
-    if (!canRun(gemm)) continue;
+    if (!canRun(gemm) || gemm.operands != GemmOperands::F32) continue;  // The tiles multiply floats.
     for (const AttentionTileKernel &tile : attentionTileKernels()) {
       if (canRun(tile)) result.push_back({&gemm, &tile});
     }

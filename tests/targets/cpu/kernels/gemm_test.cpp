@@ -1,5 +1,7 @@
 // SGEMM against a naive double-precision reference, for every gemm.def variant the host can run
-// (the others are skipped, not failed): M, N and K below, at and above each tile edge, with row
+// (the others are skipped, not failed). A bf16 variant's reference takes the products of A and B
+// rounded to bf16 as the variant does (same casts, so the float32 bound below still holds and a
+// variant that skipped or misplaced the rounding fails by about 2^-9 of each product): M, N and K below, at and above each tile edge, with row
 // strides larger than the rows, every epilogue combination, the pre-packed A and B paths, and
 // split over a thread pool. Sizes are small enough for the whole file to run in seconds under ASan.
 //
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "support/float_types.h"
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/gemm.h"
 
@@ -75,7 +78,8 @@ struct Problem {
   GemmEpilogue epilogue;
   std::vector<double> ref, bound;
 
-  Problem(const GemmShape &shape, EpilogueMode mode) : s(shape) {
+  /// `operands`: the type the variant takes its products in (the reference rounds to it).
+  Problem(const GemmShape &shape, EpilogueMode mode, GemmOperands operands = GemmOperands::F32) : s(shape) {
     lda = s.k + kLdaPad, ldb = s.n + kLdbPad, ldc = s.n + kLdcPad, ldr = s.n + kLdrPad;
     const uint32_t seed = uint32_t(s.m * 7919 + s.n * 104729 + s.k * 13);
     a = randomFloats(s.m * lda, seed);
@@ -123,10 +127,11 @@ struct Problem {
         epilogue.activation = {ActivationKind::LeakyRelu, 0.1f, 0.0f};
         break;
     }
-    computeReference();
+    computeReference(operands);
   }
 
-  void computeReference() {
+  void computeReference(GemmOperands operands) {
+    auto cast = [&](float x) { return operands == GemmOperands::Bf16 ? double(float(BFloat16(x))) : double(x); };
     ref.assign(size_t(s.m * s.n), 0.0);
     bound.assign(size_t(s.m * s.n), 0.0);
     const double tolerance = double(s.k + 4) * FLT_EPSILON;
@@ -140,7 +145,7 @@ struct Problem {
           sum += term;
           magnitude += std::fabs(term);
         };
-        for (int64_t p = 0; p < s.k; ++p) add(double(a[size_t(i * lda + p)]) * double(b[size_t(p * ldb + j)]));
+        for (int64_t p = 0; p < s.k; ++p) add(cast(a[size_t(i * lda + p)]) * cast(b[size_t(p * ldb + j)]));
         if (epilogue.accumulate) add(c0[size_t(i * ldc + j)]);
         if (epilogue.bias != nullptr) add(bias[size_t(epilogue.biasPerRow ? i : j)]);
         if (epilogue.residual != nullptr) add(residual[size_t(i * ldr + j)]);
@@ -198,8 +203,8 @@ struct Problem {
       case Path::Indirect: {
         const PackedB packed = packB(kernel, s.k, s.n, b.data(), ldb);
         const RowMajorRows rows{a.data(), lda};
-        sgemmIndirect(s, IndirectA{&rows, &RowMajorRows::rows, kIndirectSegment}, packed, c.data(), ldc, e, pool,
-                      scratch);
+        sgemmIndirect(s, IndirectA{&rows, &RowMajorRows::rows, kIndirectSegment * kernel.kPack}, packed, c.data(),
+                      ldc, e, pool, scratch);
         break;
       }
     }
@@ -217,13 +222,19 @@ const char *pathName(Path path) {
   return "?";
 }
 
+/// The entry points `kernel` takes (bf16 variants take A unpacked).
+std::vector<Path> pathsOf(const GemmKernel &kernel) {
+  if (kernel.kPack > 1) return {Path::Unpacked, Path::PackedB, Path::Indirect};
+  return {Path::Unpacked, Path::PackedB, Path::PackedA, Path::Indirect};
+}
+
 /// Runs one shape through every entry point with `kernel` and checks each against the
 /// double-precision reference.
 void checkShape(const GemmKernel &kernel, const GemmShape &s, EpilogueMode mode) {
   SCOPED_TRACE(testing::Message() << kernel.name << " M=" << s.m << " N=" << s.n << " K=" << s.k
                                   << " epilogue=" << int(mode));
-  Problem problem(s, mode);
-  for (const Path path : {Path::Unpacked, Path::PackedB, Path::PackedA, Path::Indirect}) {
+  Problem problem(s, mode, kernel.operands);
+  for (const Path path : pathsOf(kernel)) {
     SCOPED_TRACE(pathName(path));
     problem.expectMatches(problem.run(kernel, path));
   }
@@ -271,11 +282,11 @@ TEST_P(GemmVariantTest, ThreadedMatchesSingleThreaded) {
   const GemmShape shapes[] = {{1, 300, 70}, {5, 1000, 33}, {128, 200, 300}, {333, 7, 90}, {97, 250, 600}};
   int index = 0;
   for (const GemmShape &s : shapes) {
-    for (const Path path : {Path::Unpacked, Path::PackedB, Path::PackedA, Path::Indirect}) {
+    for (const Path path : pathsOf(kernel())) {
       const EpilogueMode mode = EpilogueMode(index++ % kEpilogueModes);
       SCOPED_TRACE(testing::Message() << pathName(path) << " M=" << s.m << " N=" << s.n << " K=" << s.k
                                       << " epilogue=" << int(mode));
-      Problem problem(s, mode);
+      Problem problem(s, mode, kernel().operands);
       const std::vector<float> single = problem.run(kernel(), path);
       problem.expectMatches(single);
       EXPECT_EQ(problem.run(kernel(), path, &pool), single);
@@ -294,7 +305,7 @@ TEST_P(GemmVariantTest, ThreadedMatchesSingleThreaded) {
 // Packing from transposed storage (Gemm's transA / transB) equals packing the transpose.
 TEST_P(GemmVariantTest, PacksTransposedOperands) {
   const GemmShape s{kernel().mr * 2 + 1, kernel().nr + 3, 19};
-  Problem problem(s, EpilogueMode::Bias);
+  Problem problem(s, EpilogueMode::Bias, kernel().operands);
   // a^T is k x m (row stride m + 1), b^T is n x k (row stride k + 2).
   const int64_t ldat = s.m + 1, ldbt = s.k + 2;
   std::vector<float> at(size_t(s.k * ldat)), bt(size_t(s.n * ldbt));
@@ -304,21 +315,22 @@ TEST_P(GemmVariantTest, PacksTransposedOperands) {
   for (int64_t p = 0; p < s.k; ++p) {
     for (int64_t j = 0; j < s.n; ++j) bt[size_t(j * ldbt + p)] = problem.b[size_t(p * problem.ldb + j)];
   }
-  const PackedA pa = packA(kernel(), s.m, s.k, at.data(), ldat, /*transposed=*/true);
   const PackedB pb = packB(kernel(), s.k, s.n, bt.data(), ldbt, /*transposed=*/true);
   std::vector<float> c = problem.c0;
-  sgemmPackedA(s, pa, problem.b.data(), problem.ldb, c.data(), problem.ldc, problem.epilogue);
-  problem.expectMatches(c);
-  c = problem.c0;
   sgemmPacked(s, problem.a.data(), problem.lda, pb, c.data(), problem.ldc, problem.epilogue);
   problem.expectMatches(c);
-  EXPECT_EQ(packedASize(kernel(), s.m, s.k) % 64, 0u);
   EXPECT_GE(packedBSize(kernel(), s.k, s.n), size_t(pb.size()) * sizeof(float));
+  if (kernel().kPack > 1) return;  // A is never packed for a bf16 variant.
+  const PackedA pa = packA(kernel(), s.m, s.k, at.data(), ldat, /*transposed=*/true);
+  c = problem.c0;
+  sgemmPackedA(s, pa, problem.b.data(), problem.ldb, c.data(), problem.ldc, problem.epilogue);
+  problem.expectMatches(c);
+  EXPECT_EQ(packedASize(kernel(), s.m, s.k) % 64, 0u);
 }
 
 // A residual that is C itself (same pointer and stride) reads as C += A*B.
 TEST_P(GemmVariantTest, ResidualAliasingCIsAccumulate) {
-  Problem problem({kernel().mr + 2, kernel().nr + 5, 1100}, EpilogueMode::AccumulateBiasRelu);
+  Problem problem({kernel().mr + 2, kernel().nr + 5, 1100}, EpilogueMode::AccumulateBiasRelu, kernel().operands);
   std::vector<float> c = problem.c0;
   GemmEpilogue e = problem.epilogue;
   e.accumulate = false;
@@ -338,22 +350,49 @@ std::string variantName(const testing::TestParamInfo<size_t> &info) { return gem
 INSTANTIATE_TEST_SUITE_P(AllVariants, GemmVariantTest, testing::Range(size_t(0), gemmKernels().size()),
                          variantName);
 
-TEST(GemmDispatchTest, SelectsFirstRunnableRow) {
-  const GemmKernel *first = nullptr;
+TEST(GemmDispatchTest, SelectsFirstRunnableRowOfEachType) {
+  for (const GemmOperands operands : {GemmOperands::F32, GemmOperands::Bf16}) {
+    const GemmKernel *first = nullptr;
+    for (const GemmKernel &kernel : gemmKernels()) {
+      if (kernel.operands == operands && canRun(kernel)) {
+        first = &kernel;
+        break;
+      }
+    }
+    EXPECT_EQ(selectedGemmKernel(operands), first) << operandsName(operands);
+  }
+  EXPECT_EQ(&selectedGemmKernel(), selectedGemmKernel(GemmOperands::F32));
+  EXPECT_STREQ(gemmKernelName(), selectedGemmKernel().name);
+  // The bf16 rows need the extension.
   for (const GemmKernel &kernel : gemmKernels()) {
-    if (canRun(kernel)) {
-      first = &kernel;
-      break;
+    if (kernel.operands == GemmOperands::Bf16) {
+      EXPECT_TRUE(hasAll(kernel.isa, Isa::Avx512Bf16)) << kernel.name;
     }
   }
-  ASSERT_NE(first, nullptr);
-  EXPECT_EQ(&selectedGemmKernel(), first);
-  EXPECT_STREQ(gemmKernelName(), first->name);
 }
 
-TEST(GemmDispatchTest, LastRowRunsAnywhere) {
-  EXPECT_EQ(gemmKernels().back().isa, Isa::None);
-  EXPECT_TRUE(canRun(gemmKernels().back()));
+TEST(GemmDispatchTest, LastF32RowRunsAnywhere) {
+  const GemmKernel *last = nullptr;
+  for (const GemmKernel &kernel : gemmKernels()) {
+    if (kernel.operands == GemmOperands::F32) last = &kernel;
+  }
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->isa, Isa::None);
+  EXPECT_TRUE(canRun(*last));
+}
+
+// An indirect A whose segments split a pair cannot feed a bf16 variant: a clear error, not a wrong
+// product.
+TEST(GemmDispatchTest, Bf16RejectsOddIndirectSegments) {
+  const GemmKernel *bf16 = selectedGemmKernel(GemmOperands::Bf16);
+  if (bf16 == nullptr) GTEST_SKIP() << "no bf16 variant on this host";
+  const GemmShape s{2, 3, 6};
+  const std::vector<float> a = randomFloats(s.m * s.k, 1), b = randomFloats(s.k * s.n, 2);
+  std::vector<float> c(size_t(s.m * s.n));
+  const PackedB packed = packB(*bf16, s.k, s.n, b.data(), s.n);
+  const RowMajorRows rows{a.data(), s.k};
+  EXPECT_DEATH(sgemmIndirect(s, IndirectA{&rows, &RowMajorRows::rows, 3}, packed, c.data(), s.n),
+               "whole pairs");
 }
 
 TEST(GemmDispatchTest, TilesMatchTheirVectorWidth) {
@@ -371,6 +410,9 @@ TEST(CpuFeaturesTest, IsaCapParsesAndCaps) {
   EXPECT_EQ(cap, Isa::None);
   ASSERT_TRUE(parseIsaCap("avx512", &cap));
   EXPECT_TRUE(hasAll(cap, Isa::Avx512 | Isa::Avx2 | Isa::Fma));
+  EXPECT_FALSE(hasAll(cap, Isa::Avx512Bf16));
+  ASSERT_TRUE(parseIsaCap("avx512_bf16", &cap));
+  EXPECT_TRUE(hasAll(cap, Isa::Avx512 | Isa::Avx512Bf16));
   EXPECT_FALSE(parseIsaCap("sse9", &cap));
   // The effective ISA never exceeds what the hardware has.
   EXPECT_TRUE(hasAll(detectHostIsa(), hostIsa()));

@@ -9,14 +9,11 @@
 #include <utility>
 
 #include "targets/cpu/kernels/gemm_microkernel.h"
+#include "targets/cpu/kernels/isa/avx512/gemm_tile_store.h"
 
 namespace tessel::cpu {
 namespace {
 
-constexpr int kLanes = 16;  // floats per zmm register.
-// Max/min over all lanes in the masked form, because GCC 12 reports a false
-// -Wmaybe-uninitialized inside the unmasked _mm512_max_ps.
-constexpr __mmask16 kAllLanes = 0xFFFF;
 // How far ahead (in K steps) packed A is prefetched: A streams from L2 while B stays in L1.
 constexpr int kAPrefetchSteps = 16;
 
@@ -127,43 +124,7 @@ inline __attribute__((always_inline)) void microkernel(const MicrokernelArgs &ar
       _mm_prefetch(reinterpret_cast<const char *>(args.nextB + line * kLanes), _MM_HINT_T0);
     }
   }
-  // Lane masks for the valid columns of each vector (all lanes on a full tile, where the masked
-  // forms cost the same as the plain ones).
-  __mmask16 mask[kVecs];
-#pragma GCC unroll 8
-  for (int j = 0; j < kVecs; ++j) {
-    const int valid = args.cols - j * kLanes;
-    mask[j] = valid >= kLanes ? kAllLanes : valid <= 0 ? __mmask16(0) : __mmask16((1u << valid) - 1);
-  }
-  const bool plain = !args.accumulate && args.bias == nullptr && args.rowBias == nullptr &&
-                     args.residual == nullptr && !args.clamp;
-  if (plain) {
-#pragma GCC unroll 32
-    for (int i = 0; i < kMr; ++i) {
-      if (i >= args.rows) break;
-#pragma GCC unroll 8
-      for (int j = 0; j < kVecs; ++j) _mm512_mask_storeu_ps(args.c + i * args.ldc + j * kLanes, mask[j], acc[i][j]);
-    }
-    return;
-  }
-  const __m512 lo = _mm512_set1_ps(args.lo), hi = _mm512_set1_ps(args.hi);
-#pragma GCC unroll 32
-  for (int i = 0; i < kMr; ++i) {
-    if (i >= args.rows) break;
-    float *c = args.c + i * args.ldc;
-#pragma GCC unroll 8
-    for (int j = 0; j < kVecs; ++j) {
-      __m512 v = acc[i][j];
-      if (args.accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], c + j * kLanes));
-      if (args.bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], args.bias + j * kLanes));
-      if (args.rowBias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(args.rowBias[i]));
-      if (args.residual != nullptr) {
-        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[j], args.residual + i * args.ldr + j * kLanes));
-      }
-      if (args.clamp) v = _mm512_maskz_min_ps(kAllLanes, _mm512_maskz_max_ps(kAllLanes, v, lo), hi);
-      _mm512_mask_storeu_ps(c + j * kLanes, mask[j], v);
-    }
-  }
+  storeTile<kMr, kVecs>(acc, args);
 }
 
 template <int kMr, int kNr, int kRows>
@@ -189,6 +150,7 @@ void tile(const MicrokernelArgs &args) {
 #define KERNEL_avx512(name, mr, nr) \
   void name(const MicrokernelArgs &args) { tile<mr, nr>(args); }
 #define KERNEL_avx2(name, mr, nr)
+#define KERNEL_avx512_bf16(name, mr, nr)
 #define KERNEL_generic(name, mr, nr)
 #define KERNEL(name, family, isa, dtype, mr, nr) KERNEL_##family(name, mr, nr)
 #include "targets/cpu/kernels/gemm.def"
