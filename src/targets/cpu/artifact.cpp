@@ -93,6 +93,7 @@ Status writeCpuArtifact(const std::string &path, const Model &model, const Packe
                            {"gemm_kernel", gemmKernelName()},
                            {"opt_level", options.optLevel},
                            {"products", operandsName(options.products)},
+                           {"cast_everywhere", options.castEverywhere},
                            {"graph", {{"offset", graphOffset}, {"bytes", graphBytes.size()}}},
                            {"packed", packed}};
   if (options.products == GemmOperands::Bf16) header["bf16_gemm_kernel"] = bf16KernelName();
@@ -198,6 +199,7 @@ Expected<CpuArtifact> readCpuArtifact(const std::string &path) {
       return makeFileError(ErrorCode::ParseError, path, "bad artifact header: products '{}'", products);
     }
     artifact.products = products == "bf16" ? GemmOperands::Bf16 : GemmOperands::F32;
+    artifact.castEverywhere = header.value("cast_everywhere", true);
     artifact.dynamic = header.value("dynamic", false);
     if (header.contains("dim_ranges")) {
       for (const auto &[name, bounds] : header["dim_ranges"].items()) {
@@ -226,6 +228,7 @@ Expected<std::unique_ptr<CpuExecutable>> planArtifact(CpuArtifact artifact, cons
   impl->options = options;
   impl->options.optLevel = artifact.optLevel;
   impl->options.products = artifact.products;
+  impl->options.castEverywhere = artifact.castEverywhere;
   impl->constants.useLoaded(std::move(artifact.packed), artifact.file);
   Status planned = impl->plan();
   if (!planned.ok()) return withLocation(planned, SourceLoc::inFile(path)).diag();

@@ -81,6 +81,7 @@ Expected<std::unique_ptr<DynamicCpuExecutable>> DynamicCpuExecutable::load(CpuAr
   CpuCompileOptions loaded = options;
   loaded.optLevel = artifact.optLevel;
   loaded.products = artifact.products;
+  loaded.castEverywhere = artifact.castEverywhere;
   auto executable = std::unique_ptr<DynamicCpuExecutable>(
       new DynamicCpuExecutable(std::move(artifact.model), loaded, std::move(artifact.ranges)));
   executable->constants_->useLoaded(std::move(artifact.packed), std::move(artifact.file), /*grows=*/true);

@@ -2,6 +2,7 @@
 // the reference kernel where the library has none), buffers with lifetimes, one arena.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -13,6 +14,7 @@
 #include "passes/promote_half.h"
 #include "passes/pipelines.h"
 #include "targets/cpu/control_flow.h"
+#include "targets/cpu/kernels/fma_peak.h"
 #include "targets/cpu/memory_plan.h"
 #include "targets/cpu/plan.h"
 #include "support/memory_budget.h"
@@ -225,13 +227,14 @@ Status CpuExecutable::Impl::plan() {
     } else if (lower && !declaredTypesHold(*nodePtr, model.opsetFor(node.domain()))) {
       reason = "its declared output types disagree with the op's shape inference";
     } else if (lower) {
-      LowerContext ctx(node, model.opsetFor(node.domain()), *store, static_cast<int>(threads), options.products);
+      LowerContext ctx(node, model.opsetFor(node.domain()), *store, static_cast<int>(threads), options.products,
+                       options.castEverywhere);
       auto step = lower(ctx);
       if (!step.ok()) return withLocation(Status(step.diag()), locationOf(node, model.sourcePath));
       planned.step = std::move(*step);
       planned.released = ctx.releasedInputs();
       if (planned.step && ctx.offeredCast()) ++summary.castableSteps;
-      if (planned.step && ctx.castProducts()) ++summary.bf16Steps;
+      if (planned.step && ctx.castProducts()) summary.bf16Nodes.push_back(node.name());
       if (!planned.step) reason = "the cpu kernels do not cover this node's types or attributes";
     } else {
       const std::string_view why = referenceReason(node.domain(), node.opType());
@@ -323,6 +326,7 @@ Status CpuExecutable::Impl::plan() {
 
   summary.arenaBytes = memory.arenaBytes;
   summary.products = options.products;
+  summary.castEverywhere = options.castEverywhere;
   for (const BufferLifetime &buffer : buffers) summary.unplannedBytes += buffer.bytes;
   summary.constantBytes = (sharedConstants ? *sharedConstants : constants).totalBytes();
   // Raw constants count when some step still reads them (not every reader packed its own copy).
@@ -557,6 +561,16 @@ std::vector<StepProfile> CpuExecutable::profile() const {
 const Model &CpuExecutable::model() const { return impl_->model; }
 const CpuPlanSummary &CpuExecutable::summary() const { return impl_->summary; }
 ThreadPool &CpuExecutable::pool() { return *impl_->pool; }
+
+bool castEverywhereOnThisHost() {
+  // A bf16 variant halves the weight bytes; where the host's bf16 dot product is slower than its
+  // fp32 FMA, only products of a few rows, bound by their weights rather than the arithmetic, gain.
+  static const bool everywhere = [] {
+    const char *env = std::getenv("TESSEL_BF16_PRODUCTS");
+    return (env != nullptr && std::string_view(env) == "always") || bf16ThroughputRatio() >= 1.0;
+  }();
+  return everywhere;
+}
 
 Expected<std::unique_ptr<CpuExecutable>> compileCpu(Model model, const CpuCompileOptions &options) {
   for (const Value *input : model.graph->inputs()) {

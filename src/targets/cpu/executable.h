@@ -23,7 +23,14 @@ struct CpuCompileOptions {
   // Auto-cast: the type matmul and convolution products take (bf16 where the host has a variant
   // and the step's operands allow it; every sum and everything else stays float32).
   GemmOperands products = GemmOperands::F32;
+  // Every product takes it, or (false) only products of at most mr rows, whose weights bound them:
+  // where the host's bf16 dot product is slower than its fp32 FMA (castEverywhereOnThisHost()).
+  bool castEverywhere = true;
 };
+
+/// Whether auto-cast pays on every product here: the host's bf16 dot product is at least as fast
+/// as its fp32 FMA (measured once), or TESSEL_BF16_PRODUCTS=always asks for it regardless (tests).
+bool castEverywhereOnThisHost();
 
 /// Time spent in one step over the runs a profile covers.
 struct StepProfile {
@@ -45,7 +52,8 @@ struct CpuPlanSummary {
   size_t constantBytes = 0;    // Packed constants plus raw constants still read.
   bool promotedHalf = false;   // fp16/bf16 values compute in float32 (the promote-half pass).
   GemmOperands products = GemmOperands::F32;  // What auto-cast asked for.
-  int bf16Steps = 0;           // Steps whose products take bf16 operands.
+  bool castEverywhere = true;  // CpuCompileOptions::castEverywhere.
+  std::vector<std::string> bf16Nodes;  // The nodes whose products take bf16 operands.
   int castableSteps = 0;       // Steps auto-cast could put on bf16 (matmuls, convolutions).
 };
 

@@ -117,6 +117,7 @@ struct CpuArtifact {
   std::shared_ptr<Storage> file;
   int optLevel = 3;
   GemmOperands products = GemmOperands::F32;  // The auto-cast it was compiled with.
+  bool castEverywhere = true;
   bool dynamic = false;  // Written by DynamicCpuExecutable: the graph keeps symbolic dims.
   DimRanges ranges;
 };

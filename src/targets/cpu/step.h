@@ -82,8 +82,13 @@ struct GemmKernel;
 class LowerContext {
  public:
   LowerContext(const Node &node, int64_t opset, ConstantStore &constants, int threads,
-               GemmOperands products = GemmOperands::F32)
-      : node_(node), opset_(opset), constants_(constants), threads_(threads), products_(products) {}
+               GemmOperands products = GemmOperands::F32, bool castEverywhere = true)
+      : node_(node),
+        opset_(opset),
+        constants_(constants),
+        threads_(threads),
+        products_(products),
+        castEverywhere_(castEverywhere) {}
 
   const Node &node() const { return node_; }
   /// Opset version the model imports for the node's domain.
@@ -91,10 +96,10 @@ class LowerContext {
   /// Threads the plan will run with (a lowering may pick its partition from it).
   int threads() const { return threads_; }
 
-  /// The GEMM variant for this step's products: the auto-cast type's when the plan asks for one,
-  /// the host has it and `fits` accepts it (the step's operands suit it), else the f32 one. Records
-  /// which, for the plan's precision report.
-  const GemmKernel &gemmKernel(const std::function<bool(const GemmKernel &)> &fits = {});
+  /// The GEMM variant for this step's products (of `rows` rows of C): the auto-cast type's when the
+  /// plan asks for one, the host has it, `fits` accepts it (the step's operands suit it) and the
+  /// plan casts everywhere or rows <= its mr (CpuCompileOptions::castEverywhere), else the f32 one. Records which, for the plan's precision report.
+  const GemmKernel &gemmKernel(int64_t rows, const std::function<bool(const GemmKernel &)> &fits = {});
   /// Whether this step was offered a cast, and whether it took it.
   bool offeredCast() const { return offeredCast_; }
   bool castProducts() const { return castProducts_; }
@@ -131,6 +136,7 @@ class LowerContext {
   ConstantStore &constants_;
   int threads_;
   GemmOperands products_;
+  bool castEverywhere_;
   bool offeredCast_ = false, castProducts_ = false;
   std::vector<size_t> released_;
 };

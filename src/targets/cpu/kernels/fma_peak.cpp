@@ -2,6 +2,9 @@
 // compiled with that ISA's flags.
 #include "targets/cpu/kernels/fma_peak.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "targets/cpu/kernels/fma_peak_loops.h"
 
 namespace tessel::cpu {
@@ -30,6 +33,28 @@ const FmaPeakLoop *bestFmaPeakLoop(GemmOperands operands) {
     if (loop.operands == operands && hasAll(hostIsa(), loop.isa)) return &loop;
   }
   return nullptr;
+}
+
+double bf16ThroughputRatio() {
+  static const double ratio = [] {
+    const FmaPeakLoop *bf16 = bestFmaPeakLoop(GemmOperands::Bf16);
+    if (bf16 == nullptr) return 0.0;
+    constexpr int64_t kIterations = 200'000;  // A few ms per run.
+    constexpr int kRuns = 3;
+    auto flopsPerSecond = [](const FmaPeakLoop &loop) {
+      double best = 0.0;
+      for (int run = 0; run < kRuns; ++run) {
+        const auto start = std::chrono::steady_clock::now();
+        volatile float sink = loop.run(kIterations, float(run));
+        (void)sink;
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        best = std::max(best, double(kIterations * loop.flopsPerIteration) / seconds);
+      }
+      return best;
+    };
+    return flopsPerSecond(*bf16) / flopsPerSecond(bestFmaPeakLoop());
+  }();
+  return ratio;
 }
 
 const FmaPeakLoop &bestFmaPeakLoop() {

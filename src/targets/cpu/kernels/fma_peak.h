@@ -33,4 +33,10 @@ const FmaPeakLoop &bestFmaPeakLoop();
 /// The first loop of that operand type the host can run, or null.
 const FmaPeakLoop *bestFmaPeakLoop(GemmOperands operands);
 
+/// The best bf16 loop's throughput (FLOP/s) over the best f32 loop's on one core of this host,
+/// each the best of a few short runs, measured once per process (about 20 ms); 0 when the host
+/// has no bf16 loop. Whether a bf16 GEMM beats the fp32 one on compute-bound products depends on
+/// it: some cores run vdpbf16ps at half the FMA rate, others at twice it.
+double bf16ThroughputRatio();
+
 }  // namespace tessel::cpu

@@ -197,9 +197,11 @@ Expected<std::unique_ptr<Step>> lowerChannelsLast(LowerContext &ctx, const Conv2
         std::make_unique<DepthwiseNhwcStep>(shape, reinterpret_cast<const float *>(packed), epilogue));
   }
   if (!runsConvNhwc(shape)) return std::unique_ptr<Step>();
-  const ConvNhwcPlan plan =
-      planConvNhwc(shape, ctx.threads(),
-                   ctx.gemmKernel([&](const GemmKernel &kernel) { return convNhwcTakesPacked(shape, kernel.kPack); }));
+  const int64_t pixels = shape.batch * shape.outHeight * shape.outWidth;  // The GEMM's rows.
+  const GemmKernel &kernel = ctx.gemmKernel(pixels, [&](const GemmKernel &candidate) {
+    return convNhwcTakesPacked(shape, candidate.kPack);
+  });
+  const ConvNhwcPlan plan = planConvNhwc(shape, ctx.threads(), kernel);
   const Tensor *w = ctx.constantInput(kInputW);
   TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
                           ctx.packed(std::string("weights_nhwc_packed_b.") + plan.kernel->name,

@@ -307,7 +307,7 @@ Status planMatMul(LowerContext &ctx, MatMulPlan &plan, bool *covered) {
     plan.bIndex = batchIndices(bBatch, outBatch);
   }
   const bool packsA = ctx.constantInput(1) == nullptr && ctx.constantInput(0) != nullptr && plan.batch == 1;
-  plan.kernel = &ctx.gemmKernel([&](const GemmKernel &kernel) { return !packsA || kernel.kPack == 1; });
+  plan.kernel = &ctx.gemmKernel(plan.m, [&](const GemmKernel &kernel) { return !packsA || kernel.kPack == 1; });
   if (const Tensor *b = ctx.constantInput(1)) {
     TESSEL_ASSIGN_OR_RETURN(plan.packedB, packConstantB(ctx, plan, b->data<float>(), bMatrices, false, 1.0f));
     ctx.releaseConstantInput(1);
@@ -386,8 +386,8 @@ Expected<std::unique_ptr<Step>> lowerGemm(LowerContext &ctx) {
   const bool transA = ctx.node().attrInt("transA", 0) != 0, transB = ctx.node().attrInt("transB", 0) != 0;
   const float alpha = ctx.node().attrFloat("alpha", 1.0f), beta = ctx.node().attrFloat("beta", 1.0f);
   MatMulPlan plan;
-  plan.kernel = &ctx.gemmKernel();
   plan.m = transA ? aSizes[1] : aSizes[0];
+  plan.kernel = &ctx.gemmKernel(plan.m);
   plan.k = transA ? aSizes[0] : aSizes[1];
   plan.n = transB ? bSizes[0] : bSizes[1];
   const int64_t bK = transB ? bSizes[1] : bSizes[0];

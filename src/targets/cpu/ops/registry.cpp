@@ -77,10 +77,11 @@ std::vector<int64_t> LowerContext::staticSizes(const Value &value) {
   return *sizes;
 }
 
-const GemmKernel &LowerContext::gemmKernel(const std::function<bool(const GemmKernel &)> &fits) {
+const GemmKernel &LowerContext::gemmKernel(int64_t rows, const std::function<bool(const GemmKernel &)> &fits) {
   if (products_ != GemmOperands::F32) {
     offeredCast_ = true;
-    if (const GemmKernel *cast = selectedGemmKernel(products_); cast != nullptr && (!fits || fits(*cast))) {
+    if (const GemmKernel *cast = selectedGemmKernel(products_);
+        cast != nullptr && (!fits || fits(*cast)) && (castEverywhere_ || rows <= cast->mr)) {
       castProducts_ = true;
       return *cast;
     }

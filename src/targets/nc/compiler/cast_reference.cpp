@@ -1,11 +1,8 @@
 // The cast reference; see cast_reference.h.
 #include "targets/nc/compiler/cast_reference.h"
 
-#include <map>
-
-#include "frontend/onnx/exporter.h"
-#include "frontend/onnx/importer.h"
 #include "targets/nc/compiler/conv_forms.h"
+#include "targets/ref/cast_check.h"
 
 namespace tessel::nc::compiler {
 namespace {
@@ -45,47 +42,28 @@ Expected<CastReference> castReference(const Model &model, const std::function<bo
                                : "--auto-cast all rounds every activation, which is not modelled";
     return ref;
   }
-  // A copy of the model to rewrite (export and import keep the node order).
-  TESSEL_ASSIGN_OR_RETURN(std::string bytes, exportOnnxBytes(model));
-  TESSEL_ASSIGN_OR_RETURN(ref.model, importOnnxBytes(bytes, model.sourcePath));
-  Graph &graph = *ref.model->graph;
-  std::vector<Node *> nodes;
-  for (const auto &node : graph.nodes()) nodes.push_back(node.get());
-  std::map<Value *, Value *> rounded;  // A value and its rounded copy, shared by its readers.
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    Node *node = nodes[i];
-    if (!onDevice(i)) continue;
-    if (node->opType() == "Attention") {
+  // The device rounds the inputs roundedInputs lists of every node it runs; what it rounds inside
+  // an op, or of alpha * B, the Cast pairs cannot say.
+  size_t i = 0;
+  for (const auto &nodePtr : model.graph->nodes()) {
+    const Node &node = *nodePtr;
+    if (!onDevice(i++)) continue;
+    if (node.opType() == "Attention") {
       ref.exact = false;
-      ref.unmodelled = fmt::format("Attention '{}' rounds inside the op", node->name());
+      ref.unmodelled = fmt::format("Attention '{}' rounds inside the op", node.name());
     }
-    if (node->opType() == "Gemm" && node->attrFloat("alpha", 1.0f) != 1.0f) {
-      ref.exact = false;  // The device rounds alpha * B, not B.
-      ref.unmodelled = fmt::format("Gemm '{}' rounds alpha * B", node->name());
-    }
-    for (size_t input : roundedInputs(*node, options)) {
-      Value *v = node->input(input);
-      if (!v || !v->type().isTensor() || v->type().dtype() != tessel::DType::Float32) continue;
-      auto [it, added] = rounded.try_emplace(v, nullptr);
-      if (added) {
-        Node *down = graph.addNode("Cast", {v}, {v->name() + "/rounded_" + std::string(dtypeName(options.castType))},
-                                   v->name() + "/round_down");
-        down->setAttr("to", Attribute(code));
-        down->output(0)->setType(Type::tensor(irDtype(options.castType), v->type().shape()));
-        Node *up = graph.addNode("Cast", {down->output(0)}, {v->name() + "/rounded"}, v->name() + "/round_up");
-        up->setAttr("to", Attribute(int64_t{1}));
-        up->output(0)->setType(v->type());
-        it->second = up->output(0);
-        ++ref.roundedValues;
-      }
-      node->setInput(input, it->second);
+    if (node.opType() == "Gemm" && node.attrFloat("alpha", 1.0f) != 1.0f) {
+      ref.exact = false;
+      ref.unmodelled = fmt::format("Gemm '{}' rounds alpha * B", node.name());
     }
   }
-  if (ref.roundedValues == 0) {
-    ref.model.reset();  // Nothing on the device rounds: the model is its own reference.
-    return ref;
-  }
-  TESSEL_RETURN_IF_ERROR(graph.sortTopologically());
+  auto rounded = [&](size_t i, const Node &node) {
+    return onDevice(i) ? roundedInputs(node, options) : std::vector<size_t>{};
+  };
+  TESSEL_ASSIGN_OR_RETURN(ref::RoundingReference rounding,
+                          ref::roundingReference(model, rounded, irDtype(options.castType)));
+  ref.model = std::move(rounding.model);
+  ref.roundedValues = rounding.roundedValues;
   return ref;
 }
 

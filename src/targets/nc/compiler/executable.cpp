@@ -223,7 +223,7 @@ size_t bisectFailure(const Stage &stage, size_t stageIndex, const MachineProfile
 
 }  // namespace
 
-Tolerance toleranceFor(const LoweringOptions &options) {
+ref::Tolerance toleranceFor(const LoweringOptions &options) {
   if (options.autoCast == AutoCast::None) return {1e-4, 1e-3};
   switch (options.castType) {
     case DType::F8E4M3: return {1e-1, 1.5e-1};

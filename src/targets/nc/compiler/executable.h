@@ -17,6 +17,7 @@
 #include "targets/nc/machine/profile.h"
 #include "targets/nc/sim/timeline.h"
 #include "targets/nc/tile/compile.h"
+#include "targets/ref/cast_check.h"
 #include "targets/ref/interpreter.h"
 #include "targets/target.h"
 
@@ -140,19 +141,7 @@ Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path);
 /// True when `path` starts with the nc artifact magic.
 bool isNcArtifact(const std::string &path);
 
-/// The allowed error of a model output computed with `options`' casts:
-///   |got - want| <= rangeFraction * max|want| + relative * |want|.
-/// A narrow type rounds every matmul operand, so an element's error follows the magnitude of the
-/// sums that made it, which the output's range bounds, not the element's own value (a logit near 0
-/// in a layer of logits near 100 carries the error of the large ones).
-struct Tolerance {
-  double rangeFraction = 0, relative = 0;
-};
-Tolerance toleranceFor(const LoweringOptions &options);
-
-/// Against the reference with the device's casts (cast_reference.h) only the order of f32 sums sets
-/// the outputs apart, and the values it moves across a rounding boundary: one bf16 step each, which
-/// deep networks carry forward (ResNet-50: 0.2% of max|want|), so 4x to 10x tighter than bf16's own.
-inline constexpr Tolerance kSameCastTolerance{5e-3, 5e-3};
+/// The allowed error of a model output computed with `options`' casts, against the f32 reference.
+ref::Tolerance toleranceFor(const LoweringOptions &options);
 
 }  // namespace tessel::nc::compiler

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <random>
 
 #include "targets/nc/compiler/cast_reference.h"
 #include "targets/nc/compiler/executable.h"
 #include "targets/nc/profile/report.h"
 #include "targets/nc/profile/summary.h"
 #include "targets/nc/profile/trace.h"
+#include "targets/ref/cast_check.h"
 
 namespace tessel::nc::compiler {
 
@@ -35,24 +35,6 @@ Expected<LoweringOptions> parseCast(const std::string &autoCast, const std::stri
     return makeError(ErrorCode::InvalidArgument, "auto-cast type '{}': expected bf16, fp16 or fp8_e4m3", castType);
   }
   return options;
-}
-
-struct OutputError {
-  double maxAbs = 0, ratio = 0, range = 0;  // max |got - want|, its worst ratio to the tolerance, max |want|.
-};
-
-/// `got` against `want` within max(tolerance.rangeFraction * max|want|, minAbs, 1e-6) + tolerance.relative * |want|.
-OutputError compareOutput(const Tensor &got, const Tensor &want, const Tolerance &tolerance, double minAbs = 0) {
-  OutputError e;
-  for (int64_t i = 0; i < want.numel(); ++i) e.range = std::max(e.range, std::abs(want.scalarAsDouble(i)));
-  const double atol = std::max({tolerance.rangeFraction * e.range, minAbs, 1e-6});
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    const double err = std::abs(got.scalarAsDouble(i) - want.scalarAsDouble(i));
-    const double ratio = err / (atol + tolerance.relative * std::abs(want.scalarAsDouble(i)));
-    if (!(ratio <= e.ratio)) e.ratio = std::isnan(ratio) ? INFINITY : ratio;
-    e.maxAbs = std::max(e.maxAbs, err);
-  }
-  return e;
 }
 
 class NcModel final : public CompiledModel {
@@ -125,57 +107,14 @@ class NcModel final : public CompiledModel {
     const LoweringOptions &lowering = exe_->options().lowering;
     TESSEL_ASSIGN_OR_RETURN(CastReference casted,
                             castReference(model, [&](size_t i) { return exe_->nodeOnDevice(i); }, lowering));
-    const Model &reference = casted.model ? *casted.model : model;
-    TESSEL_ASSIGN_OR_RETURN(NamedValues want, ReferenceInterpreter(reference).run(feeds));
-    // A deep network rounded to bf16 is chaotic: a value moved across a rounding boundary by the
-    // order of f32 sums moves everything after it. The reference's own answer to inputs perturbed by
-    // 1e-6 (relative) measures that noise; the check allows twice it.
-    std::vector<double> noise(want.size(), 0.0);
-    const bool casting = lowering.autoCast != AutoCast::None;
-    if (casting && casted.exact) {
-      NamedValues perturbed = feeds;
-      std::mt19937_64 rng(1);
-      std::uniform_real_distribution<float> jitter(-1e-6f, 1e-6f);
-      for (auto &[name, value] : perturbed) {
-        if (!value.isTensor() || value.tensor().dtype() != tessel::DType::Float32) continue;
-        tessel::Tensor t = value.tensor().clone();
-        for (float &v : t.span<float>()) v *= 1.0f + jitter(rng);
-        value = RuntimeValue(std::move(t));
-      }
-      TESSEL_ASSIGN_OR_RETURN(NamedValues other, ReferenceInterpreter(reference).run(perturbed));
-      for (size_t o = 0; o < want.size(); ++o)
-        noise[o] = compareOutput(other[o].second.tensor(), want[o].second.tensor(), {}).maxAbs;
-    }
-    // The f32 reference, when the checked one is another graph.
-    NamedValues f32 = want;
-    if (casted.model) {
-      TESSEL_ASSIGN_OR_RETURN(f32, ReferenceInterpreter(model).run(feeds));
-    }
-    const Tolerance tolerance = casting && casted.exact ? kSameCastTolerance : toleranceFor(lowering);
-    OutputCheck check;
-    if (casted.exact) {
-      check.text = fmt::format("outputs (target {}, checked against the reference {} within max({} * max|want|{}) + {} * |want|):\n",
-                               exe_->profile().name, casting ? "with the device's casts" : "in f32",
-                               tolerance.rangeFraction, casting ? ", 2 * its rounding noise" : "", tolerance.relative);
-    } else {
-      check.text = fmt::format("outputs (target {}, checked against the f32 reference within the cast's {} * max|want| + "
-                               "{} * |want|; {}):\n",
-                               exe_->profile().name, tolerance.rangeFraction, tolerance.relative, casted.unmodelled);
-    }
-    for (size_t o = 0; o < want.size() && o < outputs.size(); ++o) {
-      const tessel::Tensor &w = want[o].second.tensor(), &g = outputs[o].second.tensor();
-      const OutputError error = compareOutput(g, w, tolerance, 2 * noise[o]);
-      check.passed = check.passed && error.ratio <= 1.0;
-      check.text += fmt::format("  {}: {} max abs error {:.3g}, max error / tolerance {:.3f}: {}", want[o].first,
-                                outputs[o].second.describe(), error.maxAbs, error.ratio, error.ratio <= 1.0 ? "PASS" : "FAIL");
-      if (casting && casted.exact) {
-        const OutputError drift = compareOutput(g, f32[o].second.tensor(), tolerance);
-        check.text += fmt::format("; rounding noise {:.3g}; the casts move it {:.3g} from f32 ({:.2g} of max|f32|)", noise[o],
-                                  drift.maxAbs, drift.maxAbs / std::max(drift.range, 1e-30));
-      }
-      check.text += "\n";
-    }
-    return check;
+    ref::CastCheck check;
+    check.target = exe_->profile().name;
+    check.casting = lowering.autoCast != AutoCast::None;
+    check.castModel = casted.model ? &*casted.model : nullptr;
+    check.exact = casted.exact;
+    check.unmodelled = casted.unmodelled;
+    check.loose = toleranceFor(lowering);
+    return ref::checkAgainstReference(model, check, feeds, outputs);
   }
 
  private:
