@@ -62,14 +62,16 @@ struct Blocking {
 
 Blocking chooseBlocking(const GemmKernel &kernel, const GemmShape &shape) {
   const int64_t bytes = sizeof(float);
+  // Packed B holds kPack values per word, so a panel of the same bytes covers kPack times the K.
+  const int64_t bBytes = bytes / kernel.kPack;
   Blocking blocking;
-  blocking.kc = std::clamp<int64_t>(kL1BytesForBPanel / (kernel.nr * bytes), 1, kMaxKc);
+  blocking.kc = std::clamp<int64_t>(kL1BytesForBPanel / (kernel.nr * bBytes), 1, kMaxKc * kernel.kPack);
   // Split K evenly rather than leaving a thin last block.
   const int64_t k = std::max<int64_t>(shape.k, 1);
   blocking.kc = roundUp(ceilDiv(k, ceilDiv(k, blocking.kc)), kernel.kPack);
   const int64_t mcFit = kL2BytesForABlock / (blocking.kc * bytes) / kernel.mr * kernel.mr;
   blocking.mc = std::min(std::max<int64_t>(mcFit, kernel.mr), roundUp(shape.m, kernel.mr));
-  const int64_t ncFit = kL2BytesForBBlock / (blocking.kc * bytes) / kernel.nr * kernel.nr;
+  const int64_t ncFit = kL2BytesForBBlock / (blocking.kc * bBytes) / kernel.nr * kernel.nr;
   blocking.nc = std::min(std::max<int64_t>(ncFit, kernel.nr), roundUp(shape.n, kernel.nr));
   return blocking;
 }
