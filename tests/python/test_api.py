@@ -139,3 +139,13 @@ def test_one_cpu_executable_serves_every_batch_within_its_dims(tmp_path, small_c
                                np.concatenate([expected, expected[:1]]), atol=1e-5)
     with pytest.raises(tessel.InvalidArgumentError, match="dims="):
         tessel.compile(SMALL_CNN, dims={"N": "many"})
+
+
+def test_cpu_auto_cast_bf16(small_cnn_input, small_cnn_cpu):
+    exe = tessel.compile(SMALL_CNN, target="cpu", batch=2, auto_cast="matmul")
+    got = exe(small_cnn_input)
+    assert "precision: auto-cast bf16" in exe.report()
+    # bf16 operands, float32 sums: within bf16 rounding of the float32 plan.
+    np.testing.assert_allclose(got, small_cnn_cpu(small_cnn_input), atol=1e-2)
+    with pytest.raises(tessel.InvalidArgumentError, match="casts to bf16 only"):
+        tessel.compile(SMALL_CNN, target="cpu", batch=2, auto_cast="matmul", auto_cast_type="fp16")
