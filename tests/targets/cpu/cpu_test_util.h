@@ -28,7 +28,7 @@ struct CpuCheck {
 };
 
 /// Seeded feeds for every graph input without an initializer: floats uniform in [-1, 1], integers
-/// in [0, 3), booleans alternating.
+/// in [0, 3), u8 and i8 over their whole range, booleans alternating.
 inline NamedValues randomFeeds(const Model &model, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -44,6 +44,8 @@ inline NamedValues randomFeeds(const Model &model, uint32_t seed) {
         case DType::Float32: t.data<float>()[i] = uniform(rng); break;
         case DType::Int64: t.data<int64_t>()[i] = static_cast<int64_t>(rng() % 3); break;
         case DType::Int32: t.data<int32_t>()[i] = static_cast<int32_t>(rng() % 3); break;
+        case DType::UInt8: t.data<uint8_t>()[i] = static_cast<uint8_t>(rng() % 256); break;
+        case DType::Int8: t.data<int8_t>()[i] = static_cast<int8_t>(int(rng() % 256) - 128); break;
         case DType::Bool: t.data<bool>()[i] = (i % 2) == 0; break;
         default: ADD_FAILURE() << "randomFeeds: unsupported dtype for input " << input->name(); break;
       }

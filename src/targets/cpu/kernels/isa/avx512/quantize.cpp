@@ -1,0 +1,14 @@
+// The quantization loops of quantize_impl.h compiled with -mavx512f and friends.
+// Before every include, so all functions of this file share the options (GCC does not inline
+// across different ones): without FP traps GCC may evaluate both sides of a select, which is what
+// lets it if-convert and vectorize the clamps. Nothing here reads FP exception flags or errno.
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+#include "targets/cpu/kernels/quantize_impl.h"
+
+namespace tessel::cpu {
+
+extern const QuantizeKernels kQuantizeAvx512;
+const QuantizeKernels kQuantizeAvx512 = {"quantize__avx512", Isa::Avx512 | Isa::Fma, &rangeLoop, &quantizeU8Loop,
+    &centerU8Loop, &centerS8Loop, &int32FromFloatLoop, &int32FromSplitSumsLoop};
+
+}  // namespace tessel::cpu

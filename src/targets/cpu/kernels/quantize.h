@@ -1,0 +1,64 @@
+// The elementwise loops of the cpu target's quantized ops (ops/quantization.cpp): the two passes of
+// DynamicQuantizeLinear (the range, then float -> u8), and the conversions that let ConvInteger and
+// MatMulInteger run on the f32 convolution and GEMM kernels (u8/s8 minus a zero point -> f32, and
+// the f32 sums, which hold integers, -> i32). Each a flat loop in three ISA variants (AVX-512,
+// AVX2+FMA, portable) chosen at run time, plus the threaded drivers the steps call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "support/thread_pool.h"
+#include "targets/cpu/kernels/cpu_features.h"
+
+namespace tessel::cpu {
+
+/// One ISA variant of the quantization loops.
+struct QuantizeKernels {
+  const char *name;
+  Isa isa;
+  /// *lo = min(*lo, x[i]) and *hi = max(*hi, x[i]) over i < n, comparing as std::min/std::max do
+  /// (a NaN never replaces a bound).
+  void (*range)(const float *x, int64_t n, float *lo, float *hi);
+  /// y[i] = clamp(round_half_to_even(x[i] / scale) + zeroPoint, 0, 255), the division in float32.
+  /// Precondition: scale > 0, zeroPoint an integer in [0, 255].
+  void (*quantizeU8)(const float *x, float scale, float zeroPoint, uint8_t *y, int64_t n);
+  /// y[i] = float(x[i]) - zeroPoint (exact: both are small integers).
+  void (*centerU8)(const uint8_t *x, float zeroPoint, float *y, int64_t n);
+  void (*centerS8)(const int8_t *x, float zeroPoint, float *y, int64_t n);
+  /// Replaces n floats that hold integers of magnitude below 2^31 by the same values as int32, in
+  /// place (`data` holds the floats on entry, the int32s on return).
+  void (*int32FromFloat)(std::byte *data, int64_t n);
+  /// The same for sums split in two: data[i] = int32(data[i]) * 2^shift + int32(low[i]), in
+  /// 32-bit two's complement (exact when the true value fits in int32).
+  void (*int32FromSplitSums)(std::byte *data, const float *low, int shift, int64_t n);
+};
+
+/// Every variant, best first, including those the host cannot run.
+std::span<const QuantizeKernels *const> quantizeKernelVariants();
+/// The first variant the host (as capped by TESSEL_CPU_ISA) can run.
+const QuantizeKernels &quantizeKernels();
+
+/// Scratch dynamicQuantizeU8 needs (one range per task).
+size_t dynamicQuantizeScratchBytes();
+
+/// DynamicQuantizeLinear: the range of x widened to include 0 gives scale = (hi - lo) / 255 and the
+/// zero point round(-lo / scale) clamped to [0, 255]; y = quantizeU8(x, scale, zeroPoint). The
+/// same float32 arithmetic as the ONNX definition, so results are bit-exact. `scratch` holds
+/// dynamicQuantizeScratchBytes bytes, 64-byte aligned. Threaded.
+void dynamicQuantizeU8(const QuantizeKernels &kernels, const float *x, int64_t n, uint8_t *y, float *scale,
+                       uint8_t *zeroPoint, std::byte *scratch, ThreadPool *pool);
+
+/// y[i] = float(x[i]) - zeroPoint for u8 (`isSigned` false) or s8 x, threaded.
+void centerQuantized(const QuantizeKernels &kernels, const void *x, bool isSigned, float zeroPoint, float *y,
+                     int64_t n, ThreadPool *pool);
+
+/// int32FromFloat over n elements, threaded.
+void int32FromFloat(const QuantizeKernels &kernels, std::byte *data, int64_t n, ThreadPool *pool);
+
+/// int32FromSplitSums over n elements, threaded.
+void int32FromSplitSums(const QuantizeKernels &kernels, std::byte *data, const float *low, int shift, int64_t n,
+                        ThreadPool *pool);
+
+}  // namespace tessel::cpu

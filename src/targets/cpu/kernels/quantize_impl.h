@@ -1,0 +1,80 @@
+// The quantization loops, compiled per ISA by isa/<family>/quantize.cpp. The range keeps kLanes
+// partial bounds so GCC vectorizes it without reassociating; rounding adds and subtracts 1.5 * 2^23,
+// which rounds half to even in the default rounding mode (as std::nearbyint does) and vectorizes
+// on every ISA. Internal linkage only.
+#pragma once
+
+#include <cstring>
+
+#include "targets/cpu/kernels/quantize.h"
+#include "targets/cpu/kernels/vector_math.h"
+
+namespace tessel::cpu {
+namespace {
+
+constexpr int64_t kLanes = 16;
+
+void rangeLoop(const float *x, int64_t n, float *lo, float *hi) {
+  float los[kLanes], his[kLanes];
+  for (int64_t j = 0; j < kLanes; ++j) los[j] = *lo, his[j] = *hi;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) {
+      los[j] = minFloat(los[j], x[i + j]);  // x < lo ? x : lo, as std::min(lo, x).
+      his[j] = maxFloat(his[j], x[i + j]);  // hi < x ? x : hi, as std::max(hi, x).
+    }
+  }
+  float l = *lo, h = *hi;
+  for (; i < n; ++i) l = minFloat(l, x[i]), h = maxFloat(h, x[i]);
+  for (int64_t j = 0; j < kLanes; ++j) l = minFloat(l, los[j]), h = maxFloat(h, his[j]);
+  *lo = l;
+  *hi = h;
+}
+
+/// round_half_to_even(v) for |v| <= 2^22.
+inline float roundHalfEven(float v) {
+  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23: the sum's ulp is 1.
+  return (v + kShift) - kShift;
+}
+
+void quantizeU8Loop(const float *x, float scale, float zeroPoint, uint8_t *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    // Clamping the quotient to +-512 first changes no result (zeroPoint is in [0, 255], so both
+    // sides saturate anyway) and keeps it in roundHalfEven's range.
+    const float q = minFloat(maxFloat(x[i] / scale, -512.0f), 512.0f);
+    const float v = minFloat(maxFloat(roundHalfEven(q) + zeroPoint, 0.0f), 255.0f);
+    y[i] = uint8_t(int32_t(v));
+  }
+}
+
+void centerU8Loop(const uint8_t *x, float zeroPoint, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = float(x[i]) - zeroPoint;
+}
+
+void centerS8Loop(const int8_t *x, float zeroPoint, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = float(x[i]) - zeroPoint;
+}
+
+void int32FromFloatLoop(std::byte *data, int64_t n) {
+  // memcpy reads and writes the same bytes under both types without aliasing questions; GCC turns
+  // it into a vector load, convert and store.
+  for (int64_t i = 0; i < n; ++i) {
+    float f;
+    std::memcpy(&f, data + i * 4, 4);
+    const int32_t v = int32_t(f);
+    std::memcpy(data + i * 4, &v, 4);
+  }
+}
+
+void int32FromSplitSumsLoop(std::byte *data, const float *low, int shift, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float f;
+    std::memcpy(&f, data + i * 4, 4);
+    // Unsigned arithmetic wraps where int32 would overflow; the true value fits, so it is exact.
+    const uint32_t v = (uint32_t(int32_t(f)) << shift) + uint32_t(int32_t(low[i]));
+    std::memcpy(data + i * 4, &v, 4);
+  }
+}
+
+}  // namespace
+}  // namespace tessel::cpu

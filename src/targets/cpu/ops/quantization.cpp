@@ -1,0 +1,331 @@
+// cpu lowering of the dynamic-quantization ops (what onnxruntime's quantize_dynamic writes):
+// DynamicQuantizeLinear on the two-pass loop of kernels/quantize.h, and ConvInteger and
+// MatMulInteger on the f32 convolution and GEMM kernels.
+//
+// The integer products run in float32 and are still exact: the operands, with their zero points
+// subtracted, are integers of magnitude at most 255, so every product is exact, and every partial
+// sum of output element j is an integer bounded by maxAbsX * L1(w'_j), the sum of the magnitudes
+// of the centred weights that feed it. When that bound is below 2^24 for every output (checked at
+// lowering, from the constant weights' actual values), no addition rounds, in whatever order the
+// kernel adds, and the float result converted to int32 is the reference's bit for bit. Weights
+// whose bound reaches 2^24 are split as high * 2^s + low, each part's sums exact, and run as two
+// products whose int32 results combine exactly (a node no split makes exact, which needs
+// thousands of large weights per output, stays on the reference kernel).
+//
+// At lowering the weights are centred, converted to float and packed once (raw constant
+// released); each run centres the u8/s8 activations into float in the step's scratch, runs the
+// f32 kernel with the output buffer as its f32 result, and converts that buffer to int32 in place.
+// ConvInteger keeps NCHW (assign-layout leaves it channels-first): the im2col/1x1 GEMM with the
+// weights as A (kernels/conv.h), or the direct depthwise kernel. Covered: u8/s8 X and W, 1-D and
+// 2-D, constant W and w_zero_point (scalar or per output channel), x_zero_point constant or fed
+// (one value). MatMulInteger: constant 2-D B and b_zero_point (scalar or per column), A of any
+// rank folded into one product, a_zero_point constant or fed (one value, or one per row of A).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ops/reference/nn_common.h"
+#include "targets/cpu/kernels/conv.h"
+#include "targets/cpu/kernels/depthwise_conv.h"
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/quantize.h"
+#include "targets/cpu/ops/conv_geometry.h"
+#include "targets/cpu/step.h"
+
+namespace tessel::cpu {
+namespace {
+
+constexpr size_t kAlign = 64;
+size_t alignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// Below this every integer is a float32 and so is the sum of two of them.
+constexpr double kExactFloatSums = 16777216.0;  // 2^24
+
+std::string formatSizes(const std::vector<int64_t> &sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
+
+int64_t product(const std::vector<int64_t> &sizes) {
+  return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
+}
+
+bool isQuantizedType(DType dtype) { return dtype == DType::UInt8 || dtype == DType::Int8; }
+
+/// The largest |v - zeroPoint| over the values v of `dtype` (u8 or i8), with a zero point known at
+/// lowering, or for any zero point of that type when it is fed.
+double maxCentredMagnitude(DType dtype, const Tensor *constantZeroPoint, bool fedZeroPoint) {
+  const double lo = dtype == DType::Int8 ? -128.0 : 0.0, hi = dtype == DType::Int8 ? 127.0 : 255.0;
+  if (fedZeroPoint) return hi - lo;
+  const double zero = constantZeroPoint != nullptr ? constantZeroPoint->scalarAsDouble() : 0.0;
+  return std::max(zero - lo, hi - zero);
+}
+
+/// Where a one-value zero point of an activation comes from at run time.
+struct ActivationZeroPoint {
+  float constant = 0.0f;
+  int input = -1;  // A fed zero point's input slot, or -1.
+  bool isSigned = false;
+
+  float resolve(const StepIo &io) const {
+    if (input < 0) return constant;
+    const void *p = io.inputs[size_t(input)];
+    return isSigned ? float(*static_cast<const int8_t *>(p)) : float(*static_cast<const uint8_t *>(p));
+  }
+};
+
+/// Reads the activation zero point of input `index` (absent, constant or fed; one value) into
+/// `zero`; false when it is not one value of X's type (the reference kernel then runs the node
+/// and reports it).
+bool readActivationZeroPoint(const LowerContext &ctx, size_t index, DType xType, ActivationZeroPoint &zero) {
+  zero.isSigned = xType == DType::Int8;
+  if (ctx.numInputs() <= index || !ctx.hasInput(index)) return true;
+  if (ctx.inputDType(index) != xType || product(ctx.inputSizes(index)) != 1) return false;
+  if (const Tensor *t = ctx.constantInput(index)) {
+    zero.constant = float(t->scalarAsDouble());
+  } else {
+    zero.input = int(index);
+  }
+  return true;
+}
+
+/// The constant weight zero points of input `index` as one value per output (`outputs` of them;
+/// every value the same for a one-value tensor), or an empty vector when the input is fed, of
+/// another type than W, or not one of those shapes.
+std::vector<double> readWeightZeroPoints(const LowerContext &ctx, size_t index, DType wType, int64_t outputs,
+                                         bool *covered) {
+  *covered = true;
+  std::vector<double> zero(size_t(outputs), 0.0);
+  if (ctx.numInputs() <= index || !ctx.hasInput(index)) return zero;
+  const Tensor *t = ctx.constantInput(index);
+  if (t == nullptr || t->dtype() != wType || (t->numel() != 1 && t->numel() != outputs)) {
+    *covered = false;
+    return {};
+  }
+  for (int64_t j = 0; j < outputs; ++j) zero[size_t(j)] = t->scalarAsDouble(t->numel() == 1 ? 0 : j);
+  return zero;
+}
+
+/// Centred constant weights as the f32 operands of an exact product: whole (`shift` 0, `low`
+/// empty), or split as high * 2^shift + low, both parts integers, when the whole operand's sums
+/// could reach 2^24 and each part's cannot (twice the arithmetic, still exact).
+struct ExactWeights {
+  int shift = 0;
+  std::vector<float> high, low;
+};
+
+/// Splits `centred` (element i feeds output (i / block) % outputs) as ExactWeights, the smallest
+/// shift first, so that maxAbsX * the largest per-output sum of |part| stays below 2^24; nullopt
+/// when no shift up to 7 does.
+std::optional<ExactWeights> exactWeights(const std::vector<double> &centred, int64_t outputs, int64_t block,
+                                         double maxAbsX) {
+  auto exact = [&](const std::vector<double> &part) {
+    std::vector<double> l1(size_t(outputs), 0.0);
+    for (size_t i = 0; i < part.size(); ++i) l1[(i / size_t(block)) % size_t(outputs)] += std::fabs(part[i]);
+    return maxAbsX * *std::max_element(l1.begin(), l1.end()) < kExactFloatSums;
+  };
+  auto toFloats = [](const std::vector<double> &part) { return std::vector<float>(part.begin(), part.end()); };
+  if (exact(centred)) return ExactWeights{0, toFloats(centred), {}};
+  for (int shift = 1; shift < 8; ++shift) {
+    const double unit = std::ldexp(1.0, shift);
+    std::vector<double> high(centred.size()), low(centred.size());
+    for (size_t i = 0; i < centred.size(); ++i) {
+      high[i] = std::nearbyint(centred[i] / unit);
+      low[i] = centred[i] - high[i] * unit;  // In [-unit / 2, unit / 2].
+    }
+    if (exact(high) && exact(low)) return ExactWeights{shift, toFloats(high), toFloats(low)};
+  }
+  return std::nullopt;
+}
+
+// ---- ConvInteger ----------------------------------------------------------------------------
+
+constexpr size_t kConvX = 0, kConvW = 1, kConvXZero = 2, kConvWZero = 3;
+
+/// Reads and checks ConvInteger's geometry (NCHW; a 1-D conv gets height 1).
+Expected<Conv2dShape> readConvIntegerShape(const LowerContext &ctx) {
+  const std::vector<int64_t> x = ctx.inputSizes(kConvX), w = ctx.inputSizes(kConvW);
+  if (w.size() != x.size()) {
+    return makeError(ErrorCode::ShapeMismatch, "ConvInteger: W has shape {}; expected rank {} like X {}",
+                     formatSizes(w), x.size(), formatSizes(x));
+  }
+  Conv2dShape s;
+  s.batch = x[0];
+  s.inChannels = x[1];
+  s.outChannels = w[0];
+  s.group = ctx.node().attrInt("group", 1);
+  if (s.group <= 0 || s.inChannels % s.group != 0 || s.outChannels % s.group != 0 || w[1] != s.inChannels / s.group) {
+    return makeError(ErrorCode::ShapeMismatch, "ConvInteger: group {} does not fit X {} and W {}", s.group,
+                     formatSizes(x), formatSizes(w));
+  }
+  const std::vector<int64_t> inSpatial(x.begin() + 2, x.end()), weightSpatial(w.begin() + 2, w.end());
+  auto kernel = ref::readKernelShape(ctx.node(), inSpatial.size(), weightSpatial);
+  if (!kernel.ok()) return makeError(kernel.diag().code, "ConvInteger: {}", kernel.diag().message);
+  auto window = ref::forwardWindow(ctx.node(), inSpatial, *kernel, /*ceilMode=*/false);
+  if (!window.ok()) return makeError(window.diag().code, "ConvInteger: {}", window.diag().message);
+  std::vector<int64_t> expectedOut = {s.batch, s.outChannels};
+  expectedOut.insert(expectedOut.end(), window->outSizes.begin(), window->outSizes.end());
+  if (ctx.outputSizes(0) != expectedOut) {
+    return makeError(ErrorCode::ShapeMismatch, "ConvInteger: output is {}; X, W and the attributes give {}",
+                     formatSizes(ctx.outputSizes(0)), formatSizes(expectedOut));
+  }
+  setSpatialSizes(*window, s);
+  return s;
+}
+
+class ConvIntegerStep final : public Step {
+ public:
+  /// `plan` null: the depthwise kernel. `low` null: the weights are not split.
+  ConvIntegerStep(const Conv2dShape &shape, const ConvGemmPlan *plan, const float *high, const float *low, int shift,
+                  const ActivationZeroPoint &xZero)
+      : shape_(shape), depthwise_(plan == nullptr), high_(high), low_(low), shift_(shift), xZero_(xZero) {
+    if (plan != nullptr) plan_ = *plan;
+    centredBytes_ = alignUp(size_t(inputCount()) * sizeof(float));
+    lowSumsBytes_ = low_ != nullptr ? alignUp(size_t(outputCount()) * sizeof(float)) : 0;
+  }
+
+  Status run(const StepIo &io) const override {
+    const QuantizeKernels &q = quantizeKernels();
+    auto *scratch = static_cast<std::byte *>(io.scratch);
+    auto *centred = reinterpret_cast<float *>(scratch);
+    centerQuantized(q, io.inputs[kConvX], xZero_.isSigned, xZero_.resolve(io), centred, inputCount(), io.pool);
+    auto convolve = [&](const float *weights, float *sums) {
+      if (depthwise_) {
+        depthwiseConv2d(shape_, centred, weights, {}, sums, io.pool);
+      } else {
+        convGemm(plan_, centred, weights, {}, sums, scratch + centredBytes_ + lowSumsBytes_, io.pool);
+      }
+    };
+    // The f32 sums land in the output buffer, then become int32 there.
+    auto *y = static_cast<std::byte *>(io.outputs[0]);
+    convolve(high_, reinterpret_cast<float *>(y));
+    if (low_ == nullptr) {
+      int32FromFloat(q, y, outputCount(), io.pool);
+    } else {
+      auto *lowSums = reinterpret_cast<float *>(scratch + centredBytes_);
+      convolve(low_, lowSums);
+      int32FromSplitSums(q, y, lowSums, shift_, outputCount(), io.pool);
+    }
+    return Status::success();
+  }
+  size_t scratchBytes() const override {
+    return centredBytes_ + lowSumsBytes_ + (depthwise_ ? 0 : convGemmScratchBytes(plan_));
+  }
+  std::string kernelName() const override {
+    return fmt::format("conv_integer_as_f32{} {}", low_ != nullptr ? "_split" : "",
+                       depthwise_ ? depthwiseConvKernelName() : convGemmKernelName(plan_));
+  }
+
+ private:
+  int64_t inputCount() const { return shape_.batch * shape_.inChannels * shape_.inPlane(); }
+  int64_t outputCount() const { return shape_.batch * shape_.outChannels * shape_.outPlane(); }
+
+  Conv2dShape shape_;
+  bool depthwise_;
+  ConvGemmPlan plan_;
+  const float *high_, *low_;
+  int shift_;
+  ActivationZeroPoint xZero_;
+  size_t centredBytes_ = 0, lowSumsBytes_ = 0;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Step>> lowerConvInteger(LowerContext &ctx) {
+  if (ctx.numInputs() < 2 || !ctx.hasInput(kConvX) || !ctx.hasInput(kConvW)) {
+    return makeError(ErrorCode::InvalidModel, "ConvInteger: needs inputs x and w; got {} inputs", ctx.numInputs());
+  }
+  const DType xType = ctx.inputDType(kConvX), wType = ctx.inputDType(kConvW);
+  const Tensor *w = ctx.constantInput(kConvW);
+  const size_t rank = ctx.inputSizes(kConvX).size();
+  // 3-D convolutions, fed weights and other types are left to the reference kernel.
+  if (!isQuantizedType(xType) || !isQuantizedType(wType) || ctx.outputDType(0) != DType::Int32 || w == nullptr ||
+      rank < 3 || rank > 4) {
+    return std::unique_ptr<Step>();
+  }
+  ActivationZeroPoint xZero;
+  if (!readActivationZeroPoint(ctx, kConvXZero, xType, xZero)) return std::unique_ptr<Step>();
+  TESSEL_ASSIGN_OR_RETURN(Conv2dShape shape, readConvIntegerShape(ctx));
+  if (shape.batch == 0 || shape.inChannels == 0 || shape.outChannels == 0) return std::unique_ptr<Step>();
+  bool covered = false;
+  const std::vector<double> wZero = readWeightZeroPoints(ctx, kConvWZero, wType, shape.outChannels, &covered);
+  if (!covered) return std::unique_ptr<Step>();
+
+  // W [Cout, Cin/g, KH, KW] centred per output channel.
+  const int64_t perFilter = shape.columnRows();
+  std::vector<double> centred(size_t(shape.outChannels * perFilter));
+  for (size_t i = 0; i < centred.size(); ++i) centred[i] = w->scalarAsDouble(int64_t(i)) - wZero[i / size_t(perFilter)];
+  const double xMagnitude =
+      maxCentredMagnitude(xType, ctx.constantInput(kConvXZero), /*fedZeroPoint=*/xZero.input >= 0);
+  const std::optional<ExactWeights> weights = exactWeights(centred, shape.outChannels, perFilter, xMagnitude);
+  if (!weights) return std::unique_ptr<Step>();
+
+  const bool depthwise = isDepthwise(shape);
+  const ConvGemmPlan plan = depthwise ? ConvGemmPlan{} : planConvGemm(shape, ctx.threads());
+  auto store = [&](const std::vector<float> &part, std::string_view name) -> Expected<const float *> {
+    if (part.empty()) return static_cast<const float *>(nullptr);
+    if (depthwise) {
+      const size_t bytes = part.size() * sizeof(float);
+      TESSEL_ASSIGN_OR_RETURN(const std::byte *stored,
+                              ctx.packed(fmt::format("depthwise_weights_{}", name), alignUp(bytes),
+                                         [&](std::byte *dst) { std::memcpy(dst, part.data(), bytes); }));
+      return reinterpret_cast<const float *>(stored);
+    }
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                            ctx.packed(fmt::format("weights_{}_packed_a.{}", name, plan.kernel->name),
+                                       convPackedWeightsBytes(plan), [&](std::byte *dst) {
+                                         packConvWeights(plan, part.data(), reinterpret_cast<float *>(dst));
+                                       }));
+    return reinterpret_cast<const float *>(packed);
+  };
+  TESSEL_ASSIGN_OR_RETURN(const float *high, store(weights->high, "high"));
+  TESSEL_ASSIGN_OR_RETURN(const float *low, store(weights->low, "low"));
+  ctx.releaseConstantInput(kConvW);
+  return std::unique_ptr<Step>(
+      std::make_unique<ConvIntegerStep>(shape, depthwise ? nullptr : &plan, high, low, weights->shift, xZero));
+}
+
+// ---- DynamicQuantizeLinear -----------------------------------------------------------------
+
+namespace {
+
+class DynamicQuantizeStep final : public Step {
+ public:
+  explicit DynamicQuantizeStep(int64_t count) : count_(count) {}
+
+  Status run(const StepIo &io) const override {
+    dynamicQuantizeU8(quantizeKernels(), static_cast<const float *>(io.inputs[0]), count_,
+                      static_cast<uint8_t *>(io.outputs[0]), static_cast<float *>(io.outputs[1]),
+                      static_cast<uint8_t *>(io.outputs[2]), static_cast<std::byte *>(io.scratch), io.pool);
+    return Status::success();
+  }
+  size_t scratchBytes() const override { return dynamicQuantizeScratchBytes(); }
+  std::string kernelName() const override { return fmt::format("dynamic_quantize_u8 {}", quantizeKernels().name); }
+
+ private:
+  int64_t count_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Step>> lowerDynamicQuantizeLinear(LowerContext &ctx) {
+  if (ctx.numInputs() < 1 || !ctx.hasInput(0) || ctx.node().outputs().size() != 3) {
+    return makeError(ErrorCode::InvalidModel, "DynamicQuantizeLinear: needs input x and outputs y, y_scale, "
+                     "y_zero_point; got {} inputs, {} outputs", ctx.numInputs(), ctx.node().outputs().size());
+  }
+  if (ctx.inputDType(0) != DType::Float32 || ctx.outputDType(0) != DType::UInt8 ||
+      ctx.outputDType(1) != DType::Float32 || ctx.outputDType(2) != DType::UInt8) {
+    return std::unique_ptr<Step>();
+  }
+  const int64_t count = product(ctx.inputSizes(0));
+  if (ctx.outputSizes(0) != ctx.inputSizes(0) || product(ctx.outputSizes(1)) != 1 || product(ctx.outputSizes(2)) != 1) {
+    return makeError(ErrorCode::ShapeMismatch, "DynamicQuantizeLinear: outputs {}, {}, {} for x {}; expected x's "
+                     "shape and two scalars", formatSizes(ctx.outputSizes(0)), formatSizes(ctx.outputSizes(1)),
+                     formatSizes(ctx.outputSizes(2)), formatSizes(ctx.inputSizes(0)));
+  }
+  return std::unique_ptr<Step>(std::make_unique<DynamicQuantizeStep>(count));
+}
+
+}  // namespace tessel::cpu

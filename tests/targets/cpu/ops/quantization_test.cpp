@@ -1,0 +1,187 @@
+// The dynamic-quantization ops on the cpu target against the reference interpreter, bit for bit:
+// DynamicQuantizeLinear (odd sizes, several range parts, a non-negative and an all-zero input),
+// ConvInteger (zero points absent, scalar, per channel and fed; u8 and s8; pads, strides,
+// dilations, groups, depthwise, 1-D; weights large enough that the f32 sums must be split, and so
+// large that no split is exact and the reference kernel keeps the node), each on the kernels the
+// test names.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "../cpu_test_util.h"
+
+namespace tessel::cpu {
+namespace {
+
+using testing::CpuCheck;
+using testing::expectCpuMatchesReference;
+
+std::string sizesText(const std::vector<int64_t> &sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
+
+/// A text-IR u8 or i8 constant of `sizes` with values from a fixed sequence, uniform over [lo, hi].
+std::string quantizedConstant(const std::string &name, const char *dtype, const std::vector<int64_t> &sizes,
+                              uint32_t seed, int lo, int hi) {
+  int64_t count = 1;
+  for (int64_t s : sizes) count *= s;
+  uint32_t state = seed * 2654435761u + 1;
+  std::vector<int> values;
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    values.push_back(lo + int((state >> 8) % uint32_t(hi - lo + 1)));
+  }
+  return fmt::format("  const %{} = dense<{}{}: {}>\n", name, dtype, sizesText(sizes), fmt::join(values, ", "));
+}
+
+std::string model(const std::string &inputs, const std::string &outputs, const std::string &body) {
+  return fmt::format("model opset(ai.onnx=13) ir_version=8 {{\nfunc @main({}) -> ({}) {{\n{}}}\n}}\n", inputs,
+                     outputs, body);
+}
+
+/// Compiles `ir` for the cpu target, checks it against the reference interpreter bit for bit
+/// (`fallback`: one node may run its reference kernel) and returns the kernels its steps ran.
+std::vector<std::string> checkExact(const std::string &ir, bool fallback = false, int threads = 2) {
+  SCOPED_TRACE(ir.substr(0, 600));
+  CpuCheck check;
+  check.threads = threads;
+  check.rtol = 0.0;
+  check.atol = 0.0;
+  check.requireNoFallback = !fallback;
+  expectCpuMatchesReference(ir, check);
+
+  auto parsed = parseModel(ir, "test.tsl.txt");
+  EXPECT_TRUE(parsed.ok());
+  if (!parsed.ok()) return {};
+  auto executable = compileCpu(std::move(*parsed), {0, threads});
+  EXPECT_TRUE(executable.ok()) << executable.diag().str();
+  if (!executable.ok()) return {};
+  EXPECT_EQ((*executable)->summary().fallbackSteps, fallback ? 1 : 0);
+  (*executable)->setProfiling(true);
+  auto feeds = testing::randomFeeds((*executable)->model(), 1);
+  EXPECT_TRUE((*executable)->run(feeds).ok());
+  std::vector<std::string> kernels;
+  for (const StepProfile &step : (*executable)->profile()) kernels.push_back(step.opType + " " + step.kernel);
+  return kernels;
+}
+
+bool ran(const std::vector<std::string> &kernels, const std::string &text) {
+  for (const std::string &k : kernels) {
+    if (k.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(CpuDynamicQuantizeLinear, MatchesReferenceBitForBit) {
+  for (const std::vector<int64_t> &sizes : std::vector<std::vector<int64_t>>{{1}, {3, 7, 11}, {2, 64, 33, 35}}) {
+    const std::string ir = model(fmt::format("%x: f32{}", sizesText(sizes)),
+                                 fmt::format("%y: u8{}, %s: f32[], %z: u8[]", sizesText(sizes)),
+                                 "  %y, %s, %z = DynamicQuantizeLinear(%x)\n  return %y, %s, %z\n");
+    for (int threads : {1, 2}) EXPECT_TRUE(ran(checkExact(ir, false, threads), "dynamic_quantize_u8"));
+  }
+}
+
+TEST(CpuDynamicQuantizeLinear, NonNegativeAndZeroInputs) {
+  // After a Relu the range starts at 0 (zero point 0); times 0 every element is 0 (scale 0).
+  const std::string ir = model("%x: f32[5,300]", "%y: u8[5,300], %s: f32[], %z: u8[], %y0: u8[5,300], %s0: f32[]",
+                               "  const %zero = dense<f32[]: 0>\n"
+                               "  %r = Relu(%x)\n"
+                               "  %y, %s, %z = DynamicQuantizeLinear(%r)\n"
+                               "  %m = Mul(%x, %zero)\n"
+                               "  %y0, %s0, %z0 = DynamicQuantizeLinear(%m)\n"
+                               "  return %y, %s, %z, %y0, %s0\n");
+  checkExact(ir);
+}
+
+struct ConvIntegerCase {
+  std::vector<int64_t> x, w;     // [N, C, spatial...], [M, C/group, k...]
+  std::string attributes;        // ConvInteger's, without braces.
+  std::string xType = "u8", wType = "u8";
+  std::string xZero = "fed";     // "fed" (from DynamicQuantizeLinear), "none", or a constant value.
+  std::string wZero = "scalar";  // "none", "scalar" or "per_channel".
+  int wLo = 0, wHi = 255;        // The weights' range.
+};
+
+std::string convIntegerModel(const ConvIntegerCase &c) {
+  const bool dynamic = c.xZero == "fed";
+  std::string body = quantizedConstant("w", c.wType.c_str(), c.w, uint32_t(c.w[0] * 7 + c.w[1]), c.wLo, c.wHi);
+  const int wMid = (c.wLo + c.wHi) / 2;
+  if (c.wZero == "scalar") body += fmt::format("  const %wz = dense<{}[]: {}>\n", c.wType, wMid);
+  if (c.wZero == "per_channel") {
+    body += quantizedConstant("wz", c.wType.c_str(), {c.w[0]}, 3, std::max(c.wLo, wMid - 20),
+                              std::min(c.wHi, wMid + 20));
+  }
+  std::string inputs;
+  std::string x = "%x";
+  if (dynamic) {
+    inputs = fmt::format("%xf: f32{}", sizesText(c.x));
+    body += "  %x, %xs, %xz = DynamicQuantizeLinear(%xf)\n";
+  } else {
+    inputs = fmt::format("%x: {}{}", c.xType, sizesText(c.x));
+    if (c.xZero != "none") body += fmt::format("  const %xz = dense<{}[]: {}>\n", c.xType, c.xZero);
+  }
+  std::string args = "%x, %w";
+  const bool hasXZero = c.xZero != "none";
+  if (hasXZero || c.wZero != "none") args += hasXZero ? ", %xz" : ", _";
+  if (c.wZero != "none") args += ", %wz";
+  body += fmt::format("  %y = ConvInteger({}) {{{}}}\n  return %y\n", args, c.attributes);
+  return model(inputs, "%y: ?", body);
+}
+
+std::vector<std::string> checkConvInteger(const ConvIntegerCase &c, bool fallback = false) {
+  return checkExact(convIntegerModel(c), fallback);
+}
+
+TEST(CpuConvInteger, ZeroPointsAndTypes) {
+  ConvIntegerCase c{{1, 5, 9, 7}, {6, 5, 3, 3}, "pads = [1, 1, 1, 1]"};
+  EXPECT_TRUE(ran(checkConvInteger(c), "conv_integer_as_f32 conv2d_im2col_gemm"));
+  c.wZero = "per_channel";
+  checkConvInteger(c);
+  c.wZero = "none";
+  c.wLo = 0, c.wHi = 40;
+  checkConvInteger(c);
+  c.xZero = "none";
+  checkConvInteger(c);
+  c.xZero = "131";
+  c.wZero = "scalar";
+  checkConvInteger(c);
+  // s8 activations and weights, zero points of their own type.
+  c.xType = "i8", c.wType = "i8", c.xZero = "-3", c.wLo = -128, c.wHi = 127, c.wZero = "per_channel";
+  checkConvInteger(c);
+  c.xType = "u8", c.xZero = "7";
+  checkConvInteger(c);
+}
+
+TEST(CpuConvInteger, Geometry) {
+  checkConvInteger({{2, 8, 11, 13}, {16, 8, 3, 3}, "pads = [1, 1, 1, 1], strides = [2, 2]"});
+  checkConvInteger({{1, 16, 7, 9}, {24, 16, 1, 1}, ""});
+  checkConvInteger({{1, 6, 12, 10}, {4, 6, 3, 3}, "dilations = [2, 2], pads = [2, 1, 0, 2]"});
+  checkConvInteger({{1, 8, 9, 9}, {12, 4, 3, 3}, "group = 2, pads = [1, 1, 1, 1]"});
+  checkConvInteger({{1, 6, 10, 8}, {6, 3, 1, 3}, "auto_pad = \"SAME_UPPER\", group = 2"});
+  checkConvInteger({{2, 5, 17}, {7, 5, 4}, "pads = [1, 2], strides = [3]"});
+  EXPECT_TRUE(ran(checkConvInteger({{1, 8, 10, 11}, {8, 1, 3, 3}, "group = 8, pads = [1, 1, 1, 1]"}),
+                  "conv_integer_as_f32 f32_depthwise_conv2d"));
+}
+
+TEST(CpuConvInteger, SumsThatNeedASplit) {
+  // 128 x 3 x 3 full-range u8 weights centred on 127: each output's sum of |w'| is about 74000,
+  // times 255 past 2^24, so the weights run as high * 2^s + low.
+  ConvIntegerCase c{{1, 128, 6, 5}, {9, 128, 3, 3}, "pads = [1, 1, 1, 1]"};
+  EXPECT_TRUE(ran(checkConvInteger(c), "conv_integer_as_f32_split"));
+  c.wZero = "per_channel";
+  EXPECT_TRUE(ran(checkConvInteger(c), "conv_integer_as_f32_split"));
+  // Narrow weights keep the whole operand.
+  c.wLo = 120, c.wHi = 134, c.wZero = "scalar";
+  EXPECT_FALSE(ran(checkConvInteger(c), "_split"));
+}
+
+TEST(CpuConvInteger, NoExactSplitKeepsTheReference) {
+  // 2304 x 3 x 3 full-range weights per output: no split keeps both parts' sums below 2^24.
+  const ConvIntegerCase c{{1, 2304, 3, 3}, {1, 2304, 3, 3}, ""};
+  EXPECT_TRUE(ran(checkConvInteger(c, /*fallback=*/true), "ConvInteger reference"));
+}
+
+}  // namespace
+}  // namespace tessel::cpu
