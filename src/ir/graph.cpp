@@ -211,6 +211,18 @@ void collectReads(const Node &node, std::vector<Value *> &reads) {
 }
 }  // namespace
 
+void Graph::nameNodesUniquely() {
+  std::unordered_set<std::string> names;
+  for (const auto &node : nodes_) {
+    if (!node->name().empty() && names.insert(node->name()).second) continue;
+    const std::string base = node->name().empty() ? node->opType() : node->name();
+    std::string candidate;
+    for (int i = 0; !names.insert(candidate = fmt::format("{}_{}", base, i)).second; ++i) {
+    }
+    node->setName(candidate);
+  }
+}
+
 Status Graph::sortTopologically() {
   // Kahn's algorithm over the nodes of this graph; values from other graphs are always ready.
   std::unordered_map<const Node *, size_t> pending;

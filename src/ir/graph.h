@@ -161,6 +161,9 @@ class Graph {
 
   /// Reorders nodes so every producer precedes its users; fails on a cycle, naming a node on it.
   Status sortTopologically();
+  /// Gives every node a distinct, non-empty name ("OpType_N" or "name_N" where there is none or it
+  /// repeats): what targets key per-node state by (packed weights, device constants).
+  void nameNodesUniquely();
   /// Gives `value` (owned by this graph) a new name, unused in this graph.
   void renameValue(Value *value, std::string name);
   /// A name not yet used in this graph, derived from `hint`.

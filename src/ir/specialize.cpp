@@ -79,6 +79,62 @@ Expected<std::pair<std::string, DimRange>> parseDimRange(const std::string &spec
   return std::make_pair(spec.substr(0, eq), range);
 }
 
+std::string DimBuckets::str() const { return fmt::format("{}={}", dim, fmt::join(sizes, ",")); }
+
+Expected<DimBuckets> parseBuckets(const std::string &spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    return makeError(ErrorCode::InvalidArgument, "--buckets '{}' is not NAME=A,B,C or NAME=auto:LO..HI", spec);
+  }
+  DimBuckets buckets;
+  buckets.dim = spec.substr(0, eq);
+  std::string_view rest = std::string_view(spec).substr(eq + 1);
+  auto size = [](std::string_view text, int64_t &out) {
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return !text.empty() && error == std::errc() && end == text.data() + text.size() && out >= 1;
+  };
+  if (rest.starts_with("auto:")) {
+    rest.remove_prefix(5);
+    const size_t dots = rest.find("..");
+    int64_t lo = 0, hi = 0;
+    if (dots == std::string_view::npos || !size(rest.substr(0, dots), lo) || !size(rest.substr(dots + 2), hi) || lo > hi ||
+        hi > (int64_t{1} << 40)) {
+      return makeError(ErrorCode::InvalidArgument, "--buckets '{}': auto needs LO..HI with 1 <= LO <= HI", spec);
+    }
+    int64_t p = 1;
+    while (p < lo) p *= 2;
+    for (; p < hi; p *= 2) buckets.sizes.push_back(p);
+    buckets.sizes.push_back(hi);
+  } else {
+    for (size_t start = 0; start <= rest.size();) {
+      const size_t comma = std::min(rest.find(',', start), rest.size());
+      int64_t value = 0;
+      if (!size(rest.substr(start, comma - start), value)) {
+        return makeError(ErrorCode::InvalidArgument, "--buckets '{}': '{}' is not a size >= 1", spec,
+                         std::string(rest.substr(start, comma - start)));
+      }
+      buckets.sizes.push_back(value);
+      start = comma + 1;
+    }
+    std::sort(buckets.sizes.begin(), buckets.sizes.end());
+    buckets.sizes.erase(std::unique(buckets.sizes.begin(), buckets.sizes.end()), buckets.sizes.end());
+  }
+  return buckets;
+}
+
+std::map<std::string, int64_t> symbolSizes(const Model &model, const InputSizes &sizes) {
+  std::map<std::string, int64_t> symbols;
+  for (const Value *input : model.graph->inputs()) {
+    if (!input->type().isTensor() || !input->type().shape().rankKnown()) continue;
+    const Shape &shape = input->type().shape();
+    for (const auto &[name, dims] : sizes)
+      if (name == input->name())
+        for (size_t axis = 0; axis < shape.rank() && axis < dims.size(); ++axis)
+          if (shape[axis].isSymbolic()) symbols.emplace(shape[axis].symbol, dims[axis]);
+  }
+  return symbols;
+}
+
 Expected<InputSizes> checkFeedShapes(const Model &model, const NamedValues &feeds, const DimRanges &ranges) {
   const Graph &graph = *model.graph;
   const std::string &file = model.sourcePath;

@@ -33,6 +33,22 @@ using DimRanges = std::map<std::string, DimRange>;
 /// Parses "NAME=LO..HI" (either bound may be left out: "S=..512", "S=16..").
 Expected<std::pair<std::string, DimRange>> parseDimRange(const std::string &spec);
 
+/// The sizes an accelerator compiles a symbolic dim at (`--buckets S=128,256,512`, or
+/// `S=auto:128..2048` for the powers of two from 128 to 2048): one program per size; a run takes
+/// the smallest that holds its feeds, padded up to it.
+struct DimBuckets {
+  std::string dim;
+  std::vector<int64_t> sizes;  // Ascending, distinct, each >= 1.
+  std::string str() const;     // "S=128,256,512"
+};
+
+/// Parses "NAME=A,B,C" or "NAME=auto:LO..HI" (LO and HI powers of two or not: the powers of two
+/// from the first at or above LO, then HI itself if it is not one).
+Expected<DimBuckets> parseBuckets(const std::string &spec);
+
+/// The size each symbolic dim of the graph inputs takes in `sizes` (as checkFeedShapes returns).
+std::map<std::string, int64_t> symbolSizes(const Model &model, const InputSizes &sizes);
+
 /// Checks `feeds` against the graph inputs of `model` before a plan for their shapes is chosen:
 /// every input fed (or defaulted), dtype and rank as declared, static dims equal, each symbolic
 /// dim within its range and the same size in every input that names it. Errors name the input,

@@ -96,4 +96,14 @@ Status addOptimizationPipeline(PassManager &manager, int level) {
   return Status::success();
 }
 
+Status foldSizeIndependent(Model &model, int optLevel) {
+  if (optLevel <= 0) return Status::success();
+  PassManager manager;
+  TESSEL_RETURN_IF_ERROR(manager.addPipeline(
+      "infer-shapes,promote-half,fold-shapes,fold-constants,eliminate-common-subexpressions,eliminate-dead-code,"
+      "infer-shapes"));
+  if (optLevel >= 2) TESSEL_RETURN_IF_ERROR(manager.addPipeline("fold-batch-norm,fold-conv-affine,eliminate-dead-code"));
+  return manager.run(model).status();
+}
+
 }  // namespace tessel

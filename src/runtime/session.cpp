@@ -69,8 +69,9 @@ Expected<std::unique_ptr<Session>> Session::load(const std::string &path, const 
 Expected<CompiledModel *> Session::compiledFor(const Sizes &sizes) {
   if (fixedPlan_) return last_ = plans_.begin()->second.get();
   // A target that serves every shape from one CompiledModel (ref; cpu, which plans each shape
-  // itself) compiles the graph as imported, once; the others compile per set of input sizes.
-  const bool everyShape = !targetImpl_->needsStaticShapes();
+  // itself; an accelerator given buckets) compiles the graph as imported, once; the others compile
+  // per set of input sizes.
+  const bool everyShape = !targetImpl_->needsStaticShapes() || !options_.target.buckets.empty();
   const std::string key = everyShape ? "" : shapeKey(sizes);
   if (auto it = plans_.find(key); it != plans_.end()) return last_ = it->second.get();
   auto compile = [&](int optLevel) -> Expected<std::unique_ptr<CompiledModel>> {

@@ -27,6 +27,9 @@ struct TargetOptions {
   bool timePasses = false;  // Record the time of every pass and compiler stage (compileTimes()).
   // Targets that plan every shape (cpu): the sizes each symbolic dim may take, checked at run time.
   DimRanges dimRanges;
+  // Accelerators: the sizes to compile each symbolic dim at, one program set per bucket in one
+  // CompiledModel (every other dim must be static).
+  std::vector<DimBuckets> buckets;
 };
 
 /// The figures of the last run.
@@ -44,6 +47,10 @@ struct RunFigures {
   std::string boundingEngine;
   int deviceNodes = 0, hostNodes = 0;
   std::vector<std::string> fallbacks;  // "node (Op): reason" for each node that left the device.
+  // A model compiled in buckets: the one the run took ("S=128") and the share of its padded
+  // inputs' elements that were padding.
+  std::string bucket;
+  double paddingWaste = 0;
 };
 
 /// Time in one op over the profiled runs.
@@ -117,6 +124,8 @@ class Target {
   /// Whether compile() needs every input size known. Targets that do not (ref, cpu) take symbolic
   /// dims and serve every shape from one CompiledModel.
   virtual bool needsStaticShapes() const { return true; }
+  /// Whether compile() takes TargetOptions::buckets (the accelerators).
+  virtual bool takesBuckets() const { return false; }
   virtual Expected<std::unique_ptr<CompiledModel>> compile(Model model, const TargetOptions &options) const = 0;
   /// Whether `path` is an artifact this target wrote.
   virtual bool ownsArtifact(const std::string &path) const { return false; }

@@ -1,8 +1,9 @@
 // `tessel compile MODEL --target T [-O N] [-o OUT.tsl] [--shape NAME=D0,D1,...] [--batch B]
-// [--dim NAME=LO..HI] [--threads N] [--report] [--auto-cast ...] [--cores N] [--time-passes]`:
+// [--dim NAME=LO..HI] [--buckets NAME=A,B,..] [--threads N] [--report] [--auto-cast ...] [--cores N] [--time-passes]`:
 // compiles a model for any target of the registry and writes its artifact (cpu: optimized graph,
 // plan, packed weights; accelerator: stages, programs, constants) that `tessel run`, `bench` and
-// `profile` load. On cpu, dims left symbolic stay so: the artifact plans each shape on first use.
+// `profile` load. On cpu, dims left symbolic stay so: the artifact plans each shape on first use; on
+// an accelerator, --buckets compiles the symbolic dims at a list of sizes into one artifact.
 #include <cstdio>
 #include <map>
 
@@ -22,6 +23,7 @@ struct CompileArgs {
   std::string output;
   std::vector<std::string> shapes;
   std::vector<std::string> dims;
+  std::vector<std::string> buckets;
   int64_t batch = 0;
   int optLevel = 3;
   int threads = 0;
@@ -35,9 +37,20 @@ struct CompileArgs {
 void compileModel(const CompileArgs &args) {
   auto target = findTarget(args.target);
   if (!target.ok()) return reportError(target.diag().str());
-  auto model = importSpecialized(args.model, args.shapes, args.batch, !(*target)->needsStaticShapes());
-  if (!model.ok()) return reportError(model.diag().str());
   TargetOptions options;
+  for (const std::string &spec : args.buckets) {
+    auto buckets = parseBuckets(spec);
+    if (!buckets.ok()) return reportError(buckets.diag().str());
+    options.buckets.push_back(std::move(*buckets));
+  }
+  if (!options.buckets.empty() && !(*target)->takesBuckets()) {
+    return reportError(fmt::format("--buckets: target '{}' {}", args.target,
+                                   (*target)->needsStaticShapes() ? "does not compile buckets"
+                                                                  : "serves every shape from one artifact; leave the dims symbolic"));
+  }
+  auto model = importSpecialized(args.model, args.shapes, args.batch,
+                                 !(*target)->needsStaticShapes() || !options.buckets.empty());
+  if (!model.ok()) return reportError(model.diag().str());
   for (const std::string &spec : args.dims) {
     auto range = parseDimRange(spec);
     if (!range.ok()) return reportError(range.diag().str());
@@ -120,6 +133,9 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_option("-o,--output", args->output, "Artifact to write (.tsl)");
   cmd->add_option("-O", args->optLevel, "Optimization level 0-3")->capture_default_str();
   cmd->add_option("--shape", args->shapes, "NAME=D0,D1,... fixes the sizes of an input (cpu: dims not fixed stay symbolic)");
+  cmd->add_option("--buckets", args->buckets,
+                  "nc: NAME=A,B,C or NAME=auto:LO..HI compiles symbolic dim NAME at each size into one artifact; a run "
+                  "takes the smallest that fits, padded");
   cmd->add_option("--dim", args->dims, "cpu: NAME=LO..HI bounds a symbolic dim, checked at run time (default unbounded)");
   cmd->add_option("--batch", args->batch, "Size of a dynamic leading (batch) dim of the inputs");
   cmd->add_option("--threads", args->threads, "Threads the plan is partitioned for (0 = all cores)")

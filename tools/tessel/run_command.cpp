@@ -62,6 +62,8 @@ void printFigures(const RunFigures &f, const Graph &graph, bool timingOnly = fal
   }
   std::printf("simulated latency: %.3f us on %d %s core%s (%zu host fallbacks)\n", f.deviceUs, f.cores, f.device.c_str(),
               f.cores > 1 ? "s" : "", f.fallbacks.size());
+  if (!f.bucket.empty())
+    std::printf("bucket: %s (padding is %.1f%% of the padded inputs' elements)\n", f.bucket.c_str(), 100.0 * f.paddingWaste);
   if (timingOnly && f.hostNodes > 0) {
     std::printf("latency: %.3f us = device %.3f us (simulated) + transfers %.3f us (the profile's host link); the host "
                 "stages did not run (--timing-only)\n",

@@ -440,6 +440,10 @@ Expected<Model> importOnnxBytes(const std::string &bytes, const std::string &pat
   if (!proto.ParseFromString(bytes)) {
     return makeFileError(ErrorCode::ParseError, path, "not a valid ONNX protobuf ({} bytes): the file is truncated or corrupt", bytes.size());
   }
+  return importOnnxProto(std::move(proto), path, options);
+}
+
+Expected<Model> importOnnxProto(onnx::ModelProto proto, const std::string &path, const ImportOptions &options) {
   Model model;
   model.sourcePath = path;
   Importer importer(path, model);

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include <onnx/onnx_pb.h>
+
 #include "ir/graph.h"
 #include "support/diagnostic.h"
 
@@ -21,6 +23,9 @@ struct ImportOptions {
 Expected<Model> importOnnxFile(const std::string &path, const ImportOptions &options = {});
 /// Loads a model from serialized bytes; `path` names it in diagnostics and locates external data.
 Expected<Model> importOnnxBytes(const std::string &bytes, const std::string &path, const ImportOptions &options = {});
+
+/// Loads a model from a parsed ModelProto (taken, so large initializers are not copied).
+Expected<Model> importOnnxProto(onnx::ModelProto proto, const std::string &path, const ImportOptions &options = {});
 
 /// Lowest and highest ai.onnx opset versions the importer accepts.
 inline constexpr int64_t kMinOnnxOpset = 1;

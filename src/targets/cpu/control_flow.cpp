@@ -300,18 +300,6 @@ Status optimizeForCpu(Model &model, int optLevel) {
   return Status::success();
 }
 
-void nameNodesUniquely(Model &model) {
-  std::set<std::string> names;
-  for (const auto &node : model.graph->nodes()) {
-    if (!node->name().empty() && names.insert(node->name()).second) continue;
-    std::string base = node->name().empty() ? node->opType() : node->name();
-    std::string candidate;
-    for (int i = 0; !names.insert(candidate = fmt::format("{}_{}", base, i)).second; ++i) {
-    }
-    node->setName(candidate);
-  }
-}
-
 IfStep::IfStep(Branch thenBranch, Branch elseBranch, CpuExecutable::Impl &outer, size_t stepIndex)
     : branches_{std::move(thenBranch), std::move(elseBranch)}, outer_(outer), stepIndex_(stepIndex) {}
 
@@ -377,7 +365,7 @@ Expected<std::unique_ptr<Step>> planIf(CpuExecutable::Impl &outer, const Planned
                    branch.name);
       branch.captureOf.push_back(static_cast<int>(it - captures.begin()));
     }
-    nameNodesUniquely(model);
+    model.graph->nameNodesUniquely();
     auto plan = std::make_unique<CpuExecutable::Impl>();
     plan->model = std::move(model);
     plan->options = outer.options;
@@ -456,7 +444,7 @@ Expected<bool> planBody(CpuExecutable::Impl &outer, const Node &node, const Grap
                  from->name());
     body.captureOf.push_back(static_cast<int>(it - captures.begin()));
   }
-  nameNodesUniquely(model);
+  model.graph->nameNodesUniquely();
   auto plan = std::make_unique<CpuExecutable::Impl>();
   plan->model = std::move(model);
   plan->options = outer.options;

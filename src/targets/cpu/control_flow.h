@@ -19,9 +19,6 @@ namespace tessel::cpu {
 /// of its branches plan to, running the pipeline again after each change so shapes reach the rest.
 Status optimizeForCpu(Model &model, int optLevel);
 
-/// Gives every node of the main graph a distinct, non-empty name (packed constants are keyed by it).
-void nameNodesUniquely(Model &model);
-
 class IfStep final : public Step {
  public:
   struct Branch {

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "ir/clone.h"
-#include "passes/pass_manager.h"
+#include "passes/pipelines.h"
 #include "targets/cpu/control_flow.h"
 #include "targets/cpu/plan.h"
 
@@ -37,21 +37,6 @@ Status checkRangesNameDims(const Model &model, const DimRanges &ranges) {
   return Status::success();
 }
 
-/// The part of the pass pipeline whose result does not depend on the input sizes: folding what is
-/// constant and folding BatchNorms and affine scales into the weights. Done once, the weights it
-/// makes are shared by every plan. The fusions and layout choices wait for each shape, where the
-/// static types they match on are known (a residual Add joins its convolution only when both
-/// shapes are known equal), so each plan's graph is the one a static compile makes.
-Status foldWeights(Model &model, int optLevel) {
-  if (optLevel <= 0) return Status::success();
-  PassManager manager;
-  TESSEL_RETURN_IF_ERROR(manager.addPipeline(
-      "infer-shapes,promote-half,fold-shapes,fold-constants,eliminate-common-subexpressions,eliminate-dead-code,"
-      "infer-shapes"));
-  if (optLevel >= 2) TESSEL_RETURN_IF_ERROR(manager.addPipeline("fold-batch-norm,fold-conv-affine,eliminate-dead-code"));
-  return manager.run(model).status();
-}
-
 }  // namespace
 
 DynamicCpuExecutable::DynamicCpuExecutable(Model model, const CpuCompileOptions &options, DimRanges ranges)
@@ -68,8 +53,8 @@ Expected<std::unique_ptr<DynamicCpuExecutable>> DynamicCpuExecutable::compile(Mo
   TESSEL_RETURN_IF_ERROR(checkRangesNameDims(model, ranges));
   // Where the folds cannot handle a symbolic dim, each shape's plan runs them on the graph as imported.
   Model optimized = cloneModel(model);
-  if (foldWeights(optimized, options.optLevel).ok()) model = std::move(optimized);
-  nameNodesUniquely(model);
+  if (foldSizeIndependent(optimized, options.optLevel).ok()) model = std::move(optimized);
+  model.graph->nameNodesUniquely();
   return std::unique_ptr<DynamicCpuExecutable>(new DynamicCpuExecutable(std::move(model), options, std::move(ranges)));
 }
 

@@ -591,7 +591,7 @@ Expected<std::unique_ptr<CpuExecutable>> planStaticModel(Model model, const CpuC
   const bool promotesHalf = options.optLevel >= 1 && computesHalf(*model.graph);
   TESSEL_RETURN_IF_ERROR(optimizeForCpu(model, options.optLevel));
   // Packed constants are keyed by node name, so every node needs a distinct one.
-  nameNodesUniquely(model);
+  model.graph->nameNodesUniquely();
 
   auto impl = std::make_unique<CpuExecutable::Impl>();
   impl->model = std::move(model);

@@ -1,10 +1,11 @@
-// Compiling a model for the accelerator and running it; see executable.h. The artifact format:
-//   [magic "TSLNC001"][u64 header bytes][header JSON][blobs]
-// where the header names the profile, the stages, and per program its HBM layout and the offsets of
-// its blobs (encoded instructions, constant image entries); the optimized graph (with its f32
-// weights, which `tessel run` checks against) is the first blob. Nothing time- or machine-dependent
-// goes in, so compiling twice gives the same bytes.
+// Compiling a model for the accelerator and running it; see executable.h. The artifact is an
+// artifact_io.h container with magic "TSLNC002" whose header names the profile, the stages, and per
+// program its HBM layout and its blobs (encoded instructions, constant image entries), and holds the
+// optimized graph (with its f32 weights, which `tessel run` checks against). Compiling twice gives
+// the same bytes.
 #include "targets/nc/compiler/executable.h"
+
+#include "targets/nc/compiler/artifact_io.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,11 +28,13 @@
 #include "targets/nc/isa/encoding.h"
 #include "targets/nc/kernels/runner.h"
 #include "targets/nc/sim/simulator.h"
+#include "targets/nc/tile/emit.h"
 
 namespace tessel::nc::compiler {
 namespace {
 
-constexpr char kMagic[8] = {'T', 'S', 'L', 'N', 'C', '0', '0', '1'};
+// 002: large initializers of the graph are blobs of their own (artifact_io.h).
+constexpr ArtifactMagic kMagic = {'T', 'S', 'L', 'N', 'C', '0', '0', '2'};
 
 /// The share of SBUF live activations may take before the one read again the latest is spilled to
 /// HBM; the rest holds weights in flight, per-op temporaries and the constants.
@@ -180,6 +184,7 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
   }
   opNode.resize(builder.kernel().ops.size(), -1);
   TESSEL_ASSIGN_OR_RETURN(tile::Kernel kernel, builder.finish());
+  if (options.pinnedConstants) kernel.pinnedConstants = *options.pinnedConstants;
   TESSEL_ASSIGN_OR_RETURN(tile::CompiledKernel compiled, tile::compileKernel(kernel, profile));
   program.program = std::move(compiled.program);
   program.hbmTensors = std::move(compiled.hbmTensors);
@@ -222,6 +227,17 @@ size_t bisectFailure(const Stage &stage, size_t stageIndex, const MachineProfile
 }
 
 }  // namespace
+
+tile::ConstantLayout DeviceProgram::constantLayout() const {
+  std::set<uint64_t> constantOffsets;
+  for (const auto &[offset, bytes] : constantImage) constantOffsets.insert(offset);
+  tile::ConstantLayout layout;
+  for (const tile::HbmPlacement &t : hbmTensors) {
+    if (!constantOffsets.count(t.offsetBytes) || t.isOutput) continue;
+    layout[t.name] = {t.offsetBytes, tile::hbmFootprint(t.dtype, t.shape)};
+  }
+  return layout;
+}
 
 ref::Tolerance toleranceFor(const LoweringOptions &options) {
   if (options.autoCast == AutoCast::None) return {1e-4, 1e-3};
@@ -307,6 +323,8 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
         for (int core = 0; core < options.lowering.cores && !failed; ++core) {
           LoweringOptions perCore = options.lowering;
           perCore.core = core;
+          if (exe->programs_.size() < options.constantLayouts.size())
+            perCore.pinnedConstants = &options.constantLayouts[exe->programs_.size()];
           size_t failedNode = 0;
           auto program = lowerStage(stage, s, exe->profile_, perCore, nodeIds, exe->nodeNames_, failedNode);
           if (program.ok()) {
@@ -569,11 +587,7 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
 
 // ---- Artifact -------------------------------------------------------------------------------------
 
-bool isNcArtifact(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[8] = {};
-  return in.read(magic, sizeof magic) && std::equal(magic, magic + 8, kMagic);
-}
+bool isNcArtifact(const std::string &path) { return hasMagic(path, kMagic); }
 
 namespace {
 
@@ -581,20 +595,9 @@ const char *autoCastName(AutoCast a) { return a == AutoCast::None ? "none" : a =
 
 }  // namespace
 
-Status NcExecutable::save(const std::string &path) const {
-  // Blobs are written after the header, in the order they are placed; only their places are kept
-  // here, so that nothing large is copied.
-  std::vector<std::pair<const void *, size_t>> blobs;
-  size_t blobBytes = 0;
-  auto place = [&](const void *data, size_t bytes) {
-    const size_t offset = blobBytes;
-    blobs.emplace_back(data, bytes);
-    blobBytes += bytes;
-    return nlohmann::json{{"offset", offset}, {"bytes", bytes}};
-  };
-  TESSEL_ASSIGN_OR_RETURN(std::string graphBytes, exportOnnxBytes(model_));
+Expected<nlohmann::json> NcExecutable::describe(ArtifactWriter &writer) const {
   nlohmann::json header;
-  header["graph"] = place(graphBytes.data(), graphBytes.size());
+  TESSEL_ASSIGN_OR_RETURN(header["graph"], writer.placeModel(model_));
   header["target"] = options_.target;
   header["optLevel"] = options_.optLevel;
   header["cores"] = options_.lowering.cores;
@@ -610,12 +613,10 @@ Status NcExecutable::save(const std::string &path) const {
   for (const Fallback &f : fallbacks_) fallbacks.push_back({f.node, f.opType, f.reason});
   header["fallbacks"] = fallbacks;
   nlohmann::json programs = nlohmann::json::array();
-  std::vector<std::vector<uint8_t>> codes;
-  codes.reserve(programs_.size());
   for (const DeviceProgram &prog : programs_) {
     nlohmann::json p;
-    codes.push_back(encodeProgram(prog.program));
-    p["code"] = place(codes.back().data(), codes.back().size());
+    const std::vector<uint8_t> code = encodeProgram(prog.program);
+    p["code"] = writer.place(std::string(code.begin(), code.end()));
     nlohmann::json tensors = nlohmann::json::array();
     for (const tile::HbmPlacement &t : prog.hbmTensors)
       tensors.push_back({{"name", t.name}, {"dtype", std::string(dtypeName(t.dtype))}, {"shape", t.shape},
@@ -624,7 +625,7 @@ Status NcExecutable::save(const std::string &path) const {
     p["hbmBytes"] = prog.hbmBytes;
     nlohmann::json image = nlohmann::json::array();
     for (const auto &[offset, bytes] : prog.constantImage) {
-      nlohmann::json entry = place(bytes.data(), bytes.size());
+      nlohmann::json entry = writer.place(bytes.data(), bytes.size());
       entry["hbmOffset"] = offset;
       image.push_back(entry);
     }
@@ -641,43 +642,18 @@ Status NcExecutable::save(const std::string &path) const {
     programs.push_back(p);
   }
   header["programs"] = programs;
-  const std::string headerText = header.dump();
-  // `-o out/model.tsl` creates out/ when it is missing.
-  if (std::filesystem::path parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return makeFileError(ErrorCode::IoError, path, "cannot open for writing");
-  const uint64_t headerBytes = headerText.size();
-  out.write(kMagic, sizeof kMagic);
-  out.write(reinterpret_cast<const char *>(&headerBytes), sizeof headerBytes);
-  out.write(headerText.data(), static_cast<std::streamsize>(headerText.size()));
-  for (const auto &[data, bytes] : blobs) out.write(static_cast<const char *>(data), static_cast<std::streamsize>(bytes));
-  if (!out) return makeFileError(ErrorCode::IoError, path, "write failed (disk full?)");
-  return Status::success();
+  return header;
 }
 
-Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeFileError(ErrorCode::FileNotFound, path, "cannot open");
-  in.seekg(0, std::ios::end);
-  std::string data(static_cast<size_t>(in.tellg()), '\0');
-  in.seekg(0);
-  if (!in.read(data.data(), static_cast<std::streamsize>(data.size()))) return makeFileError(ErrorCode::IoError, path, "read failed");
-  if (data.size() < 16 || std::memcmp(data.data(), kMagic, 8) != 0)
-    return makeFileError(ErrorCode::ParseError, path, "not an nc artifact (bad magic)");
-  uint64_t headerBytes = 0;
-  std::memcpy(&headerBytes, data.data() + 8, 8);
-  if (headerBytes > data.size() - 16) return makeFileError(ErrorCode::ParseError, path, "truncated header");
-  nlohmann::json header = nlohmann::json::parse(data.data() + 16, data.data() + 16 + headerBytes, nullptr, false);
-  if (header.is_discarded()) return makeFileError(ErrorCode::ParseError, path, "the header is not JSON");
-  const size_t blobBase = 16 + headerBytes;
-  auto blob = [&](const nlohmann::json &ref) -> Expected<std::string_view> {
-    const size_t offset = ref.at("offset").get<size_t>(), bytes = ref.at("bytes").get<size_t>();
-    if (blobBase + offset + bytes > data.size()) return makeFileError(ErrorCode::ParseError, path, "truncated blob");
-    return std::string_view(data.data() + blobBase + offset, bytes);
-  };
+Status NcExecutable::save(const std::string &path) const {
+  ArtifactWriter writer;
+  TESSEL_ASSIGN_OR_RETURN(nlohmann::json header, describe(writer));
+  return writer.write(path, kMagic, header);
+}
+
+Expected<std::unique_ptr<NcExecutable>> NcExecutable::fromDescription(const nlohmann::json &header,
+                                                                      const ArtifactReader &reader) {
+  const std::string &path = reader.path();
   try {
     auto exe = std::make_unique<NcExecutable>();
     NcCompileOptions &options = exe->options_;
@@ -690,10 +666,7 @@ Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) 
     for (DType t : {DType::BF16, DType::F16, DType::F8E4M3})
       if (dtypeName(t) == castType) options.lowering.castType = t;
     TESSEL_ASSIGN_OR_RETURN(exe->profile_, loadProfile(options.target));
-    TESSEL_ASSIGN_OR_RETURN(std::string_view graphBytes, blob(header.at("graph")));
-    ImportOptions importOptions;
-    importOptions.inferShapes = false;
-    TESSEL_ASSIGN_OR_RETURN(exe->model_, importOnnxBytes(std::string(graphBytes), path, importOptions));
+    TESSEL_ASSIGN_OR_RETURN(exe->model_, reader.model(header.at("graph")));
     exe->nodeNames_ = header.at("nodeNames").get<std::vector<std::string>>();
     exe->stageText_ = header.at("stageText").get<std::vector<std::string>>();
     for (const nlohmann::json &s : header.at("stages")) {
@@ -708,7 +681,7 @@ Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) 
       exe->fallbacks_.push_back(Fallback{f.at(0).get<std::string>(), f.at(1).get<std::string>(), f.at(2).get<std::string>()});
     for (const nlohmann::json &p : header.at("programs")) {
       DeviceProgram prog;
-      TESSEL_ASSIGN_OR_RETURN(std::string_view code, blob(p.at("code")));
+      TESSEL_ASSIGN_OR_RETURN(std::string_view code, reader.blob(p.at("code")));
       TESSEL_ASSIGN_OR_RETURN(prog.program, decodeProgram(std::vector<uint8_t>(code.begin(), code.end())));
       for (const nlohmann::json &t : p.at("hbmTensors")) {
         tile::HbmPlacement placement;
@@ -723,7 +696,7 @@ Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) 
       }
       prog.hbmBytes = p.at("hbmBytes").get<uint64_t>();
       for (const nlohmann::json &c : p.at("constants")) {
-        TESSEL_ASSIGN_OR_RETURN(std::string_view bytes, blob(c));
+        TESSEL_ASSIGN_OR_RETURN(std::string_view bytes, reader.blob(c));
         prog.constantImage.emplace_back(c.at("hbmOffset").get<uint64_t>(), std::vector<uint8_t>(bytes.begin(), bytes.end()));
       }
       prog.inputs = p.at("inputs").get<std::vector<std::string>>();
@@ -742,6 +715,11 @@ Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) 
   } catch (const nlohmann::json::exception &e) {
     return makeFileError(ErrorCode::ParseError, path, "malformed header: {}", e.what());
   }
+}
+
+Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path) {
+  TESSEL_ASSIGN_OR_RETURN(ArtifactReader reader, ArtifactReader::open(path, kMagic, "an nc artifact"));
+  return NcExecutable::fromDescription(reader.header(), reader);
 }
 
 }  // namespace tessel::nc::compiler

@@ -12,6 +12,8 @@
 
 #include "ir/graph.h"
 #include "support/diagnostic.h"
+#include <nlohmann/json_fwd.hpp>
+
 #include "targets/nc/compiler/lowering.h"
 #include "targets/nc/compiler/partition.h"
 #include "targets/nc/machine/profile.h"
@@ -23,11 +25,16 @@
 
 namespace tessel::nc::compiler {
 
+class ArtifactWriter;
+class ArtifactReader;
+
 struct NcCompileOptions {
   std::string target = "nc-v2";  // A bundled profile name or a profile file.
   LoweringOptions lowering;
   int optLevel = 3;
   bool timePasses = false;        // Record the time of every pass and compiler stage.
+  // Per program (in programs() order): where its constants go in HBM, from another bucket.
+  std::vector<tile::ConstantLayout> constantLayouts;
 };
 
 /// One device stage's program.
@@ -43,6 +50,9 @@ struct DeviceProgram {
   int spilledActivations = 0;                  // Activations moved to HBM between their uses.
   double estimatedNs = 0;                      // The list scheduler's estimate.
   double modelFlops = 0;                       // The stage's matmul, convolution and attention FLOPs.
+
+  /// Where its constants are in HBM, by name (for the same program of another bucket).
+  tile::ConstantLayout constantLayout() const;
 };
 
 struct PassTime {
@@ -93,6 +103,11 @@ class NcExecutable {
   std::string report() const;
 
   Status save(const std::string &path) const;
+  /// Its part of an artifact's header, with its blobs placed in `writer` (save() and buckets).
+  Expected<nlohmann::json> describe(ArtifactWriter &writer) const;
+  /// Reads back what describe() wrote.
+  static Expected<std::unique_ptr<NcExecutable>> fromDescription(const nlohmann::json &header,
+                                                                 const ArtifactReader &reader);
 
   friend Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOptions &options);
   friend Expected<std::unique_ptr<NcExecutable>> loadNcArtifact(const std::string &path);

@@ -484,7 +484,7 @@ std::vector<float> LoweringContext::constantFloats(const Value *value) const {
 
 HbmView LoweringContext::constantHbm(const std::string &name, DType dtype, const std::vector<int64_t> &shape,
                                      std::vector<float> values) {
-  HbmView view = builder_.input(name, dtype, hbmShape(shape));
+  HbmView view = builder_.constant(name, dtype, hbmShape(shape));
   constants_.push_back(ConstantData{view.tensor(), dtype, std::move(values)});
   return view;
 }

@@ -37,6 +37,8 @@ struct LoweringOptions {
   DType castType = DType::BF16;  // --auto-cast-type: BF16, F16 or F8E4M3.
   int cores = 1;                 // --cores: the chip's cores the program runs on (SPMD, one program each).
   int core = 0;                  // The core this lowering is for.
+  // Where the program's constants go in HBM, from the same program of another bucket (buckets.h).
+  const tile::ConstantLayout *pinnedConstants = nullptr;
 };
 
 /// What an emitter sees: the builder of the segment's program, the activations recorded so far, and

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "targets/nc/compiler/buckets.h"
 #include "targets/nc/compiler/cast_reference.h"
 #include "targets/nc/compiler/executable.h"
 #include "targets/nc/profile/report.h"
@@ -37,95 +38,138 @@ Expected<LoweringOptions> parseCast(const std::string &autoCast, const std::stri
   return options;
 }
 
+/// A model compiled for the accelerator: one executable, or one per bucket (buckets.h); each run
+/// takes the bucket its feeds fit and reports on that bucket's executable.
 class NcModel final : public CompiledModel {
  public:
-  explicit NcModel(std::unique_ptr<NcExecutable> exe) : exe_(std::move(exe)) {
-    figures_.simulated = true;
-    figures_.device = exe_->profile().name;
-    figures_.cores = exe_->cores();
-    figures_.programs = static_cast<int>(exe_->programs().size());
-    figures_.modelFlops = exe_->modelFlops();
-    for (const Fallback &f : exe_->fallbacks()) figures_.fallbacks.push_back(fmt::format("{} ({}): {}", f.node, f.opType, f.reason));
-    for (size_t i = 0; i < exe_->model().graph->nodes().size(); ++i)
-      ++(exe_->nodeOnDevice(i) ? figures_.deviceNodes : figures_.hostNodes);
-  }
+  explicit NcModel(std::unique_ptr<BucketSet> set) : set_(std::move(set)) { describe(set_->buckets().back()); }
 
-  const Model &model() const override { return exe_->model(); }
+  const Model &model() const override { return set_->model(); }
 
   Expected<NamedValues> run(const NamedValues &feeds) override {
-    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe_->run(feeds));
-    recordFigures(result);
-    return std::move(result.outputs);
+    TESSEL_ASSIGN_OR_RETURN(BucketChoice choice, set_->choose(feeds));
+    const NcExecutable &exe = *set_->buckets()[choice.bucket].exe;
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe.run(choice.padded));
+    recordFigures(choice, result);
+    if (set_->bucketed()) lastPadded_ = result.outputs;
+    return set_->unpad(choice, std::move(result.outputs));
   }
   RunFigures lastRun() const override { return figures_; }
-  Status save(const std::string &path) const override { return exe_->save(path); }
-  std::string report() const override { return exe_->report(); }
+  Status save(const std::string &path) const override { return set_->save(path); }
+  std::string report() const override { return set_->report(); }
 
-  Expected<std::string> emit(const std::string &stage) const override { return exe_->emit(stage); }
+  Expected<std::string> emit(const std::string &stage) const override {
+    const Bucket &largest = set_->buckets().back();
+    TESSEL_ASSIGN_OR_RETURN(std::string text, largest.exe->emit(stage));
+    return set_->bucketed() ? fmt::format("# bucket {} (the largest)\n{}", largest.label(), text) : text;
+  }
 
   std::string compileTimes() const override {
-    if (exe_->passTimes().empty()) return {};
-    std::string text = "time per pass:\n";
-    for (const PassTime &t : exe_->passTimes()) text += fmt::format("  {:10.1f} ms  {}\n", t.ms, t.name);
-    return text + fmt::format("  {:10.1f} ms  total\n", exe_->compileSeconds() * 1000.0);
+    std::string text;
+    for (const Bucket &bucket : set_->buckets()) {
+      const NcExecutable &exe = *bucket.exe;
+      if (exe.passTimes().empty()) continue;
+      text += set_->bucketed() ? fmt::format("time per pass, bucket {}:\n", bucket.label()) : "time per pass:\n";
+      for (const PassTime &t : exe.passTimes()) text += fmt::format("  {:10.1f} ms  {}\n", t.ms, t.name);
+      text += fmt::format("  {:10.1f} ms  total\n", exe.compileSeconds() * 1000.0);
+    }
+    if (set_->bucketed() && !text.empty())
+      text += fmt::format("all {} buckets: {:.1f} ms (compiled in parallel)\n", set_->buckets().size(),
+                          set_->compileSeconds() * 1000.0);
+    return text;
   }
 
-  Status runTimingOnly(const NamedValues &feeds) override {
-    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe_->run(feeds, /*timingOnly=*/true));
-    recordFigures(result);
-    return Status::success();
-  }
+  Status runTimingOnly(const NamedValues &feeds) override { return timingRun(feeds).status(); }
 
   Expected<std::vector<std::string>> traces(const NamedValues &feeds) override {
-    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe_->run(feeds, /*timingOnly=*/true));
-    recordFigures(result);
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, timingRun(feeds));
     std::vector<std::string> traces;
     for (size_t i = 0; i < result.timelines.size(); ++i)
-      traces.push_back(formatTrace(result.timelines[i], exe_->programs()[i].program));
+      traces.push_back(formatTrace(result.timelines[i], current_->programs()[i].program));
     return traces;
   }
 
   Expected<std::string> writeProfile(const NamedValues &feeds, const std::string &dir) override {
-    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe_->run(feeds, /*timingOnly=*/true));
-    recordFigures(result);
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, timingRun(feeds));
     if (result.timelines.empty()) return std::string("no device program: every node runs on the host; nothing to profile\n");
     std::string text;
     for (size_t i = 0; i < result.timelines.size(); ++i) {
       const std::string sub =
           result.timelines.size() == 1 ? dir : (std::filesystem::path(dir) / fmt::format("program{}", i)).string();
-      TESSEL_RETURN_IF_ERROR(nc::writeProfile(sub, result.timelines[i], exe_->programs()[i].program));
-      text += formatSummary(summarize(result.timelines[i], exe_->programs()[i].program));
+      TESSEL_RETURN_IF_ERROR(nc::writeProfile(sub, result.timelines[i], current_->programs()[i].program));
+      text += formatSummary(summarize(result.timelines[i], current_->programs()[i].program));
       text += fmt::format("wrote {}/{{trace.json, summary.txt, summary.json, report.html}}\n", sub);
     }
     return text;
   }
 
   /// The device's outputs against the reference with the same casts (tight), and how far the casts
-  /// move them from the f32 reference (reported, not checked).
+  /// move them from the f32 reference (reported, not checked). In a bucket, that check is made on
+  /// the padded feeds and outputs, and the sliced outputs are checked against the f32 reference of
+  /// the unpadded feeds too, which shows whether the padding reaches the real positions.
   Expected<OutputCheck> checkOutputs(const NamedValues &feeds, const NamedValues &outputs) const override {
-    const Model &model = exe_->model();
-    const LoweringOptions &lowering = exe_->options().lowering;
+    TESSEL_ASSIGN_OR_RETURN(BucketChoice choice, set_->choose(feeds));
+    const NcExecutable &exe = *set_->buckets()[choice.bucket].exe;
+    const Model &model = exe.model();
+    const LoweringOptions &lowering = exe.options().lowering;
     TESSEL_ASSIGN_OR_RETURN(CastReference casted,
-                            castReference(model, [&](size_t i) { return exe_->nodeOnDevice(i); }, lowering));
+                            castReference(model, [&](size_t i) { return exe.nodeOnDevice(i); }, lowering));
     ref::CastCheck check;
-    check.target = exe_->profile().name;
+    check.target = exe.profile().name;
     check.casting = lowering.autoCast != AutoCast::None;
     check.castModel = casted.model ? &*casted.model : nullptr;
     check.exact = casted.exact;
     check.unmodelled = casted.unmodelled;
     check.loose = toleranceFor(lowering);
-    return ref::checkAgainstReference(model, check, feeds, outputs);
+    if (!set_->bucketed()) return ref::checkAgainstReference(model, check, feeds, outputs);
+    if (lastPadded_.size() != outputs.size())
+      return makeError(ErrorCode::InvalidArgument, "checkOutputs: run the bucketed model on these feeds first");
+    check.target = fmt::format("{}, bucket {}", exe.profile().name, set_->buckets()[choice.bucket].label());
+    TESSEL_ASSIGN_OR_RETURN(OutputCheck padded, ref::checkAgainstReference(model, check, choice.padded, lastPadded_));
+    ref::CastCheck unpadded;
+    unpadded.target = fmt::format("{}, outputs sliced back from bucket {}", exe.profile().name,
+                                  set_->buckets()[choice.bucket].label());
+    unpadded.loose = toleranceFor(lowering);
+    TESSEL_ASSIGN_OR_RETURN(OutputCheck sliced, ref::checkAgainstReference(set_->model(), unpadded, feeds, outputs));
+    return OutputCheck{padded.text + sliced.text, padded.passed && sliced.passed};
   }
 
  private:
-  void recordFigures(const NcRunResult &result) {
+  /// The figures that do not change from run to run, for the executable `exe` runs.
+  void describe(const Bucket &bucket) {
+    const NcExecutable &exe = *bucket.exe;
+    if (current_ == &exe) return;
+    current_ = &exe;
+    figures_ = RunFigures{};
+    figures_.simulated = true;
+    figures_.device = exe.profile().name;
+    figures_.cores = exe.cores();
+    figures_.programs = static_cast<int>(exe.programs().size());
+    figures_.modelFlops = exe.modelFlops();
+    for (const Fallback &f : exe.fallbacks()) figures_.fallbacks.push_back(fmt::format("{} ({}): {}", f.node, f.opType, f.reason));
+    for (size_t i = 0; i < exe.model().graph->nodes().size(); ++i)
+      ++(exe.nodeOnDevice(i) ? figures_.deviceNodes : figures_.hostNodes);
+    if (set_->bucketed()) figures_.bucket = bucket.label();
+  }
+
+  Expected<NcRunResult> timingRun(const NamedValues &feeds) {
+    TESSEL_ASSIGN_OR_RETURN(BucketChoice choice, set_->choose(feeds));
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, set_->buckets()[choice.bucket].exe->run(choice.padded, /*timingOnly=*/true));
+    recordFigures(choice, result);
+    return result;
+  }
+
+  void recordFigures(const BucketChoice &choice, const NcRunResult &result) {
+    describe(set_->buckets()[choice.bucket]);
+    const NcExecutable &exe = *current_;
+    figures_.paddingWaste = choice.paddingWaste;
     figures_.deviceUs = result.deviceNs / 1000.0;
     figures_.hostUs = result.hostNs / 1000.0;
     figures_.transferUs = result.transferNs / 1000.0;
     figures_.latencyUs = figures_.deviceUs + figures_.transferUs + figures_.hostUs;
     double longest = -1;
     for (size_t i = 0; i < result.timelines.size(); ++i) {
-      ProfileSummary s = summarize(result.timelines[i], exe_->programs()[i].program);
+      ProfileSummary s = summarize(result.timelines[i], exe.programs()[i].program);
       if (s.totalNs > longest) {
         longest = s.totalNs;
         figures_.boundingEngine = fmt::format("{} ({:.0f}% active)", s.boundingEngine, s.boundingActivePercent);
@@ -134,16 +178,19 @@ class NcModel final : public CompiledModel {
     figures_.mfuPercent = 0;
     if (figures_.deviceUs > 0 && !result.timelines.empty())
       figures_.mfuPercent = 100.0 * figures_.modelFlops /
-                            (result.timelines[0].pePeakFlopsPerSec * exe_->cores() * figures_.deviceUs * 1e-6);
+                            (result.timelines[0].pePeakFlopsPerSec * exe.cores() * figures_.deviceUs * 1e-6);
   }
 
-  std::unique_ptr<NcExecutable> exe_;
+  std::unique_ptr<BucketSet> set_;
+  const NcExecutable *current_ = nullptr;  // The executable the figures describe.
   RunFigures figures_;
+  NamedValues lastPadded_;                 // A bucketed run's outputs before slicing, for checkOutputs.
 };
 
 class NcTarget final : public Target {
  public:
   explicit NcTarget(std::string profile) : Target(std::move(profile)) {}
+  bool takesBuckets() const override { return true; }
   Expected<std::unique_ptr<CompiledModel>> compile(Model model, const TargetOptions &options) const override {
     TESSEL_ASSIGN_OR_RETURN(LoweringOptions lowering, parseCast(options.autoCast, options.autoCastType));
     lowering.cores = options.cores;
@@ -152,13 +199,19 @@ class NcTarget final : public Target {
     nc.lowering = lowering;
     nc.optLevel = options.optLevel;
     nc.timePasses = options.timePasses;
-    TESSEL_ASSIGN_OR_RETURN(auto exe, compileNc(std::move(model), nc));
-    return std::unique_ptr<CompiledModel>(new NcModel(std::move(exe)));
+    std::unique_ptr<BucketSet> set;
+    if (options.buckets.empty()) {
+      TESSEL_ASSIGN_OR_RETURN(auto exe, compileNc(std::move(model), nc));
+      set = std::make_unique<BucketSet>(std::move(exe));
+    } else {
+      TESSEL_ASSIGN_OR_RETURN(set, BucketSet::compile(std::move(model), nc, options.buckets));
+    }
+    return std::unique_ptr<CompiledModel>(new NcModel(std::move(set)));
   }
-  bool ownsArtifact(const std::string &path) const override { return isNcArtifact(path); }
+  bool ownsArtifact(const std::string &path) const override { return isNcArtifact(path) || isBucketedNcArtifact(path); }
   Expected<std::unique_ptr<CompiledModel>> loadArtifact(const std::string &path, const TargetOptions &) const override {
-    TESSEL_ASSIGN_OR_RETURN(auto exe, loadNcArtifact(path));
-    return std::unique_ptr<CompiledModel>(new NcModel(std::move(exe)));
+    TESSEL_ASSIGN_OR_RETURN(auto set, BucketSet::load(path));
+    return std::unique_ptr<CompiledModel>(new NcModel(std::move(set)));
   }
 };
 

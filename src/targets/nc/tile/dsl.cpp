@@ -298,6 +298,12 @@ HbmView KernelBuilder::input(const std::string &name, DType dtype, const std::ve
   return view;
 }
 
+HbmView KernelBuilder::constant(const std::string &name, DType dtype, const std::vector<int64_t> &shape) {
+  HbmView view = input(name, dtype, shape);
+  if (view.tensor_ >= 0) kernel_.tensors[static_cast<size_t>(view.tensor_)].isConstant = true;
+  return view;
+}
+
 HbmView KernelBuilder::output(const std::string &name, DType dtype, const std::vector<int64_t> &shape) {
   HbmView view = input(name, dtype, shape);
   if (view.tensor_ >= 0) kernel_.tensors[view.tensor_].isOutput = true;

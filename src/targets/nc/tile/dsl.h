@@ -137,6 +137,10 @@ class KernelBuilder {
   /// Kernel arguments in HBM, row-major.
   HbmView input(const std::string &name, DType dtype, const std::vector<int64_t> &shape);
   HbmView output(const std::string &name, DType dtype, const std::vector<int64_t> &shape);
+  /// An input whose contents are fixed at compile time (weights). Constants come first in HBM, in
+  /// the order they are declared, so programs of one model at other input sizes (buckets) that
+  /// declare the same constants place them at the same offsets and can share one copy.
+  HbmView constant(const std::string &name, DType dtype, const std::vector<int64_t> &shape);
 
   /// A new tile (partitions <= profile.partitions). PSUM tiles must fit one bank per partition.
   TileView sbuf(const std::string &name, DType dtype, int64_t partitions, const std::vector<int64_t> &freeShape);

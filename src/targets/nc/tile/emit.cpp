@@ -1,18 +1,46 @@
 // Instruction construction; see emit.h.
 #include "targets/nc/tile/emit.h"
 
+#include <set>
+#include <string>
+
 namespace tessel::nc::tile {
 
+uint64_t hbmFootprint(DType dtype, const std::vector<int64_t> &shape) {
+  constexpr uint64_t kAlign = 64;
+  uint64_t elements = 1;
+  for (int64_t n : shape) elements *= static_cast<uint64_t>(n);
+  return (elements * dtypeSizeBytes(dtype) + kAlign - 1) / kAlign * kAlign;
+}
+
 std::vector<HbmPlacement> layoutHbm(const Kernel &kernel, uint64_t *totalBytes) {
-  const uint64_t align = 64;
   std::vector<HbmPlacement> placements;
+  for (const HbmTensorDecl &tensor : kernel.tensors)
+    placements.push_back(HbmPlacement{tensor.name, tensor.dtype, tensor.shape, 0, tensor.isOutput, tensor.isScratch});
+  auto bytesOf = [](const HbmTensorDecl &tensor) { return hbmFootprint(tensor.dtype, tensor.shape); };
+  // Pinned constants at their offsets, then the other constants, then everything else, each in
+  // declaration order: the constants' offsets then do not depend on the sizes of the inputs and
+  // activations (see KernelBuilder::constant).
   uint64_t offset = 0;
-  for (const HbmTensorDecl &tensor : kernel.tensors) {
-    uint64_t elements = 1;
-    for (int64_t n : tensor.shape) elements *= static_cast<uint64_t>(n);
-    placements.push_back(HbmPlacement{tensor.name, tensor.dtype, tensor.shape, offset, tensor.isOutput, tensor.isScratch});
-    offset += (elements * dtypeSizeBytes(tensor.dtype) + align - 1) / align * align;
+  std::vector<bool> placed(kernel.tensors.size(), false);
+  std::set<std::string> pinned;  // Each pin serves one tensor: names need not be unique.
+  for (size_t t = 0; t < kernel.tensors.size(); ++t) {
+    const HbmTensorDecl &tensor = kernel.tensors[t];
+    auto pin = kernel.pinnedConstants.find(tensor.name);
+    if (!tensor.isConstant || pin == kernel.pinnedConstants.end() || pin->second.second != bytesOf(tensor) ||
+        !pinned.insert(tensor.name).second)
+      continue;
+    placements[t].offsetBytes = pin->second.first;
+    placed[t] = true;
   }
+  for (const auto &[name, pin] : kernel.pinnedConstants) offset = std::max(offset, pin.first + pin.second);
+  for (bool constants : {true, false})
+    for (size_t t = 0; t < kernel.tensors.size(); ++t) {
+      const HbmTensorDecl &tensor = kernel.tensors[t];
+      if (placed[t] || tensor.isConstant != constants) continue;
+      placements[t].offsetBytes = offset;
+      offset += bytesOf(tensor);
+    }
   *totalBytes = offset;
   return placements;
 }

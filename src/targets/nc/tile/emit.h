@@ -15,6 +15,9 @@
 namespace tessel::nc::tile {
 
 /// Lays the kernel's HBM tensors out one after another (64-byte aligned), in declaration order.
+/// The bytes a tensor takes in HBM: its elements, rounded up to the 64-byte alignment of each tensor.
+uint64_t hbmFootprint(DType dtype, const std::vector<int64_t> &shape);
+
 std::vector<HbmPlacement> layoutHbm(const Kernel &kernel, uint64_t *totalBytes);
 
 /// The access pattern of `view` once tiles and tensors are placed.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@ struct HbmTensorDecl {
   std::vector<int64_t> shape;
   bool isOutput = false;
   bool isScratch = false;  // Added by the compiler to hold spilled tiles.
+  bool isConstant = false;  // An input the artifact's constant image fills (weights); placed first in HBM.
 };
 
 /// A logical tile: one buffer in SBUF or PSUM, placed by the compiler.
@@ -65,11 +67,17 @@ struct TileOp {
   int cores = 0;                      // AllGather/AllReduce: the cores taking part.
 };
 
+/// Where constants go in HBM by name: (offset, bytes). Programs of one model at other input sizes
+/// (buckets) place the constants they declare alike at the offsets of a first one, so one copy
+/// serves them all.
+using ConstantLayout = std::map<std::string, std::pair<uint64_t, uint64_t>>;
+
 struct Kernel {
   std::string name;
   std::vector<HbmTensorDecl> tensors;
   std::vector<TileDecl> tiles;
   std::vector<TileOp> ops;
+  ConstantLayout pinnedConstants;  // Constants of these names and sizes go at these offsets.
 };
 
 /// The kernel as text: tensors, tiles, then one op per line.
