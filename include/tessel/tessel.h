@@ -195,6 +195,9 @@ struct CompileOptions {
   std::string autoCastType = "bf16";  // bf16 (cpu: the only one), fp16 or fp8_e4m3.
   // Accelerator targets:
   int cores = 1;                      // Cores of the chip to shard the model over.
+  /// Symbolic dims to compile at fixed sizes (dim name -> sizes), one program set per size in one
+  /// executable; a run takes the smallest that holds its feeds, zero-padded, outputs sliced back.
+  std::map<std::string, std::vector<int64_t>> buckets;
 };
 
 /// The figures of the last run.
@@ -208,6 +211,8 @@ struct RunSummary {
   std::string boundingEngine; // The engine the longest program waits on, with its active share.
   int deviceNodes = 0, hostNodes = 0;  // Where the nodes ran (accelerator targets).
   std::vector<std::string> fallbacks;  // Why each host node is not on the device.
+  std::string bucket;         // Compiled with buckets: the one the run took ("S=128").
+  double paddingWaste = 0;    // The share of its padded inputs' elements that were padding.
 };
 
 /// One op's share of the runs since profiling was turned on (targets that run natively).

@@ -103,6 +103,8 @@ class PyExecutable {
     d["device_nodes"] = s.deviceNodes;
     d["host_nodes"] = s.hostNodes;
     d["fallbacks"] = s.fallbacks;
+    d["bucket"] = s.bucket;
+    d["padding_waste"] = s.paddingWaste;
     return d;
   }
 
@@ -153,9 +155,12 @@ api::CompileOptions compileOptions(const py::dict &kwargs) {
     else if (key == "shapes") o.shapes = option<std::map<std::string, std::vector<int64_t>>>(key, value, "a dict of input name -> sizes");
     else if (key == "dims")
       o.dimRanges = option<std::map<std::string, std::pair<int64_t, int64_t>>>(key, value, "a dict of dim name -> (lo, hi)");
+    else if (key == "buckets")
+      o.buckets = option<std::map<std::string, std::vector<int64_t>>>(key, value, "a dict of dim name -> sizes");
     else
       raiseInvalid("unknown compile option '" + key +
-                   "'; the options are opt_level, threads, shapes, batch, dims, auto_cast, auto_cast_type and cores");
+                   "'; the options are opt_level, threads, shapes, batch, dims, buckets, auto_cast, auto_cast_type and "
+                   "cores");
   }
   return o;
 }

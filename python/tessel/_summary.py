@@ -43,6 +43,8 @@ class RunSummary(_Figures):
     device_nodes: int = 0
     host_nodes: int = 0
     fallbacks: list = field(default_factory=list)
+    bucket: str = ""             # Compiled with buckets: the one the run took ("S=128").
+    padding_waste: float = 0.0   # The share of its padded inputs' elements that were padding.
 
 
 @dataclass

@@ -272,6 +272,13 @@ Result<Executable> compile(const Model &model, const std::string &target, const 
   sessionOptions.target.autoCastType = options.autoCastType;
   sessionOptions.target.cores = options.cores;
   for (const auto &[name, range] : options.dimRanges) sessionOptions.target.dimRanges[name] = DimRange{range.first, range.second};
+  for (const auto &[dim, sizes] : options.buckets) {
+    std::string spec = dim + "=";
+    for (size_t i = 0; i < sizes.size(); ++i) spec += (i ? "," : "") + std::to_string(sizes[i]);
+    auto buckets = parseBuckets(spec);
+    if (!buckets.ok()) return toApi(buckets.diag());
+    sessionOptions.target.buckets.push_back(std::move(*buckets));
+  }
   auto staticInputs = staticSizes(*copy.graph);
   auto session = Session::create(std::move(copy), target, sessionOptions);
   if (!session.ok()) return toApi(session.diag());
@@ -366,8 +373,8 @@ std::string Executable::report() const {
 RunSummary Executable::lastRun() const {
   std::lock_guard lock(impl_->mutex);
   const RunFigures &f = impl_->figures;
-  return RunSummary{f.simulated, f.latencyUs, f.deviceUs, f.hostUs, f.transferUs, f.mfuPercent, f.boundingEngine, f.deviceNodes,
-                    f.hostNodes, f.fallbacks};
+  return RunSummary{f.simulated, f.latencyUs, f.deviceUs,  f.hostUs,    f.transferUs, f.mfuPercent, f.boundingEngine,
+                    f.deviceNodes, f.hostNodes, f.fallbacks, f.bucket, f.paddingWaste};
 }
 
 void Executable::setProfiling(bool on) const {

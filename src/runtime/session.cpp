@@ -71,7 +71,7 @@ Expected<CompiledModel *> Session::compiledFor(const Sizes &sizes) {
   // A target that serves every shape from one CompiledModel (ref; cpu, which plans each shape
   // itself; an accelerator given buckets) compiles the graph as imported, once; the others compile
   // per set of input sizes.
-  const bool everyShape = !targetImpl_->needsStaticShapes() || !options_.target.buckets.empty();
+  const bool everyShape = servesEveryShape();
   const std::string key = everyShape ? "" : shapeKey(sizes);
   if (auto it = plans_.find(key); it != plans_.end()) return last_ = it->second.get();
   auto compile = [&](int optLevel) -> Expected<std::unique_ptr<CompiledModel>> {

@@ -48,8 +48,9 @@ class Session {
   CompiledModel *lastCompiled() const { return last_; }
   /// Every CompiledModel made so far (one, for a target that serves every shape from one).
   size_t planCount() const { return plans_.size(); }
-  /// Whether one CompiledModel serves every input shape (ref, cpu, or an artifact of either).
-  bool servesEveryShape() const { return !targetImpl_->needsStaticShapes(); }
+  /// Whether one CompiledModel serves every input shape (ref, cpu, an accelerator given buckets, or
+  /// an artifact of any of them).
+  bool servesEveryShape() const { return !targetImpl_->needsStaticShapes() || !options_.target.buckets.empty(); }
 
   /// Where the last run's nodes ran, on an accelerator target: nodes in device and host stages,
   /// and the reason of each host fallback.

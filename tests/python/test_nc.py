@@ -83,3 +83,24 @@ def test_nc_save_and_load_round_trip(small_cnn_nc, small_cnn_input, tmp_path):
     loaded = tessel.load(tmp_path / "small_cnn-nc-v2.tsl")
     assert loaded.target == "nc-v2"
     assert loaded(small_cnn_input).tobytes() == small_cnn_nc(small_cnn_input).tobytes()
+
+
+def test_buckets_serve_every_length_up_to_the_largest(tmp_path):
+    from onnx import helper
+    from conftest import make_model
+
+    w = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+                       [("x", np.float32, [1, "S", 16])], [("y", np.float32, [1, "S", 16])], [("w", w)])
+    exe = tessel.compile(model.SerializeToString(), target="nc-v2", buckets={"S": [4, 8]}, auto_cast="none")
+    for length in (1, 3, 4, 5, 8):
+        x = np.random.default_rng(length).standard_normal((1, length, 16)).astype(np.float32)
+        np.testing.assert_allclose(exe(x), np.maximum(x @ w, 0), atol=1e-4)
+        assert exe.last_run.bucket == ("S=4" if length <= 4 else "S=8")
+        assert exe.last_run.padding_waste == pytest.approx(1 - length / (4 if length <= 4 else 8))
+    with pytest.raises(tessel.ShapeMismatchError, match=r"is 9, larger than the largest bucket S=8"):
+        exe(np.zeros((1, 9, 16), np.float32))
+    path = tmp_path / "buckets.tsl"
+    exe.save(path)
+    x = np.ones((1, 6, 16), np.float32)
+    np.testing.assert_array_equal(tessel.load(path)(x), exe(x))

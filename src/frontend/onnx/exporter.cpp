@@ -39,6 +39,8 @@ struct Scope {
 
 class Exporter {
  public:
+  explicit Exporter(const InitializerSink &sink = {}) : sink_(sink) {}
+
   Status exportModel(const Model &model, onnx::ModelProto &proto) {
     if (model.opsetImports.empty()) {
       return makeError(ErrorCode::InvalidModel, "the model imports no opset; ONNX needs at least one opset_import");
@@ -65,6 +67,8 @@ class Exporter {
   }
 
  private:
+  const InitializerSink &sink_;
+
   /// Records the first error; later ones are usually consequences of it.
   void fail(Diagnostic diag) {
     if (status_.ok()) status_ = std::move(diag);
@@ -130,8 +134,15 @@ class Exporter {
     for (const Value *input : graph.inputs()) writeValueInfo(scope.names.at(input), input->type(), *proto.add_input());
     for (const Value *init : graph.initializers()) {
       auto *tensor = proto.add_initializer();
-      onnx_bridge::tensorToProto(init->initializer(), *tensor);
-      tensor->set_name(scope.names.at(init));
+      const std::string &name = scope.names.at(init);
+      const Tensor &t = init->initializer();
+      if (parent == nullptr && sink_.take && t.dtype() != DType::String && t.numBytes() >= sink_.bytes && sink_.take(name, t)) {
+        tensor->set_data_type(static_cast<int32_t>(t.dtype()));
+        for (int64_t s : t.sizes()) tensor->add_dims(s);
+      } else {
+        onnx_bridge::tensorToProto(t, *tensor);
+      }
+      tensor->set_name(name);
     }
     for (const auto &node : graph.nodes()) exportNode(*node, scope, graph, *proto.add_node());
 
@@ -153,9 +164,9 @@ class Exporter {
 
 }  // namespace
 
-Expected<onnx::ModelProto> exportOnnxProto(const Model &model) {
+Expected<onnx::ModelProto> exportOnnxProto(const Model &model, const InitializerSink &sink) {
   onnx::ModelProto proto;
-  Exporter exporter;
+  Exporter exporter(sink);
   TESSEL_RETURN_IF_ERROR(exporter.exportModel(model, proto));
   return proto;
 }

@@ -32,15 +32,21 @@ constexpr size_t kWeightBlobBytes = 4096;
 }  // namespace
 
 nlohmann::json ArtifactWriter::place(const void *data, size_t bytes) {
+  if (auto it = byAddress_.find({data, bytes}); it != byAddress_.end()) {
+    deduped_ += bytes;
+    return nlohmann::json{{"offset", offsets_[it->second]}, {"bytes", bytes}};
+  }
   const uint64_t hash = contentHash(data, bytes);
   for (auto [it, end] = byHash_.equal_range(hash); it != end; ++it) {
     const auto &[other, otherBytes] = blobs_[it->second];
     if (otherBytes == bytes && std::memcmp(other, data, bytes) == 0) {
       deduped_ += bytes;
+      byAddress_.emplace(std::make_pair(data, bytes), it->second);
       return nlohmann::json{{"offset", offsets_[it->second]}, {"bytes", bytes}};
     }
   }
   byHash_.emplace(hash, blobs_.size());
+  byAddress_.emplace(std::make_pair(data, bytes), blobs_.size());
   blobs_.emplace_back(data, bytes);
   offsets_.push_back(total_);
   total_ += bytes;
@@ -53,13 +59,17 @@ nlohmann::json ArtifactWriter::place(std::string bytes) {
 }
 
 Expected<nlohmann::json> ArtifactWriter::placeModel(const Model &model) {
-  TESSEL_ASSIGN_OR_RETURN(onnx::ModelProto proto, exportOnnxProto(model));
+  // The weights go in as blobs straight from the model's tensors (several buckets' graphs share
+  // them: placed once, not copied).
   nlohmann::json weights = nlohmann::json::object();
-  for (onnx::TensorProto &t : *proto.mutable_graph()->mutable_initializer()) {
-    if (!t.has_raw_data() || t.raw_data().size() <= kWeightBlobBytes || weights.contains(t.name())) continue;
-    weights[t.name()] = place(std::move(*t.mutable_raw_data()));
-    t.clear_raw_data();
-  }
+  InitializerSink sink;
+  sink.bytes = kWeightBlobBytes;
+  sink.take = [&](const std::string &name, const Tensor &tensor) {
+    if (weights.contains(name)) return false;
+    weights[name] = place(tensor.rawData(), tensor.numBytes());
+    return true;
+  };
+  TESSEL_ASSIGN_OR_RETURN(onnx::ModelProto proto, exportOnnxProto(model, sink));
   std::string graph;
   if (!proto.SerializeToString(&graph)) return makeError(ErrorCode::Internal, "the optimized graph does not serialize");
   return nlohmann::json{{"graph", place(std::move(graph))}, {"weights", std::move(weights)}};
@@ -126,6 +136,13 @@ Expected<Model> ArtifactReader::model(const nlohmann::json &ref) const {
   ImportOptions options;
   options.inferShapes = false;
   return importOnnxProto(std::move(proto), path_, options);
+}
+
+std::shared_ptr<const std::vector<uint8_t>> ArtifactReader::sharedBytes(const nlohmann::json &ref,
+                                                                       std::string_view bytes) const {
+  auto &slot = shared_[ref.at("offset").get<size_t>()];
+  if (!slot || slot->size() != bytes.size()) slot = std::make_shared<const std::vector<uint8_t>>(bytes.begin(), bytes.end());
+  return slot;
 }
 
 bool hasMagic(const std::string &path, const ArtifactMagic &magic) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,7 @@ class ArtifactWriter {
 
  private:
   std::vector<std::pair<const void *, size_t>> blobs_;
+  std::map<std::pair<const void *, size_t>, size_t> byAddress_;  // The same bytes placed again: no hashing.
   std::multimap<uint64_t, size_t> byHash_;  // Content hash -> index into blobs_.
   std::vector<uint64_t> offsets_;
   std::deque<std::string> owned_;
@@ -55,11 +57,14 @@ class ArtifactReader {
   Expected<std::string_view> blob(const nlohmann::json &ref) const;
   /// A model placeModel wrote; `ref` is what it returned.
   Expected<Model> model(const nlohmann::json &ref) const;
+  /// The bytes of blob `ref` (read as `bytes`), one copy per distinct blob however often it is read.
+  std::shared_ptr<const std::vector<uint8_t>> sharedBytes(const nlohmann::json &ref, std::string_view bytes) const;
 
  private:
   std::string path_, data_;
   size_t base_ = 0;
   nlohmann::json header_;
+  mutable std::map<size_t, std::shared_ptr<const std::vector<uint8_t>>> shared_;  // By blob offset.
 };
 
 /// Whether the file at `path` starts with `magic`.

@@ -150,7 +150,11 @@ Expected<std::unique_ptr<BucketSet>> BucketSet::compile(Model model, const NcCom
   }
   std::vector<Expected<std::unique_ptr<NcExecutable>>> compiled;
   for (size_t i = 0; i < combos.size(); ++i) compiled.emplace_back(makeError(ErrorCode::Internal, "not compiled"));
-  NcCompileOptions pinned = options;
+  // The weight blocks every bucket lays out alike are made once.
+  ConstantCache constants;
+  NcCompileOptions shared = options;
+  shared.lowering.constantCache = &constants;
+  NcCompileOptions pinned = shared;
   auto compileBucket = [&](size_t b) {
     Model copy = cloneModel(set->symbolic_);
     InputSizes sizes;
@@ -161,7 +165,7 @@ Expected<std::unique_ptr<BucketSet>> BucketSet::compile(Model model, const NcCom
       sizes.emplace_back(input->name(), std::move(dimsOf));
     }
     Status specialized = specializeInputs(copy, sizes, 0);
-    if (specialized.ok()) compiled[b] = compileNc(std::move(copy), b + 1 == combos.size() ? options : pinned);
+    if (specialized.ok()) compiled[b] = compileNc(std::move(copy), b + 1 == combos.size() ? shared : pinned);
     else compiled[b] = specialized.diag();
   };
   // The largest bucket first, alone: the others place the constants they share with it at its
@@ -275,8 +279,8 @@ BucketHbm BucketSet::hbm() const {
     for (size_t p = 0; p < programs.size(); ++p) {
       uint64_t constants = 0;
       for (const auto &[offset, bytes] : programs[p].constantImage) {
-        keys.emplace_back(p, offset, &bytes);
-        constants += bytes.size();
+        keys.emplace_back(p, offset, bytes.get());
+        constants += bytes->size();
       }
       rest = std::max(rest, programs[p].hbmBytes - std::min(programs[p].hbmBytes, constants));
     }
@@ -284,7 +288,8 @@ BucketHbm BucketSet::hbm() const {
     perBucket.push_back(std::move(keys));
   }
   auto same = [](const Key &a, const Key &b) {
-    return std::get<0>(a) == std::get<0>(b) && std::get<1>(a) == std::get<1>(b) && *std::get<2>(a) == *std::get<2>(b);
+    return std::get<0>(a) == std::get<0>(b) && std::get<1>(a) == std::get<1>(b) &&
+           (std::get<2>(a) == std::get<2>(b) || *std::get<2>(a) == *std::get<2>(b));
   };
   for (size_t b = 0; b < perBucket.size(); ++b)
     for (const Key &key : perBucket[b]) {

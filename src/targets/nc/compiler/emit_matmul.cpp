@@ -29,6 +29,22 @@ using kernels::Span;
 using kernels::splitRange;
 using tile::TileView;
 
+uint64_t hashValues(const std::vector<int64_t> &values) {
+  uint64_t hash = 1469598103934665603ull;
+  for (int64_t v : values) hash = (hash ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+  return hash;
+}
+
+/// What the weight blocks of a matmul are made from, for the constant cache: the weights' storage
+/// (the compiles of one model's buckets share it), their size, a sample of their values (so a reused
+/// address cannot pass for other weights), and how they are read (alpha, transB).
+std::string weightsRecipe(const Tensor &w, float alpha, bool transB) {
+  std::vector<int64_t> sample;
+  const int64_t n = w.numel();
+  for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 61)) sample.push_back(static_cast<int64_t>(w.scalarAsDouble(i) * 1e9));
+  return fmt::format("{}:{}:{:016x}|{}|{}", w.rawData(), fmt::join(w.sizes(), "x"), hashValues(sample), alpha, transB);
+}
+
 /// Sharding across cores: the smallest part of a 128-partition tile a core may own (a 32-partition operand is the
 /// finest alignment, section 4.2).
 constexpr int64_t kMinShardPartitions = 32;
@@ -79,7 +95,8 @@ std::string checkMatmul(const Node &node, const LoweringOptions &) {
 /// rows kTileStarts, with the epilogue on the eviction.
 void lowerOnFamily(LoweringContext &ctx, const Node &node, const kernels::MatmulProblem &problem,
                    const std::function<int64_t(int64_t)> &featureOf, const std::vector<int64_t> &kTileStarts,
-                   const std::function<float(int64_t, int64_t)> &wAt, const DeviceTensor &a, const DeviceTensor &out,
+                   const std::string &weights, const std::function<float(int64_t, int64_t)> &wAt,
+                   const DeviceTensor &a, const DeviceTensor &out,
                    const std::vector<TileView> &bias, const std::optional<DeviceTensor> &residual,
                    const Epilogue &epilogue) {
   const int64_t P = ctx.profile().partitions;
@@ -89,16 +106,24 @@ void lowerOnFamily(LoweringContext &ctx, const Node &node, const kernels::Matmul
   operands.stationaryChunk = [&](int64_t mb, int64_t kc) {
     const Span cols{mb * plan.blockCols(), std::min(plan.blockCols(), problem.M - mb * plan.blockCols())};
     const Span kts{kc * plan.chunkTiles, std::min(plan.chunkTiles, plan.kTiles - kc * plan.chunkTiles)};
-    std::vector<float> block(static_cast<size_t>(P * kts.count * cols.count), 0.0f);
-    for (int64_t t = 0; t < kts.count; ++t) {
-      const int64_t kt = kts.start + t;
-      for (int64_t p = 0; p < rowsOf(kt); ++p)
-        for (int64_t c = 0; c < cols.count; ++c)
-          block[static_cast<size_t>((p * kts.count + t) * cols.count + c)] =
-              wAt(kTileStarts[static_cast<size_t>(kt)] + p, featureOf(cols.start + c));
-    }
+    // The block's bytes follow from the weights and which of their rows and columns it holds.
+    std::vector<int64_t> rowsAndColumns;
+    for (int64_t t = 0; t < kts.count; ++t)
+      rowsAndColumns.push_back(kTileStarts[static_cast<size_t>(kts.start + t)]), rowsAndColumns.push_back(rowsOf(kts.start + t));
+    for (int64_t c = 0; c < cols.count; ++c) rowsAndColumns.push_back(featureOf(cols.start + c));
+    const std::string recipe = fmt::format("{}|{:016x}", weights, hashValues(rowsAndColumns));
     return ctx.constantHbm(fmt::format("{}/w{}.{}", node.name(), mb, kc), problem.dtype, {P, kts.count * cols.count},
-                           std::move(block));
+                           recipe, [&] {
+                             std::vector<float> block(static_cast<size_t>(P * kts.count * cols.count), 0.0f);
+                             for (int64_t t = 0; t < kts.count; ++t) {
+                               const int64_t kt = kts.start + t;
+                               for (int64_t p = 0; p < rowsOf(kt); ++p)
+                                 for (int64_t c = 0; c < cols.count; ++c)
+                                   block[static_cast<size_t>((p * kts.count + t) * cols.count + c)] =
+                                       wAt(kTileStarts[static_cast<size_t>(kt)] + p, featureOf(cols.start + c));
+                             }
+                             return block;
+                           });
   };
   operands.movingTile = [&](int64_t kt) { return a.partitions(kTileStarts[static_cast<size_t>(kt)], rowsOf(kt)); };
   operands.outputTile = [&](Span m, Span n) {
@@ -136,7 +161,8 @@ kernels::MatmulProblem loweringProblem(int64_t M, int64_t rows, int64_t K, DType
 /// (loaded onto the same partitions as its part of A) into partial sums of the whole output, an all_reduce adds them
 /// up, and the epilogue (bias, residual, activation) runs after it.
 Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode &m, const DeviceTensor &a,
-                       const std::function<float(int64_t, int64_t)> &wAt, int64_t K, int64_t N) {
+                       const std::string &weights, const std::function<float(int64_t, int64_t)> &wAt, int64_t K,
+                       int64_t N) {
   tile::KernelBuilder &b = ctx.builder();
   const int64_t P = ctx.profile().partitions;
   const int64_t bank = ctx.profile().psum.bankFp32Elements;
@@ -155,7 +181,7 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
     for (size_t k = 0; k < out.blocks.size(); ++k) b.memset(out.blocks[k], 0.0f);
   } else {
     lowerOnFamily(
-        ctx, node, loweringProblem(N, rows, kt * P, dtype, DType::F32, 0), [](int64_t c) { return c; }, ownedRows, wAt,
+        ctx, node, loweringProblem(N, rows, kt * P, dtype, DType::F32, 0), [](int64_t c) { return c; }, ownedRows, weights, wAt,
         a, out, {}, std::nullopt, Epilogue{});
   }
   b.allReduce(storage, AluOp::Add, cores);
@@ -243,8 +269,13 @@ Status lowerMatmul(LoweringContext &ctx, const Node &node) {
   const std::vector<int64_t> wShape = {m.w->initializer().size(0), m.w->initializer().size(1)};
   const int64_t K = m.transB ? wShape[1] : wShape[0];
   const int64_t N = m.transB ? wShape[0] : wShape[1];
-  const std::vector<float> raw = ctx.constantFloats(m.w);
-  auto wAt = [&](int64_t k, int64_t n) { return m.alpha * raw[static_cast<size_t>(m.transB ? n * K + k : k * N + n)]; };
+  // Read only when a weight block is made (not when the constant cache has them all).
+  std::optional<std::vector<float>> raw;
+  auto wAt = [&](int64_t k, int64_t n) {
+    if (!raw) raw = ctx.constantFloats(m.w);
+    return m.alpha * (*raw)[static_cast<size_t>(m.transB ? n * K + k : k * N + n)];
+  };
+  const std::string weights = weightsRecipe(m.w->initializer(), m.alpha, m.transB);
 
   const DType dtype = ctx.matmulDtype();
 
@@ -257,7 +288,7 @@ Status lowerMatmul(LoweringContext &ctx, const Node &node) {
   // output on every core, unless the readers take it split.
   const int cores = ctx.options().cores;
   const int64_t part = P / std::max(cores, 1);
-  if (a.shardedCores > 1) return emitRowParallel(ctx, node, m, a, wAt, K, N);
+  if (a.shardedCores > 1) return emitRowParallel(ctx, node, m, a, weights, wAt, K, N);
   // A column-parallel matmul whose readers take its output split pays for one all_reduce (theirs) instead of an
   // all_gather; it is worth splitting when the two matmuls' saved weight DMA beats it.
   bool keepSharded = false;
@@ -309,7 +340,7 @@ Status lowerMatmul(LoweringContext &ctx, const Node &node) {
   // so the cores walk the weights in step (wider blocks measured up to 2.6% slower on GPT-2).
   if (keepSharded) problem.maxGroupTiles = std::max<int64_t>(1, ctx.profile().psum.banks / 2 / cores);
   if (columns > 0)
-    lowerOnFamily(ctx, node, problem, featureOf, kTileStarts, wAt, a, out, bias, residual,
+    lowerOnFamily(ctx, node, problem, featureOf, kTileStarts, weights, wAt, a, out, bias, residual,
                   node.opType() == "FusedMatMul" ? epilogueOf(node) : Epilogue{});
   if (keepSharded) {
     out.shardedCores = cores;

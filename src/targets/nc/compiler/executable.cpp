@@ -195,8 +195,8 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
   for (const tile::InstructionTiming &t : compiled.timing)
     program.instructionNode.push_back(t.op >= 0 && t.op < static_cast<int32_t>(opNode.size()) ? opNode[t.op] : -1);
   for (const LoweringContext::ConstantData &c : ctx.constants()) {
-    std::vector<uint8_t> bytes = kernels::encodeValues(c.dtype, c.values);
-    program.constantBytes += bytes.size();
+    auto bytes = c.encoded ? c.encoded : std::make_shared<const std::vector<uint8_t>>(kernels::encodeValues(c.dtype, c.values));
+    program.constantBytes += bytes->size();
     program.constantImage.emplace_back(program.hbmTensors[static_cast<size_t>(c.tensor)].offsetBytes, std::move(bytes));
   }
   for (const Node *node : stage.nodes) program.modelFlops += modelFlops(*node);
@@ -352,6 +352,9 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
                                           stage.nodes.size(), fmt::join(in, ", "), fmt::join(out, ", ")));
   }
   exe->model_ = std::move(model);
+  // What the compile shared with other buckets is not the executable's.
+  exe->options_.lowering.constantCache = nullptr;
+  exe->options_.constantLayouts.clear();
   const Clock::time_point hostStart = Clock::now();
   exe->planHostStages();
   if (!exe->hostPlans_.empty()) exe->passTimes_.push_back(PassTime{"nc: host stages on the cpu target", msSince(hostStart)});
@@ -516,7 +519,7 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
       programs.push_back(prog.program);
       if (timingOnly) continue;
       auto state = std::make_unique<MachineState>(profile_, prog.hbmBytes);
-      for (const auto &[offset, bytes] : prog.constantImage) TESSEL_RETURN_IF_ERROR(state->writeHbm(offset, bytes));
+      for (const auto &[offset, bytes] : prog.constantImage) TESSEL_RETURN_IF_ERROR(state->writeHbm(offset, *bytes));
       for (const std::string &name : prog.inputs) {
         TESSEL_ASSIGN_OR_RETURN(RuntimeValue value, valueOf(graph.findValue(name)));
         const Tensor &t = value.tensor();
@@ -625,7 +628,7 @@ Expected<nlohmann::json> NcExecutable::describe(ArtifactWriter &writer) const {
     p["hbmBytes"] = prog.hbmBytes;
     nlohmann::json image = nlohmann::json::array();
     for (const auto &[offset, bytes] : prog.constantImage) {
-      nlohmann::json entry = writer.place(bytes.data(), bytes.size());
+      nlohmann::json entry = writer.place(bytes->data(), bytes->size());
       entry["hbmOffset"] = offset;
       image.push_back(entry);
     }
@@ -697,7 +700,7 @@ Expected<std::unique_ptr<NcExecutable>> NcExecutable::fromDescription(const nloh
       prog.hbmBytes = p.at("hbmBytes").get<uint64_t>();
       for (const nlohmann::json &c : p.at("constants")) {
         TESSEL_ASSIGN_OR_RETURN(std::string_view bytes, reader.blob(c));
-        prog.constantImage.emplace_back(c.at("hbmOffset").get<uint64_t>(), std::vector<uint8_t>(bytes.begin(), bytes.end()));
+        prog.constantImage.emplace_back(c.at("hbmOffset").get<uint64_t>(), reader.sharedBytes(c, bytes));
       }
       prog.inputs = p.at("inputs").get<std::vector<std::string>>();
       prog.outputs = p.at("outputs").get<std::vector<std::string>>();

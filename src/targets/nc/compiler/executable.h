@@ -42,7 +42,8 @@ struct DeviceProgram {
   std::vector<Instruction> program;
   std::vector<tile::HbmPlacement> hbmTensors;  // Every HBM tensor: inputs, constants, outputs, scratch.
   uint64_t hbmBytes = 0;
-  std::vector<std::pair<uint64_t, std::vector<uint8_t>>> constantImage;  // (offset, bytes) of constants.
+  // (offset, bytes) of constants; programs of other buckets may share the bytes.
+  std::vector<std::pair<uint64_t, std::shared_ptr<const std::vector<uint8_t>>>> constantImage;
   std::vector<std::string> inputs, outputs;    // Value names bound to hbmTensors of the same name.
   std::vector<int32_t> instructionNode;        // Per instruction: index into NcExecutable::nodeNames(), -1 = transfer.
   uint64_t peakSbufBytesPerPartition = 0, peakPsumBytesPerPartition = 0;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "targets/nc/isa/tile_rules.h"
+#include "targets/nc/kernels/runner.h"
 #include "targets/nc/kernels/tiling.h"
 
 namespace tessel::nc::compiler {
@@ -487,6 +488,33 @@ HbmView LoweringContext::constantHbm(const std::string &name, DType dtype, const
   HbmView view = builder_.constant(name, dtype, hbmShape(shape));
   constants_.push_back(ConstantData{view.tensor(), dtype, std::move(values)});
   return view;
+}
+
+tile::HbmView LoweringContext::constantHbm(const std::string &name, DType dtype, const std::vector<int64_t> &shape,
+                                           const std::string &recipe,
+                                           const std::function<std::vector<float>()> &values) {
+  ConstantCache *cache = options_.constantCache;
+  if (!cache) return constantHbm(name, dtype, shape, values());
+  const std::string key = fmt::format("{}|{}|{}", recipe, dtypeName(dtype), fmt::join(shape, "x"));
+  std::shared_ptr<const std::vector<uint8_t>> bytes = cache->find(key);
+  if (!bytes) {
+    bytes = std::make_shared<const std::vector<uint8_t>>(kernels::encodeValues(dtype, values()));
+    cache->add(key, bytes);
+  }
+  HbmView view = builder_.constant(name, dtype, hbmShape(shape));
+  constants_.push_back(ConstantData{view.tensor(), dtype, {}, std::move(bytes)});
+  return view;
+}
+
+std::shared_ptr<const std::vector<uint8_t>> ConstantCache::find(const std::string &key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = bytes_.find(key);
+  return it == bytes_.end() ? nullptr : it->second;
+}
+
+void ConstantCache::add(const std::string &key, std::shared_ptr<const std::vector<uint8_t>> bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bytes_.emplace(key, std::move(bytes));
 }
 
 std::vector<TileView> LoweringContext::channelVector(const std::vector<float> &values) {

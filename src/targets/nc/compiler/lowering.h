@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,6 +34,19 @@ namespace tessel::nc::compiler {
 /// activations in the narrow type too; None computes everything in fp32.
 enum class AutoCast { None, Matmul, All };
 
+/// Device constants, encoded, by a key that says everything their bytes depend on: shared by the
+/// compiles of one model's buckets (buckets.h), so the weight blocks every bucket lays out alike are
+/// made and encoded once. Safe to use from several compiles at once.
+class ConstantCache {
+ public:
+  std::shared_ptr<const std::vector<uint8_t>> find(const std::string &key) const;
+  void add(const std::string &key, std::shared_ptr<const std::vector<uint8_t>> bytes);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const std::vector<uint8_t>>> bytes_;
+};
+
 struct LoweringOptions {
   AutoCast autoCast = AutoCast::Matmul;
   DType castType = DType::BF16;  // --auto-cast-type: BF16, F16 or F8E4M3.
@@ -39,6 +54,7 @@ struct LoweringOptions {
   int core = 0;                  // The core this lowering is for.
   // Where the program's constants go in HBM, from the same program of another bucket (buckets.h).
   const tile::ConstantLayout *pinnedConstants = nullptr;
+  ConstantCache *constantCache = nullptr;  // Shared with the compiles of the other buckets.
 };
 
 /// What an emitter sees: the builder of the segment's program, the activations recorded so far, and
@@ -94,6 +110,10 @@ class LoweringContext {
   /// into the program's HBM image. `name` must be unique in the segment (prefix it with the node's).
   tile::HbmView constantHbm(const std::string &name, DType dtype, const std::vector<int64_t> &shape,
                             std::vector<float> values);
+  /// The same for a constant whose bytes depend only on `recipe` (with its dtype and shape): made by
+  /// `values` unless the options' constant cache has it already.
+  tile::HbmView constantHbm(const std::string &name, DType dtype, const std::vector<int64_t> &shape,
+                            const std::string &recipe, const std::function<std::vector<float>()> &values);
   /// Per-partition scalars: values[i] at global partition i, as [P, 1] f32 SBUF views (one per block
   /// of 128). They are columns of shared pool tiles, so one DMA brings many vectors (a [P, 1] load
   /// alone would spend a DMA's fixed costs on 4 bytes per partition).
@@ -113,6 +133,7 @@ class LoweringContext {
     int32_t tensor = -1;          // HBM tensor id in the kernel.
     DType dtype = DType::F32;
     std::vector<float> values;
+    std::shared_ptr<const std::vector<uint8_t>> encoded;  // The bytes, when made already (cached).
   };
   const std::vector<ConstantData> &constants() const { return constants_; }
   const std::map<const Value *, tile::HbmView> &inputs() const { return inputs_; }
