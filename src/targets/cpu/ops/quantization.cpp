@@ -19,7 +19,8 @@
 // weights as A (kernels/conv.h), or the direct depthwise kernel. Covered: u8/s8 X and W, 1-D and
 // 2-D, constant W and w_zero_point (scalar or per output channel), x_zero_point constant or fed
 // (one value). MatMulInteger: constant 2-D B and b_zero_point (scalar or per column), A of any
-// rank folded into one product, a_zero_point constant or fed (one value, or one per row of A).
+// rank folded into one product on the f32 GEMM with B packed once, a_zero_point constant or fed
+// (one value, or one per row of A).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -32,6 +33,7 @@
 #include "ops/reference/nn_common.h"
 #include "targets/cpu/kernels/conv.h"
 #include "targets/cpu/kernels/depthwise_conv.h"
+#include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/quantize.h"
 #include "targets/cpu/ops/conv_geometry.h"
@@ -54,37 +56,50 @@ int64_t product(const std::vector<int64_t> &sizes) {
 
 bool isQuantizedType(DType dtype) { return dtype == DType::UInt8 || dtype == DType::Int8; }
 
-/// The largest |v - zeroPoint| over the values v of `dtype` (u8 or i8), with a zero point known at
-/// lowering, or for any zero point of that type when it is fed.
+/// The largest |v - zeroPoint| over the values v of `dtype` (u8 or i8) and the zero points of a
+/// constant tensor (one value or several), or for any zero point of that type when it is fed.
 double maxCentredMagnitude(DType dtype, const Tensor *constantZeroPoint, bool fedZeroPoint) {
   const double lo = dtype == DType::Int8 ? -128.0 : 0.0, hi = dtype == DType::Int8 ? 127.0 : 255.0;
   if (fedZeroPoint) return hi - lo;
-  const double zero = constantZeroPoint != nullptr ? constantZeroPoint->scalarAsDouble() : 0.0;
-  return std::max(zero - lo, hi - zero);
+  if (constantZeroPoint == nullptr) return std::max(-lo, hi);
+  double magnitude = 0.0;
+  for (int64_t i = 0; i < constantZeroPoint->numel(); ++i) {
+    const double zero = constantZeroPoint->scalarAsDouble(i);
+    magnitude = std::max({magnitude, zero - lo, hi - zero});
+  }
+  return magnitude;
 }
 
-/// Where a one-value zero point of an activation comes from at run time.
+/// Where the zero point of an activation comes from at run time: one value, or (MatMulInteger)
+/// one per row of A, the rows of a folded batch repeating them.
 struct ActivationZeroPoint {
-  float constant = 0.0f;
-  int input = -1;  // A fed zero point's input slot, or -1.
+  std::vector<float> constant{0.0f};  // When not fed.
+  int input = -1;                     // A fed zero point's input slot, or -1.
+  int64_t count = 1;                  // Values: 1, or one per row.
   bool isSigned = false;
 
-  float resolve(const StepIo &io) const {
-    if (input < 0) return constant;
+  float resolve(const StepIo &io, int64_t row = 0) const {
+    const size_t i = size_t(row % count);
+    if (input < 0) return constant[i];
     const void *p = io.inputs[size_t(input)];
-    return isSigned ? float(*static_cast<const int8_t *>(p)) : float(*static_cast<const uint8_t *>(p));
+    return isSigned ? float(static_cast<const int8_t *>(p)[i]) : float(static_cast<const uint8_t *>(p)[i]);
   }
 };
 
-/// Reads the activation zero point of input `index` (absent, constant or fed; one value) into
-/// `zero`; false when it is not one value of X's type (the reference kernel then runs the node
-/// and reports it).
-bool readActivationZeroPoint(const LowerContext &ctx, size_t index, DType xType, ActivationZeroPoint &zero) {
+/// Reads the activation zero point of input `index` (absent, constant or fed; one value, or a
+/// 1-D tensor of `rowValues` values when that is above 1) into `zero`; false when it is none of
+/// those or not of X's type (the reference kernel then runs the node and reports it).
+bool readActivationZeroPoint(const LowerContext &ctx, size_t index, DType xType, ActivationZeroPoint &zero,
+                             int64_t rowValues = 1) {
   zero.isSigned = xType == DType::Int8;
   if (ctx.numInputs() <= index || !ctx.hasInput(index)) return true;
-  if (ctx.inputDType(index) != xType || product(ctx.inputSizes(index)) != 1) return false;
+  const std::vector<int64_t> sizes = ctx.inputSizes(index);
+  const bool perRow = rowValues > 1 && sizes == std::vector<int64_t>{rowValues};
+  if (ctx.inputDType(index) != xType || (product(sizes) != 1 && !perRow)) return false;
+  zero.count = perRow ? rowValues : 1;
   if (const Tensor *t = ctx.constantInput(index)) {
-    zero.constant = float(t->scalarAsDouble());
+    zero.constant.resize(size_t(zero.count));
+    for (int64_t i = 0; i < zero.count; ++i) zero.constant[size_t(i)] = float(t->scalarAsDouble(i));
   } else {
     zero.input = int(index);
   }
@@ -140,6 +155,22 @@ std::optional<ExactWeights> exactWeights(const std::vector<double> &centred, int
   return std::nullopt;
 }
 
+/// Runs `product(weights, sums)` (the f32 sums of the centred activations times one weight
+/// operand) with the whole or high weights into the output buffer `y` and, when split, with the
+/// low weights into `lowSums`; then turns y into the int32 results in place.
+template <class Product>
+void runExactProducts(const float *high, const float *low, int shift, std::byte *y, float *lowSums, int64_t count,
+                      ThreadPool *pool, const Product &product) {
+  const QuantizeKernels &q = quantizeKernels();
+  product(high, reinterpret_cast<float *>(y));
+  if (low == nullptr) {
+    int32FromFloat(q, y, count, pool);
+  } else {
+    product(low, lowSums);
+    int32FromSplitSums(q, y, lowSums, shift, count, pool);
+  }
+}
+
 // ---- ConvInteger ----------------------------------------------------------------------------
 
 constexpr size_t kConvX = 0, kConvW = 1, kConvXZero = 2, kConvWZero = 3;
@@ -187,27 +218,20 @@ class ConvIntegerStep final : public Step {
   }
 
   Status run(const StepIo &io) const override {
-    const QuantizeKernels &q = quantizeKernels();
     auto *scratch = static_cast<std::byte *>(io.scratch);
     auto *centred = reinterpret_cast<float *>(scratch);
-    centerQuantized(q, io.inputs[kConvX], xZero_.isSigned, xZero_.resolve(io), centred, inputCount(), io.pool);
-    auto convolve = [&](const float *weights, float *sums) {
-      if (depthwise_) {
-        depthwiseConv2d(shape_, centred, weights, {}, sums, io.pool);
-      } else {
-        convGemm(plan_, centred, weights, {}, sums, scratch + centredBytes_ + lowSumsBytes_, io.pool);
-      }
-    };
+    centerQuantized(quantizeKernels(), io.inputs[kConvX], xZero_.isSigned, xZero_.resolve(io), centred, inputCount(),
+                    io.pool);
     // The f32 sums land in the output buffer, then become int32 there.
-    auto *y = static_cast<std::byte *>(io.outputs[0]);
-    convolve(high_, reinterpret_cast<float *>(y));
-    if (low_ == nullptr) {
-      int32FromFloat(q, y, outputCount(), io.pool);
-    } else {
-      auto *lowSums = reinterpret_cast<float *>(scratch + centredBytes_);
-      convolve(low_, lowSums);
-      int32FromSplitSums(q, y, lowSums, shift_, outputCount(), io.pool);
-    }
+    runExactProducts(high_, low_, shift_, static_cast<std::byte *>(io.outputs[0]),
+                     reinterpret_cast<float *>(scratch + centredBytes_), outputCount(), io.pool,
+                     [&](const float *weights, float *sums) {
+                       if (depthwise_) {
+                         depthwiseConv2d(shape_, centred, weights, {}, sums, io.pool);
+                       } else {
+                         convGemm(plan_, centred, weights, {}, sums, scratch + centredBytes_ + lowSumsBytes_, io.pool);
+                       }
+                     });
     return Status::success();
   }
   size_t scratchBytes() const override {
@@ -285,6 +309,147 @@ Expected<std::unique_ptr<Step>> lowerConvInteger(LowerContext &ctx) {
   ctx.releaseConstantInput(kConvW);
   return std::unique_ptr<Step>(
       std::make_unique<ConvIntegerStep>(shape, depthwise ? nullptr : &plan, high, low, weights->shift, xZero));
+}
+
+// ---- MatMulInteger --------------------------------------------------------------------------
+
+namespace {
+
+constexpr size_t kMatA = 0, kMatB = 1, kMatAZero = 2, kMatBZero = 3;
+// Elements per task when A is centred row by row.
+constexpr int64_t kCentreGrain = 16384;
+
+/// Y[rows, n] = A'[rows, k] x B'[k, n] on the f32 GEMM with B' packed; A's leading dims are
+/// folded into the rows.
+class MatMulIntegerStep final : public Step {
+ public:
+  /// `low` null: the weights are not split.
+  MatMulIntegerStep(const GemmShape &shape, const GemmKernel &kernel, const float *high, const float *low, int shift,
+                    const ActivationZeroPoint &aZero, int threads)
+      : shape_(shape),
+        kernel_(&kernel),
+        high_(high),
+        low_(low),
+        shift_(shift),
+        aZero_(aZero) {
+    centredBytes_ = alignUp(size_t(shape_.m * shape_.k) * sizeof(float));
+    lowSumsBytes_ = low != nullptr ? alignUp(size_t(shape_.m * shape_.n) * sizeof(float)) : 0;
+    gemmBytes_ = sgemmScratchBytes(kernel, shape_, threads, {.a = false, .b = true});
+  }
+
+  Status run(const StepIo &io) const override {
+    auto *scratch = static_cast<std::byte *>(io.scratch);
+    auto *centred = reinterpret_cast<float *>(scratch);
+    centerRows(io, centred);
+    const std::span<std::byte> gemmScratch(scratch + centredBytes_ + lowSumsBytes_, gemmBytes_);
+    runExactProducts(high_, low_, shift_, static_cast<std::byte *>(io.outputs[0]),
+                     reinterpret_cast<float *>(scratch + centredBytes_), shape_.m * shape_.n, io.pool,
+                     [&](const float *weights, float *sums) {
+                       sgemmPacked(shape_, centred, shape_.k, PackedBView{kernel_, shape_.k, shape_.n, weights}, sums,
+                                   shape_.n, {}, io.pool, gemmScratch);
+                     });
+    return Status::success();
+  }
+  size_t scratchBytes() const override { return centredBytes_ + lowSumsBytes_ + gemmBytes_; }
+  std::string kernelName() const override {
+    return fmt::format("matmul_integer_as_f32{} {}", low_ != nullptr ? "_split" : "", kernel_->name);
+  }
+
+ private:
+  /// A minus its zero point into `centred`: one value over all of A, or one per row.
+  void centerRows(const StepIo &io, float *centred) const {
+    const QuantizeKernels &q = quantizeKernels();
+    const void *a = io.inputs[kMatA];
+    if (aZero_.count == 1) {
+      centerQuantized(q, a, aZero_.isSigned, aZero_.resolve(io), centred, shape_.m * shape_.k, io.pool);
+      return;
+    }
+    const int64_t k = shape_.k;
+    parallelRanges(io.pool, shape_.m, std::max<int64_t>(1, kCentreGrain / k), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        if (aZero_.isSigned) {
+          q.centerS8(static_cast<const int8_t *>(a) + r * k, aZero_.resolve(io, r), centred + r * k, k);
+        } else {
+          q.centerU8(static_cast<const uint8_t *>(a) + r * k, aZero_.resolve(io, r), centred + r * k, k);
+        }
+      }
+    });
+  }
+
+  GemmShape shape_;
+  const GemmKernel *kernel_;
+  const float *high_, *low_;
+  int shift_;
+  ActivationZeroPoint aZero_;
+  size_t centredBytes_ = 0, lowSumsBytes_ = 0, gemmBytes_ = 0;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Step>> lowerMatMulInteger(LowerContext &ctx) {
+  if (ctx.numInputs() < 2 || !ctx.hasInput(kMatA) || !ctx.hasInput(kMatB)) {
+    return makeError(ErrorCode::InvalidModel, "MatMulInteger: needs inputs A and B; got {} inputs", ctx.numInputs());
+  }
+  const DType aType = ctx.inputDType(kMatA), bType = ctx.inputDType(kMatB);
+  const Tensor *b = ctx.constantInput(kMatB);
+  const std::vector<int64_t> aSizes = ctx.inputSizes(kMatA), bSizes = ctx.inputSizes(kMatB);
+  // Fed or batched B, a 0-D A and other types are left to the reference kernel.
+  if (!isQuantizedType(aType) || !isQuantizedType(bType) || ctx.outputDType(0) != DType::Int32 || b == nullptr ||
+      bSizes.size() != 2 || aSizes.empty()) {
+    return std::unique_ptr<Step>();
+  }
+  const int64_t k = bSizes[0], n = bSizes[1];
+  if (aSizes.back() != k) {
+    return makeError(ErrorCode::ShapeMismatch, "MatMulInteger: A {} and B {} have inner dimensions {} and {}",
+                     formatSizes(aSizes), formatSizes(bSizes), aSizes.back(), k);
+  }
+  std::vector<int64_t> expectedOut(aSizes.begin(), aSizes.end() - 1);
+  expectedOut.push_back(n);
+  if (ctx.outputSizes(0) != expectedOut) {
+    return makeError(ErrorCode::ShapeMismatch, "MatMulInteger: output is {}; A {} and B {} give {}",
+                     formatSizes(ctx.outputSizes(0)), formatSizes(aSizes), formatSizes(bSizes),
+                     formatSizes(expectedOut));
+  }
+  const int64_t rows = product(aSizes) / std::max<int64_t>(k, 1);
+  if (rows == 0 || k == 0 || n == 0) return std::unique_ptr<Step>();
+  // a_zero_point: one value, or (A of rank 2 or more) one per row of A's last matrix dim.
+  ActivationZeroPoint aZero;
+  const int64_t aRows = aSizes.size() >= 2 ? aSizes[aSizes.size() - 2] : 1;
+  if (!readActivationZeroPoint(ctx, kMatAZero, aType, aZero, aRows)) return std::unique_ptr<Step>();
+  // b_zero_point: one value or one per column ([n] or [1, n]); other shapes stay on the reference.
+  if (ctx.numInputs() > kMatBZero && ctx.hasInput(kMatBZero)) {
+    const std::vector<int64_t> zSizes = ctx.inputSizes(kMatBZero);
+    if (product(zSizes) != 1 && (zSizes.empty() || zSizes.back() != n || product(zSizes) != n)) {
+      return std::unique_ptr<Step>();
+    }
+  }
+  bool covered = false;
+  const std::vector<double> bZero = readWeightZeroPoints(ctx, kMatBZero, bType, n, &covered);
+  if (!covered) return std::unique_ptr<Step>();
+
+  // B [k, n] centred per column; element p * n + j feeds column j.
+  std::vector<double> centred(size_t(k * n));
+  for (size_t i = 0; i < centred.size(); ++i) centred[i] = b->scalarAsDouble(int64_t(i)) - bZero[i % size_t(n)];
+  const double aMagnitude =
+      maxCentredMagnitude(aType, ctx.constantInput(kMatAZero), /*fedZeroPoint=*/aZero.input >= 0);
+  const std::optional<ExactWeights> weights = exactWeights(centred, n, /*block=*/1, aMagnitude);
+  if (!weights) return std::unique_ptr<Step>();
+
+  const GemmKernel &kernel = selectedGemmKernel();
+  auto store = [&](const std::vector<float> &part, std::string_view name) -> Expected<const float *> {
+    if (part.empty()) return static_cast<const float *>(nullptr);
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                            ctx.packed(fmt::format("b_{}_packed_b.{}", name, kernel.name), packedBSize(kernel, k, n),
+                                       [&](std::byte *dst) {
+                                         packBInto(kernel, k, n, part.data(), n, reinterpret_cast<float *>(dst));
+                                       }));
+    return reinterpret_cast<const float *>(packed);
+  };
+  TESSEL_ASSIGN_OR_RETURN(const float *high, store(weights->high, "high"));
+  TESSEL_ASSIGN_OR_RETURN(const float *low, store(weights->low, "low"));
+  ctx.releaseConstantInput(kMatB);
+  return std::unique_ptr<Step>(std::make_unique<MatMulIntegerStep>(GemmShape{rows, n, k}, kernel, high, low,
+                                                                   weights->shift, aZero, std::max(ctx.threads(), 1)));
 }
 
 // ---- DynamicQuantizeLinear -----------------------------------------------------------------

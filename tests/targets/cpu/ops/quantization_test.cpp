@@ -2,8 +2,10 @@
 // DynamicQuantizeLinear (odd sizes, several range parts, a non-negative and an all-zero input),
 // ConvInteger (zero points absent, scalar, per channel and fed; u8 and s8; pads, strides,
 // dilations, groups, depthwise, 1-D; weights large enough that the f32 sums must be split, and so
-// large that no split is exact and the reference kernel keeps the node), each on the kernels the
-// test names.
+// large that no split is exact and the reference kernel keeps the node), and MatMulInteger (u8
+// and s8 on either side; a_zero_point absent, constant, fed, one per row; b_zero_point absent,
+// scalar, per column; A of rank 1 to 3; split sums and the reference fallback), each on the
+// kernels the test names.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -181,6 +183,112 @@ TEST(CpuConvInteger, NoExactSplitKeepsTheReference) {
   // 2304 x 3 x 3 full-range weights per output: no split keeps both parts' sums below 2^24.
   const ConvIntegerCase c{{1, 2304, 3, 3}, {1, 2304, 3, 3}, ""};
   EXPECT_TRUE(ran(checkConvInteger(c, /*fallback=*/true), "ConvInteger reference"));
+}
+
+struct MatMulIntegerCase {
+  std::vector<int64_t> a;  // [..., M, K]; B is [K, n].
+  int64_t n = 0;
+  std::string aType = "u8", bType = "u8";
+  // "fed" (from DynamicQuantizeLinear, u8 A only), "input" (a model input), "none", a constant
+  // value, "per_row" (constant, one per row) or "per_row_input".
+  std::string aZero = "fed";
+  std::string bZero = "scalar";  // "none", "scalar" or "per_column".
+  int bLo = 0, bHi = 255;        // The weights' range.
+};
+
+std::string matMulIntegerModel(const MatMulIntegerCase &c) {
+  const int64_t k = c.a.back(), rows = c.a.size() >= 2 ? c.a[c.a.size() - 2] : 1;
+  std::string body = quantizedConstant("b", c.bType.c_str(), {k, c.n}, uint32_t(k * 5 + c.n), c.bLo, c.bHi);
+  const int bMid = (c.bLo + c.bHi) / 2;
+  if (c.bZero == "scalar") body += fmt::format("  const %bz = dense<{}[]: {}>\n", c.bType, bMid);
+  if (c.bZero == "per_column") {
+    body += quantizedConstant("bz", c.bType.c_str(), {c.n}, 5, std::max(c.bLo, bMid - 30), std::min(c.bHi, bMid + 30));
+  }
+  std::string inputs;
+  if (c.aZero == "fed") {
+    inputs = fmt::format("%af: f32{}", sizesText(c.a));
+    body += "  %a, %as, %az = DynamicQuantizeLinear(%af)\n";
+  } else {
+    inputs = fmt::format("%a: {}{}", c.aType, sizesText(c.a));
+    const int lo = c.aType == "i8" ? -128 : 0, hi = c.aType == "i8" ? 127 : 255;
+    if (c.aZero == "input") inputs += fmt::format(", %az: {}[]", c.aType);
+    if (c.aZero == "per_row_input") inputs += fmt::format(", %az: {}[{}]", c.aType, rows);
+    if (c.aZero == "per_row") body += quantizedConstant("az", c.aType.c_str(), {rows}, 11, lo, hi);
+    if (c.aZero != "none" && c.aZero != "input" && c.aZero.find("per_row") == std::string::npos) {
+      body += fmt::format("  const %az = dense<{}[]: {}>\n", c.aType, c.aZero);
+    }
+  }
+  std::string args = "%a, %b";
+  const bool hasAZero = c.aZero != "none";
+  if (hasAZero || c.bZero != "none") args += hasAZero ? ", %az" : ", _";
+  if (c.bZero != "none") args += ", %bz";
+  body += fmt::format("  %y = MatMulInteger({})\n  return %y\n", args);
+  return model(inputs, "%y: ?", body);
+}
+
+std::vector<std::string> checkMatMulInteger(const MatMulIntegerCase &c, bool fallback = false, int threads = 2) {
+  return checkExact(matMulIntegerModel(c), fallback, threads);
+}
+
+TEST(CpuMatMulInteger, DynamicQuantizePattern) {
+  // What quantize_dynamic writes: A quantized per tensor at run time, u8 or s8 weights.
+  MatMulIntegerCase c{{2, 5, 37}, 19};
+  for (int threads : {1, 2}) EXPECT_TRUE(ran(checkMatMulInteger(c, false, threads), "matmul_integer_as_f32 f32_gemm"));
+  c.bType = "i8", c.bLo = -128, c.bHi = 127, c.bZero = "per_column";
+  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32 f32_gemm"));
+  c.bZero = "none";
+  checkMatMulInteger(c);
+}
+
+TEST(CpuMatMulInteger, TypesAndZeroPoints) {
+  for (const char *aType : {"u8", "i8"}) {
+    for (const char *bType : {"u8", "i8"}) {
+      const bool bSigned = std::string(bType) == "i8";
+      MatMulIntegerCase c{{7, 45}, 33, aType, bType, "input", "scalar", bSigned ? -128 : 0, bSigned ? 127 : 255};
+      SCOPED_TRACE(fmt::format("A {}, B {}", aType, bType));
+      EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32"));
+      c.bZero = "per_column";
+      checkMatMulInteger(c);
+      c.aZero = std::string(aType) == "i8" ? "-5" : "3";
+      checkMatMulInteger(c);
+      c.aZero = "none", c.bZero = "none";
+      checkMatMulInteger(c);
+      c.aZero = "per_row";
+      checkMatMulInteger(c);
+      c.aZero = "per_row_input", c.bZero = "per_column";
+      checkMatMulInteger(c);
+    }
+  }
+}
+
+TEST(CpuMatMulInteger, RanksOfA) {
+  // A of rank 3 folds into one product; a per-row zero point repeats over the batch.
+  MatMulIntegerCase c{{3, 4, 26}, 9, "u8", "u8", "per_row_input", "per_column"};
+  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32"));
+  c.aZero = "per_row";
+  checkMatMulInteger(c);
+  c.a = {2, 3, 5, 17}, c.aZero = "input";
+  checkMatMulInteger(c);
+  c.a = {40};
+  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32"));
+}
+
+TEST(CpuMatMulInteger, SumsThatNeedASplit) {
+  // K = 1500 full-range u8 weights centred on 127: each column's sum of |b'| is about 96000,
+  // times 255 past 2^24, so the weights run as high * 2^s + low.
+  MatMulIntegerCase c{{3, 1500}, 7};
+  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32_split"));
+  c.bZero = "per_column", c.aZero = "per_row_input";
+  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32_split"));
+  // Narrow weights keep the whole operand.
+  c.bLo = 120, c.bHi = 134, c.bZero = "scalar";
+  EXPECT_FALSE(ran(checkMatMulInteger(c), "_split"));
+}
+
+TEST(CpuMatMulInteger, NoExactSplitKeepsTheReference) {
+  // 20736 full-range weights per column: no split keeps both parts' sums below 2^24.
+  const MatMulIntegerCase c{{1, 20736}, 1};
+  EXPECT_TRUE(ran(checkMatMulInteger(c, /*fallback=*/true), "MatMulInteger reference"));
 }
 
 }  // namespace
