@@ -28,6 +28,7 @@ void addKernelCommand(CLI::App &app);
 void addCompileCommand(CLI::App &app);
 void addBenchCommand(CLI::App &app);
 void addProfileCommand(CLI::App &app);
+void addGenerateCommand(CLI::App &app);
 
 /// The file `tessel run --output-dir` and `tessel bench --outputs` write a value to: NAME.npy, with
 /// characters a file name should not hold replaced by '_'.

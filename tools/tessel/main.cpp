@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
   tessel::cli::addCompileCommand(app);
   tessel::cli::addBenchCommand(app);
   tessel::cli::addProfileCommand(app);
+  tessel::cli::addGenerateCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
