@@ -128,20 +128,6 @@ Expected<NamedValues> makeFeeds(const BenchArgs &args, const Graph &graph, int64
   return feeds;
 }
 
-struct Latency {
-  std::vector<double> ms;  // One sample per timed run, sorted.
-  double median() const {
-    size_t n = ms.size();
-    return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
-  }
-  /// Nearest rank, as bench/peers/ort_bench.js computes it.
-  double percentile(double p) const {
-    size_t rank = static_cast<size_t>(std::ceil(p / 100 * static_cast<double>(ms.size())));
-    return ms[std::clamp<size_t>(rank, 1, ms.size()) - 1];
-  }
-  double mean() const { return std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size()); }
-};
-
 Expected<NamedValues> timeRuns(CompiledModel &plan, const NamedValues &feeds, int runs, Latency *latency) {
   NamedValues outputs;
   for (int i = 0; i < runs; ++i) {
@@ -149,7 +135,7 @@ Expected<NamedValues> timeRuns(CompiledModel &plan, const NamedValues &feeds, in
     TESSEL_ASSIGN_OR_RETURN(outputs, plan.run(feeds));
     if (latency) latency->ms.push_back(msSince(start));
   }
-  if (latency) std::sort(latency->ms.begin(), latency->ms.end());
+  if (latency) latency->sort();
   return outputs;
 }
 

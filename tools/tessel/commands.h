@@ -4,7 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +36,22 @@ void addGenerateCommand(CLI::App &app);
 /// The file `tessel run --output-dir` and `tessel bench --outputs` write a value to: NAME.npy, with
 /// characters a file name should not hold replaced by '_'.
 std::string npyFileName(const std::string &valueName);
+
+/// Timed runs (bench, generate): one sample per run in ms; sort() before reading the statistics.
+struct Latency {
+  std::vector<double> ms;
+  void sort() { std::sort(ms.begin(), ms.end()); }
+  double median() const {
+    size_t n = ms.size();
+    return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  }
+  /// Nearest rank, as bench/peers/ort_bench.js computes it.
+  double percentile(double p) const {
+    size_t rank = static_cast<size_t>(std::ceil(p / 100 * static_cast<double>(ms.size())));
+    return ms[std::clamp<size_t>(rank, 1, ms.size()) - 1];
+  }
+  double mean() const { return std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size()); }
+};
 
 /// Imports an ONNX model and gives its inputs static sizes from `--shape` specs and `--batch` (compile).
 Expected<Model> importSpecialized(const std::string &path, const std::vector<std::string> &shapes, int64_t batch,

@@ -118,12 +118,6 @@ std::vector<int64_t> nextTokens(const Tensor &logits, const GenerateArgs &args, 
   return next;
 }
 
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[static_cast<size_t>(std::min<double>(values.size() - 1, std::floor(p * (values.size() - 1) + 0.5)))];
-}
-
 void generate(const GenerateArgs &args) {
   if (args.maxNewTokens < 1) return reportError("--max-new-tokens: expected at least 1");
   if (args.topK < 0 || args.temperature <= 0) return reportError("--top-k must be >= 0 and --temperature > 0");
@@ -198,20 +192,22 @@ void generate(const GenerateArgs &args) {
     for (int64_t id : generated[static_cast<size_t>(b)]) std::printf(" %lld", static_cast<long long>(id));
     std::printf("\n");
   }
-  const std::vector<double> decode(stepMs.begin() + 1, stepMs.end());
-  const double decodeMs = std::accumulate(decode.begin(), decode.end(), 0.0);
+  Latency decode{std::vector<double>(stepMs.begin() + 1, stepMs.end())};
+  decode.sort();
+  const double decodeMs = std::accumulate(decode.ms.begin(), decode.ms.end(), 0.0);
   std::printf("target %s; batch %lld, prompt %lld tokens, %lld new\n", (*session)->target().c_str(),
               static_cast<long long>(batch), static_cast<long long>(prompt.size(1)),
               static_cast<long long>(args.maxNewTokens));
   std::printf("time to first token: %.3f ms (prefill, on this host%s)\n", stepMs.front(),
               (*session)->servesEveryShape() ? "; the first run at each new length also plans it" : "; each new length compiles");
-  if (!decode.empty())
-    std::printf("decode: p50 %.3f ms/token, p90 %.3f ms/token, %.1f tokens/s (on this host)\n", percentile(decode, 0.5),
-                percentile(decode, 0.9), 1000.0 * static_cast<double>(decode.size() * batch) / decodeMs);
-  if (!simulatedUs.empty()) {
-    const std::vector<double> simDecode(simulatedUs.begin() + 1, simulatedUs.end());
+  if (!decode.ms.empty())
+    std::printf("decode: p50 %.3f ms/token, p90 %.3f ms/token, %.1f tokens/s (on this host)\n", decode.percentile(50),
+                decode.percentile(90), 1000.0 * static_cast<double>(decode.ms.size()) * batch / decodeMs);
+  if (simulatedUs.size() > 1) {
+    Latency simulated{std::vector<double>(simulatedUs.begin() + 1, simulatedUs.end())};
+    simulated.sort();
     std::printf("simulated: first token %.3f us; decode p50 %.3f us/token, p90 %.3f us/token\n", simulatedUs.front(),
-                percentile(simDecode, 0.5), percentile(simDecode, 0.9));
+                simulated.percentile(50), simulated.percentile(90));
   }
   if (!args.output.empty()) {
     Tensor out = int64Tensor({batch, args.maxNewTokens}, [&](int64_t b, int64_t i) {

@@ -2,17 +2,15 @@
 #include "targets/nc/compiler/buckets.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
-#include <functional>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "ir/clone.h"
 #include "passes/pipelines.h"
+#include "support/thread_pool.h"
 #include "targets/nc/compiler/artifact_io.h"
 
 namespace tessel::nc::compiler {
@@ -66,18 +64,6 @@ std::vector<std::vector<std::string>> outputSymbols(const Model &model) {
     symbols.push_back(std::move(axes));
   }
   return symbols;
-}
-
-/// Runs job(i) for i in [0, count) on up to `threads` threads, in the order of `order`.
-void runParallel(const std::vector<size_t> &order, unsigned threads, const std::function<void(size_t)> &job) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < order.size();) job(order[i]);
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads && t < order.size(); ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread &t : pool) t.join();
 }
 
 }  // namespace
@@ -173,9 +159,9 @@ Expected<std::unique_ptr<BucketSet>> BucketSet::compile(Model model, const NcCom
   compileBucket(combos.size() - 1);
   if (compiled.back().ok())
     for (const DeviceProgram &program : (*compiled.back())->programs()) pinned.constantLayouts.push_back(program.constantLayout());
-  std::vector<size_t> order;
-  for (size_t b = combos.size() - 1; b-- > 0;) order.push_back(b);
-  runParallel(order, std::max(1u, std::thread::hardware_concurrency()), compileBucket);
+  ThreadPool pool(0);
+  pool.parallelFor(static_cast<int64_t>(combos.size()) - 1,
+                   [&](int64_t i) { compileBucket(combos.size() - 2 - static_cast<size_t>(i)); });
   for (size_t b = 0; b < combos.size(); ++b) {
     Bucket bucket;
     bucket.sizes = combos[b];
