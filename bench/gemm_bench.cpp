@@ -1,7 +1,8 @@
-// GEMM throughput against the machine's own single-core peak for its operand type (fp32 FMA, or
-// the bf16 dot product), measured in the same run.
+// GEMM throughput against the machine's own single-core peak for its operand type (fp32 FMA, the
+// bf16 dot product, or the u8s8 dot product), measured in the same run.
 //
-//   FmaPeak/<loop>               independent FMA (or vdpbf16ps) chains in each ISA the host has
+//   FmaPeak/<loop>               independent FMA (or vdpbf16ps, vpdpbusd) chains in each ISA the
+//                                host has
 //   Sgemm/<variant>/<n>          C = A*B, square n, B packed on the fly (every runnable variant at
 //                                the smallest size, the selected f32 and bf16 variants at every
 //                                size; bf16 rows take no packed A)
@@ -11,15 +12,18 @@
 //   Layer/<name>/threads:<t>     model-shaped products with the constant operand pre-packed:
 //                                linear layers (packed B, small M) and convolutions (packed A);
 //   Layer/<name>/bf16/...        the linear layers with the bf16 variant
+//   S8GemmPacked/<variant>/<n>   the int8 GEMM (gemm_s8.h), u8 A times s8 B pre-packed, square n
+//   Layer/<name>/u8s8/...        the linear layers on the int8 GEMM (MatMulInteger)
 //
-// Counters: GFLOPS, and peak_fraction = achieved / (threads x the measured one-core peak of the
-// best loop of the same operand type). Single-threaded rates are per CPU second (thread CPU time for the peak, Google
+// Counters: GFLOPS (integer ops for the int8 GEMM: a multiply-add is two), and peak_fraction =
+// achieved / (threads x the measured one-core peak of the best loop of the same operand type). Single-threaded rates are per CPU second (thread CPU time for the peak, Google
 // Benchmark's CPU time for the rest): the machines are shared, and wall time would count other
 // tenants' work. Threaded rates are per wall second. Run: build-*/bin/tessel_gemm_bench
 // [--benchmark_repetitions=3 --benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <memory>
@@ -31,6 +35,7 @@
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/fma_peak.h"
 #include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/gemm_s8.h"
 
 namespace tessel::cpu {
 namespace {
@@ -64,7 +69,13 @@ double measurePeak(const FmaPeakLoop *loop) {
 double measuredPeakFlops(GemmOperands operands) {
   static const double f32 = measurePeak(bestFmaPeakLoop(GemmOperands::F32));
   static const double bf16 = measurePeak(bestFmaPeakLoop(GemmOperands::Bf16));
-  return operands == GemmOperands::F32 ? f32 : bf16;
+  static const double u8s8 = measurePeak(bestFmaPeakLoop(GemmOperands::U8S8));
+  switch (operands) {
+    case GemmOperands::F32: return f32;
+    case GemmOperands::Bf16: return bf16;
+    case GemmOperands::U8S8: return u8s8;
+  }
+  return 0.0;
 }
 
 std::string cpuModel() {
@@ -170,6 +181,56 @@ void benchLayer(benchmark::State &state, const LayerShape *layer, const GemmKern
   setThroughputCounters(state, 2.0 * double(s.m) * double(s.n) * double(s.k), kernel->operands, threads);
 }
 
+/// The int8 GEMM on an m x k u8 A (zero point 128) and a pre-packed k x n s8 B (zero point 0), the
+/// shape of a dynamically quantized linear layer.
+void benchS8Gemm(benchmark::State &state, const S8GemmKernel *kernel, GemmShape s, int threads) {
+  std::mt19937 rng(1);
+  std::vector<uint8_t> a(size_t(s.m * s.k));
+  std::vector<int8_t> b(size_t(s.k * s.n));
+  for (uint8_t &v : a) v = uint8_t(rng());
+  for (int8_t &v : b) v = int8_t(rng());
+  const std::vector<int32_t> bZero(size_t(s.n), 0);
+  const int32_t aZero = 128;
+  std::vector<int32_t> c(size_t(s.m * s.n));
+  auto aligned = [](size_t bytes) {
+    return std::unique_ptr<std::byte[], void (*)(std::byte *)>(
+        static_cast<std::byte *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64)),
+        [](std::byte *p) { std::free(p); });
+  };
+  const auto packed = aligned(packedS8BSize(*kernel, s.k, s.n));
+  packS8BInto(*kernel, s.k, s.n, b.data(), /*bSigned=*/true, bZero.data(), packed.get());
+  const auto scratch = aligned(s8GemmScratchBytes(s));
+  const std::unique_ptr<ThreadPool> pool = makePool(threads);
+  const S8GemmA aView{a.data(), s.k, /*isSigned=*/false, &aZero, 1};
+  for (auto _ : state) {
+    s8GemmPacked(s, aView, PackedS8BView{kernel, s.k, s.n, packed.get()}, c.data(), s.n, pool.get(),
+                 {scratch.get(), s8GemmScratchBytes(s)});
+    benchmark::ClobberMemory();
+  }
+  setThroughputCounters(state, 2.0 * double(s.m) * double(s.n) * double(s.k), GemmOperands::U8S8, threads);
+}
+
+void registerS8Benchmarks() {
+  const S8GemmKernel *kernel = selectedS8GemmKernel();
+  if (kernel == nullptr) return;
+  for (int threads : kThreadCounts) {
+    for (int64_t n : {kSizes[0], kSizes[1]}) {
+      std::string name = std::string("S8GemmPacked/") + kernel->name + "/" + std::to_string(n);
+      if (threads > 1) name += "/threads:" + std::to_string(threads);
+      auto *bench = benchmark::RegisterBenchmark(name.c_str(), benchS8Gemm, kernel, GemmShape{n, n, n}, threads)
+                        ->Unit(benchmark::kMillisecond);
+      if (threads > 1) bench->UseRealTime();
+    }
+    for (const LayerShape &layer : kLayerShapes) {
+      if (layer.weightsOnLeft) continue;
+      const std::string name = std::string("Layer/") + layer.name + "/u8s8/threads:" + std::to_string(threads);
+      auto *bench = benchmark::RegisterBenchmark(name.c_str(), benchS8Gemm, kernel, layer.shape, threads)
+                        ->Unit(benchmark::kMicrosecond);
+      if (threads > 1) bench->UseRealTime();
+    }
+  }
+}
+
 void registerBenchmarks() {
   for (const FmaPeakLoop &loop : fmaPeakLoops()) {
     if (!hasAll(hostIsa(), loop.isa)) continue;
@@ -226,7 +287,12 @@ int main(int argc, char **argv) {
     benchmark::AddCustomContext("bf16_peak_loop", bf16->name);
     benchmark::AddCustomContext("bf16_peak_gflops", std::to_string(measuredPeakFlops(GemmOperands::Bf16) / 1e9));
   }
+  if (const FmaPeakLoop *u8s8 = bestFmaPeakLoop(GemmOperands::U8S8)) {
+    benchmark::AddCustomContext("u8s8_peak_loop", u8s8->name);
+    benchmark::AddCustomContext("u8s8_peak_gops", std::to_string(measuredPeakFlops(GemmOperands::U8S8) / 1e9));
+  }
   registerBenchmarks();
+  registerS8Benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -21,6 +21,8 @@ constexpr uint32_t kLeaf1EcxAvx = 1u << 28;
 constexpr uint32_t kLeaf7EbxAvx2 = 1u << 5;
 constexpr uint32_t kLeaf7EbxAvx512F = 1u << 16;
 constexpr uint32_t kLeaf7EbxAvx512Vl = 1u << 31;
+// cpuid leaf 7 subleaf 0, ecx.
+constexpr uint32_t kLeaf7EcxAvx512Vnni = 1u << 11;
 // cpuid leaf 7 subleaf 1, eax.
 constexpr uint32_t kLeaf7Sub1EaxAvx512Bf16 = 1u << 5;
 // XCR0 state components the OS saves: SSE and AVX (ymm), then opmask, zmm upper halves, zmm16-31.
@@ -49,12 +51,13 @@ Isa detectHostIsa() {
   const uint64_t xcr0 = readXcr0();
   if ((xcr0 & kXcr0YmmState) != kXcr0YmmState) return isa;
   if (fma) isa = isa | Isa::Fma;
-  unsigned ebx7 = 0;
-  if (__get_cpuid_count(7, 0, &eax, &ebx7, &ecx, &edx)) {
+  unsigned ebx7 = 0, ecx7 = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx7, &ecx7, &edx)) {
     if (ebx7 & kLeaf7EbxAvx2) isa = isa | Isa::Avx2;
     const bool avx512 = (ebx7 & kLeaf7EbxAvx512F) && (ebx7 & kLeaf7EbxAvx512Vl);
     if (avx512 && (xcr0 & kXcr0ZmmState) == kXcr0ZmmState) {
       isa = isa | Isa::Avx512;
+      if (ecx7 & kLeaf7EcxAvx512Vnni) isa = isa | Isa::Avx512Vnni;
       unsigned eax71 = 0;
       if (__get_cpuid_count(7, 1, &eax71, &ebx, &ecx, &edx) && (eax71 & kLeaf7Sub1EaxAvx512Bf16)) {
         isa = isa | Isa::Avx512Bf16;
@@ -74,6 +77,8 @@ bool parseIsaCap(const std::string &text, Isa *cap) {
     *cap = Isa::Avx2 | Isa::Fma | Isa::Avx512;
   } else if (text == "avx512_bf16") {
     *cap = Isa::Avx2 | Isa::Fma | Isa::Avx512 | Isa::Avx512Bf16;
+  } else if (text == "avx512_vnni") {
+    *cap = Isa::Avx2 | Isa::Fma | Isa::Avx512 | Isa::Avx512Bf16 | Isa::Avx512Vnni;
   } else {
     return false;
   }
@@ -87,7 +92,9 @@ Isa hostIsa() {
     if (env == nullptr || *env == '\0') return detected;
     Isa cap = Isa::None;
     if (!parseIsaCap(env, &cap)) {
-      std::fprintf(stderr, "tessel: ignoring TESSEL_CPU_ISA=%s (expected generic, avx2, avx512 or avx512_bf16)\n", env);
+      std::fprintf(stderr,
+                   "tessel: ignoring TESSEL_CPU_ISA=%s (expected generic, avx2, avx512, avx512_bf16 or avx512_vnni)\n",
+                   env);
       return detected;
     }
     return detected & cap;
@@ -104,6 +111,7 @@ std::string isaName(Isa isa) {
   };
   add(Isa::Avx512, "avx512");
   add(Isa::Avx512Bf16, "avx512_bf16");
+  add(Isa::Avx512Vnni, "avx512_vnni");
   add(Isa::Avx2, "avx2");
   add(Isa::Fma, "fma");
   return name.empty() ? "generic" : name;

@@ -15,6 +15,7 @@ enum class Isa : uint32_t {
   Fma = 1u << 1,     // FMA3.
   Avx512 = 1u << 2,  // AVX-512 F and VL with OS support for the zmm/opmask state.
   Avx512Bf16 = 1u << 3,  // AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16), on top of Avx512.
+  Avx512Vnni = 1u << 4,  // AVX512_VNNI (vpdpbusd), on top of Avx512.
 };
 
 constexpr Isa operator|(Isa a, Isa b) { return Isa(uint32_t(a) | uint32_t(b)); }
@@ -26,8 +27,9 @@ constexpr bool hasAll(Isa available, Isa required) { return (available & require
 /// What the CPU and the OS support, from cpuid and xgetbv, ignoring TESSEL_CPU_ISA.
 Isa detectHostIsa();
 
-/// Parses a TESSEL_CPU_ISA value ("generic", "avx2", "avx512", "avx512_bf16") into the set it
-/// allows; returns false for anything else. "avx512" leaves out the bf16 extension.
+/// Parses a TESSEL_CPU_ISA value ("generic", "avx2", "avx512", "avx512_bf16", "avx512_vnni") into
+/// the set it allows, each value allowing what the ones before it do; returns false for anything
+/// else. "avx512" leaves out the bf16 and VNNI extensions, "avx512_bf16" leaves out VNNI.
 bool parseIsaCap(const std::string &text, Isa *cap);
 
 /// The ISA kernels may use: detectHostIsa(), capped by TESSEL_CPU_ISA when it is set (an unknown

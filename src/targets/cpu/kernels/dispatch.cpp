@@ -54,10 +54,18 @@ const GemmKernel *selectedGemmKernel(GemmOperands operands) {
     return true;
   }();
   (void)logged;
+  if (operands == GemmOperands::U8S8) return nullptr;
   return selected[operands == GemmOperands::F32 ? 0 : 1];
 }
 
-const char *operandsName(GemmOperands operands) { return operands == GemmOperands::F32 ? "f32" : "bf16"; }
+const char *operandsName(GemmOperands operands) {
+  switch (operands) {
+    case GemmOperands::F32: return "f32";
+    case GemmOperands::Bf16: return "bf16";
+    case GemmOperands::U8S8: return "u8s8";
+  }
+  return "?";
+}
 
 const char *gemmKernelName() { return selectedGemmKernel().name; }
 

@@ -13,6 +13,7 @@ namespace {
 constexpr int64_t kFlopsPerFma = 2;
 
 constexpr int64_t kMultiplyAddsPerBf16Lane = 2;  // vdpbf16ps: a pair per float lane.
+constexpr int64_t kMultiplyAddsPerU8S8Lane = 4;  // vpdpbusd: a quad per int32 lane.
 
 constexpr FmaPeakLoop kFmaPeakLoops[] = {
     {"fma_peak__avx512", Isa::Avx512 | Isa::Fma, GemmOperands::F32,
@@ -22,6 +23,8 @@ constexpr FmaPeakLoop kFmaPeakLoops[] = {
     {"fma_peak__generic", Isa::None, GemmOperands::F32, kFmaPeakChains * kFlopsPerFma, &fmaPeakGeneric},
     {"bf16_dot_peak__avx512_bf16", Isa::Avx512 | Isa::Avx512Bf16, GemmOperands::Bf16,
      kFmaPeakChains * kFmaPeakAvx512Lanes * kMultiplyAddsPerBf16Lane * kFlopsPerFma, &bf16DotPeakAvx512Bf16},
+    {"u8s8_dot_peak__avx512_vnni", Isa::Avx512 | Isa::Avx512Vnni, GemmOperands::U8S8,
+     kFmaPeakChains * kFmaPeakAvx512Lanes * kMultiplyAddsPerU8S8Lane * kFlopsPerFma, &u8s8DotPeakAvx512Vnni},
 };
 
 }  // namespace

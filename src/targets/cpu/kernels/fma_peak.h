@@ -1,6 +1,7 @@
 // The host's single-core floating-point peak, measured rather than looked up: a loop of
-// independent FMA chains (enough of them to cover the FMA latency on every port) in one ISA, and
-// for bf16 the same with vdpbf16ps (two multiply-adds per lane). The GEMM benchmark divides by the
+// independent FMA chains (enough of them to cover the FMA latency on every port) in one ISA, for
+// bf16 the same with vdpbf16ps (two multiply-adds per lane) and for u8s8 with vpdpbusd (four
+// integer multiply-adds per lane). The GEMM benchmark divides by the
 // peak of its operand type, so "fraction of peak" is measured on the machine and in the run that
 // produced the GEMM numbers.
 #pragma once
@@ -19,12 +20,12 @@ struct FmaPeakLoop {
   const char *name;
   Isa isa;
   GemmOperands operands;  // What a GEMM of that type is compared against.
-  int64_t flopsPerIteration;
+  int64_t flopsPerIteration;  // Arithmetic ops (a multiply-add is two), integer ones for u8s8.
   float (*run)(int64_t iterations, float seed);
 };
 
 /// The loops, best ISA first within each operand type (f32: AVX-512, AVX2+FMA, portable; bf16:
-/// AVX512_BF16); the first the host can run is the peak to compare against.
+/// AVX512_BF16; u8s8: AVX512_VNNI); the first the host can run is the peak to compare against.
 std::span<const FmaPeakLoop> fmaPeakLoops();
 
 /// The first f32 loop the host (as capped by TESSEL_CPU_ISA) can run.

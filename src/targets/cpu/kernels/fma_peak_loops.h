@@ -16,5 +16,6 @@ float fmaPeakAvx512(int64_t iterations, float seed);
 float fmaPeakAvx2(int64_t iterations, float seed);
 float fmaPeakGeneric(int64_t iterations, float seed);
 float bf16DotPeakAvx512Bf16(int64_t iterations, float seed);
+float u8s8DotPeakAvx512Vnni(int64_t iterations, float seed);
 
 }  // namespace tessel::cpu

@@ -71,10 +71,11 @@ bool canRun(const GemmKernel &kernel);
 /// when TESSEL_LOG_KERNELS is set.
 const GemmKernel &selectedGemmKernel();
 
-/// The first row with these operands the host can run, or null (no bf16 row on this host).
+/// The first row with these operands the host can run, or null (no bf16 row on this host; U8S8
+/// rows live in gemm_s8.def).
 const GemmKernel *selectedGemmKernel(GemmOperands operands);
 
-/// "f32" or "bf16".
+/// "f32", "bf16" or "u8s8".
 const char *operandsName(GemmOperands operands);
 
 /// The selected variant's name, e.g. "f32_gemm_6x32__avx512".

@@ -8,8 +8,9 @@
 
 namespace tessel::cpu {
 
-/// The type the products are taken in (gemm.def's dtype column).
-enum class GemmOperands { F32, Bf16 };
+/// The type the products are taken in (gemm.def's dtype column); U8S8 (u8 times s8 summed in
+/// int32) is the int8 family's, gemm_s8.def, which no gemm.def row has.
+enum class GemmOperands { F32, Bf16, U8S8 };
 
 /// One microkernel call: C[mr x nr] = clamp(Apanel * Bpanel [+ C] + bias + rowBias + residual).
 /// Packed A and B always hold the full mr x nr tile (zero-padded); only the top-left rows x cols

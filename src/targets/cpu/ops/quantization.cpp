@@ -1,6 +1,8 @@
 // cpu lowering of the dynamic-quantization ops (what onnxruntime's quantize_dynamic writes):
-// DynamicQuantizeLinear on the two-pass loop of kernels/quantize.h, and ConvInteger and
-// MatMulInteger on the f32 convolution and GEMM kernels.
+// DynamicQuantizeLinear on the two-pass loop of kernels/quantize.h, MatMulInteger on the int8
+// GEMM (kernels/gemm_s8.h) where the host has one and K is within its int32 bound, and otherwise
+// ConvInteger and MatMulInteger on the f32 convolution and GEMM kernels. ConvInteger stays on f32:
+// its im2col GEMM has the weights on the left, and the int8 GEMM packs its constant on the right.
 //
 // The integer products run in float32 and are still exact: the operands, with their zero points
 // subtracted, are integers of magnitude at most 255, so every product is exact, and every partial
@@ -19,8 +21,8 @@
 // weights as A (kernels/conv.h), or the direct depthwise kernel. Covered: u8/s8 X and W, 1-D and
 // 2-D, constant W and w_zero_point (scalar or per output channel), x_zero_point constant or fed
 // (one value). MatMulInteger: constant 2-D B and b_zero_point (scalar or per column), A of any
-// rank folded into one product on the f32 GEMM with B packed once, a_zero_point constant or fed
-// (one value, or one per row of A).
+// rank folded into one product on the int8 or f32 GEMM with B packed once, a_zero_point constant
+// or fed (one value, or one per row of A).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -35,6 +37,7 @@
 #include "targets/cpu/kernels/depthwise_conv.h"
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/gemm_s8.h"
 #include "targets/cpu/kernels/quantize.h"
 #include "targets/cpu/ops/conv_geometry.h"
 #include "targets/cpu/step.h"
@@ -384,6 +387,49 @@ class MatMulIntegerStep final : public Step {
   size_t centredBytes_ = 0, lowSumsBytes_ = 0, gemmBytes_ = 0;
 };
 
+/// Y[rows, n] = (A - aZero)(B - bZero) on the int8 GEMM with B packed once (its zero points
+/// folded in); A's leading dims are folded into the rows.
+class MatMulIntegerS8Step final : public Step {
+ public:
+  MatMulIntegerS8Step(const GemmShape &shape, const PackedS8BView &b, const ActivationZeroPoint &aZero)
+      : shape_(shape), b_(b), aZero_(aZero), zeroBytes_(alignUp(size_t(aZero.count) * sizeof(int32_t))) {}
+
+  Status run(const StepIo &io) const override {
+    auto *scratch = static_cast<std::byte *>(io.scratch);
+    auto *zeroPoints = reinterpret_cast<int32_t *>(scratch);
+    for (int64_t i = 0; i < aZero_.count; ++i) zeroPoints[i] = int32_t(aZero_.resolve(io, i));
+    const S8GemmA a{io.inputs[kMatA], shape_.k, aZero_.isSigned, zeroPoints, aZero_.count};
+    s8GemmPacked(shape_, a, b_, static_cast<int32_t *>(io.outputs[0]), shape_.n, io.pool,
+                 {scratch + zeroBytes_, s8GemmScratchBytes(shape_)});
+    return Status::success();
+  }
+  size_t scratchBytes() const override { return zeroBytes_ + s8GemmScratchBytes(shape_); }
+  std::string kernelName() const override { return fmt::format("matmul_integer {}", b_.kernel->name); }
+
+ private:
+  GemmShape shape_;
+  PackedS8BView b_;
+  ActivationZeroPoint aZero_;
+  size_t zeroBytes_;
+};
+
+/// Packs the constant B and its zero points for the int8 GEMM and returns its step.
+Expected<std::unique_ptr<Step>> lowerMatMulIntegerOnS8Gemm(LowerContext &ctx, const S8GemmKernel &kernel,
+                                                         const GemmShape &shape, const std::vector<double> &bZero,
+                                                         const ActivationZeroPoint &aZero) {
+  const Tensor &b = *ctx.constantInput(kMatB);
+  const std::vector<int32_t> zeroPoints(bZero.begin(), bZero.end());
+  TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                          ctx.packed(fmt::format("b_packed_b.{}", kernel.name),
+                                     packedS8BSize(kernel, shape.k, shape.n), [&](std::byte *dst) {
+                                       packS8BInto(kernel, shape.k, shape.n, b.rawData(), b.dtype() == DType::Int8,
+                                                   zeroPoints.data(), dst);
+                                     }));
+  ctx.releaseConstantInput(kMatB);
+  return std::unique_ptr<Step>(
+      std::make_unique<MatMulIntegerS8Step>(shape, PackedS8BView{&kernel, shape.k, shape.n, packed}, aZero));
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Step>> lowerMatMulInteger(LowerContext &ctx) {
@@ -426,6 +472,10 @@ Expected<std::unique_ptr<Step>> lowerMatMulInteger(LowerContext &ctx) {
   bool covered = false;
   const std::vector<double> bZero = readWeightZeroPoints(ctx, kMatBZero, bType, n, &covered);
   if (!covered) return std::unique_ptr<Step>();
+  const S8GemmKernel *s8Kernel = selectedS8GemmKernel();
+  if (s8Kernel != nullptr && k <= kS8GemmMaxK) {
+    return lowerMatMulIntegerOnS8Gemm(ctx, *s8Kernel, GemmShape{rows, n, k}, bZero, aZero);
+  }
 
   // B [k, n] centred per column; element p * n + j feeds column j.
   std::vector<double> centred(size_t(k * n));

@@ -413,6 +413,9 @@ TEST(CpuFeaturesTest, IsaCapParsesAndCaps) {
   EXPECT_FALSE(hasAll(cap, Isa::Avx512Bf16));
   ASSERT_TRUE(parseIsaCap("avx512_bf16", &cap));
   EXPECT_TRUE(hasAll(cap, Isa::Avx512 | Isa::Avx512Bf16));
+  EXPECT_FALSE(hasAll(cap, Isa::Avx512Vnni));
+  ASSERT_TRUE(parseIsaCap("avx512_vnni", &cap));
+  EXPECT_TRUE(hasAll(cap, Isa::Avx512 | Isa::Avx512Bf16 | Isa::Avx512Vnni));
   EXPECT_FALSE(parseIsaCap("sse9", &cap));
   // The effective ISA never exceeds what the hardware has.
   EXPECT_TRUE(hasAll(detectHostIsa(), hostIsa()));

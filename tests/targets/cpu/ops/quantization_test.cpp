@@ -4,8 +4,10 @@
 // dilations, groups, depthwise, 1-D; weights large enough that the f32 sums must be split, and so
 // large that no split is exact and the reference kernel keeps the node), and MatMulInteger (u8
 // and s8 on either side; a_zero_point absent, constant, fed, one per row; b_zero_point absent,
-// scalar, per column; A of rank 1 to 3; split sums and the reference fallback), each on the
-// kernels the test names.
+// scalar, per column; A of rank 1 to 3; tiles, K blocks and threads of the int8 GEMM; split sums
+// and the reference fallback), each on the kernels the test names. MatMulInteger runs on the int8
+// GEMM where the host has one (AVX512_VNNI) and on the f32 GEMM otherwise: run this binary with
+// TESSEL_CPU_ISA=avx512_bf16 to test the f32 path on such a host.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "../cpu_test_util.h"
+#include "targets/cpu/kernels/gemm_s8.h"
 
 namespace tessel::cpu {
 namespace {
@@ -68,6 +71,12 @@ std::vector<std::string> checkExact(const std::string &ir, bool fallback = false
   for (const StepProfile &step : (*executable)->profile()) kernels.push_back(step.opType + " " + step.kernel);
   return kernels;
 }
+
+/// Whether MatMulInteger runs on the int8 GEMM on this host.
+bool int8Gemm() { return selectedS8GemmKernel() != nullptr; }
+
+/// The kernel name a MatMulInteger without split sums runs.
+std::string matMulIntegerKernel() { return int8Gemm() ? "matmul_integer u8s8_gemm" : "matmul_integer_as_f32 f32_gemm"; }
 
 bool ran(const std::vector<std::string> &kernels, const std::string &text) {
   for (const std::string &k : kernels) {
@@ -233,9 +242,9 @@ std::vector<std::string> checkMatMulInteger(const MatMulIntegerCase &c, bool fal
 TEST(CpuMatMulInteger, DynamicQuantizePattern) {
   // What quantize_dynamic writes: A quantized per tensor at run time, u8 or s8 weights.
   MatMulIntegerCase c{{2, 5, 37}, 19};
-  for (int threads : {1, 2}) EXPECT_TRUE(ran(checkMatMulInteger(c, false, threads), "matmul_integer_as_f32 f32_gemm"));
+  for (int threads : {1, 2}) EXPECT_TRUE(ran(checkMatMulInteger(c, false, threads), matMulIntegerKernel()));
   c.bType = "i8", c.bLo = -128, c.bHi = 127, c.bZero = "per_column";
-  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32 f32_gemm"));
+  EXPECT_TRUE(ran(checkMatMulInteger(c), matMulIntegerKernel()));
   c.bZero = "none";
   checkMatMulInteger(c);
 }
@@ -246,7 +255,7 @@ TEST(CpuMatMulInteger, TypesAndZeroPoints) {
       const bool bSigned = std::string(bType) == "i8";
       MatMulIntegerCase c{{7, 45}, 33, aType, bType, "input", "scalar", bSigned ? -128 : 0, bSigned ? 127 : 255};
       SCOPED_TRACE(fmt::format("A {}, B {}", aType, bType));
-      EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32"));
+      EXPECT_TRUE(ran(checkMatMulInteger(c), matMulIntegerKernel()));
       c.bZero = "per_column";
       checkMatMulInteger(c);
       c.aZero = std::string(aType) == "i8" ? "-5" : "3";
@@ -264,30 +273,50 @@ TEST(CpuMatMulInteger, TypesAndZeroPoints) {
 TEST(CpuMatMulInteger, RanksOfA) {
   // A of rank 3 folds into one product; a per-row zero point repeats over the batch.
   MatMulIntegerCase c{{3, 4, 26}, 9, "u8", "u8", "per_row_input", "per_column"};
-  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32"));
+  EXPECT_TRUE(ran(checkMatMulInteger(c), matMulIntegerKernel()));
   c.aZero = "per_row";
   checkMatMulInteger(c);
   c.a = {2, 3, 5, 17}, c.aZero = "input";
   checkMatMulInteger(c);
   c.a = {40};
-  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32"));
+  EXPECT_TRUE(ran(checkMatMulInteger(c), matMulIntegerKernel()));
+}
+
+TEST(CpuMatMulInteger, Int8GemmTilesAndThreads) {
+  // One row, rows past a tile, K past one block and not a multiple of 4, N past a tile; 1 and 3
+  // threads. (On the f32 GEMM the first needs split sums.)
+  const std::string kernel = int8Gemm() ? matMulIntegerKernel() : "matmul_integer_as_f32";
+  MatMulIntegerCase c{{1, 1027}, 70, "u8", "i8", "input", "per_column", -128, 127};
+  for (int threads : {1, 3}) EXPECT_TRUE(ran(checkMatMulInteger(c, false, threads), kernel));
+  c = MatMulIntegerCase{{2, 9, 131}, 130, "i8", "u8", "per_row_input", "scalar"};
+  for (int threads : {1, 3}) EXPECT_TRUE(ran(checkMatMulInteger(c, false, threads), kernel));
 }
 
 TEST(CpuMatMulInteger, SumsThatNeedASplit) {
   // K = 1500 full-range u8 weights centred on 127: each column's sum of |b'| is about 96000,
-  // times 255 past 2^24, so the weights run as high * 2^s + low.
+  // times 255 past 2^24, so on the f32 GEMM the weights run as high * 2^s + low; the int8 GEMM
+  // sums in int32 and needs no split.
   MatMulIntegerCase c{{3, 1500}, 7};
-  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32_split"));
+  const std::string splitKernel = int8Gemm() ? matMulIntegerKernel() : "matmul_integer_as_f32_split";
+  EXPECT_TRUE(ran(checkMatMulInteger(c), splitKernel));
   c.bZero = "per_column", c.aZero = "per_row_input";
-  EXPECT_TRUE(ran(checkMatMulInteger(c), "matmul_integer_as_f32_split"));
+  EXPECT_TRUE(ran(checkMatMulInteger(c), splitKernel));
   // Narrow weights keep the whole operand.
   c.bLo = 120, c.bHi = 134, c.bZero = "scalar";
   EXPECT_FALSE(ran(checkMatMulInteger(c), "_split"));
 }
 
 TEST(CpuMatMulInteger, NoExactSplitKeepsTheReference) {
-  // 20736 full-range weights per column: no split keeps both parts' sums below 2^24.
+  // 20736 full-range weights per column: no split keeps both parts' sums below 2^24, so the f32
+  // GEMM leaves the node to the reference kernel; the int8 GEMM's int32 sums are exact.
   const MatMulIntegerCase c{{1, 20736}, 1};
+  EXPECT_TRUE(ran(checkMatMulInteger(c, /*fallback=*/!int8Gemm()),
+                  int8Gemm() ? matMulIntegerKernel() : "MatMulInteger reference"));
+}
+
+TEST(CpuMatMulInteger, KPastTheInt32BoundLeavesTheInt8Gemm) {
+  // One more K than the int8 GEMM's int32 bound: it is not used, and no f32 split is exact either.
+  const MatMulIntegerCase c{{1, kS8GemmMaxK + 1}, 1};
   EXPECT_TRUE(ran(checkMatMulInteger(c, /*fallback=*/true), "MatMulInteger reference"));
 }
 

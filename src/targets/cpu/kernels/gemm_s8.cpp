@@ -1,0 +1,277 @@
+// The int8 GEMM driver: run-time choice of the gemm_s8.def variant, B's one-time packing, and the
+// blocked loop nest around the microkernels, run once per rectangle of C when the work is split
+// over threads.
+//
+//   pack A (threaded)          the variant's packRow over the whole A, row terms, zero points
+//   for jc in N by NC          B block (KC x NC) stays in L2
+//     for pc in K by KC        corrections only on the last pc; later blocks accumulate into C
+//       for ic in M by MC      A block (MC x KC) stays in L2
+//         for jr in NC by nr   one packed B micro-panel (KC x nr) stays in L1
+//           for ir in MC by mr microkernel: one mr x nr tile of C
+//
+// Both operands arrive packed over the whole K (A per call, B once), so a block is an offset into
+// them. Packing A costs one pass over m x k bytes, a 1/n share of the multiply-adds.
+#include "targets/cpu/kernels/gemm_s8.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include "support/diagnostic.h"
+#include "targets/cpu/kernels/elementwise.h"
+
+namespace tessel::cpu {
+namespace {
+
+constexpr S8GemmKernel kS8GemmKernels[] = {
+#define S8GEMM(name, family, isa, mr, nr) {#name, isa, mr, nr, &name, &u8s8_pack_row__##family},
+#include "targets/cpu/kernels/gemm_s8.def"
+#undef S8GEMM
+};
+
+// Cache budgets the block sizes come from, those of the f32 driver (gemm.cpp says why).
+constexpr int64_t kL1BytesForBPanel = 64 * 1024;
+constexpr int64_t kL2BytesForABlock = 384 * 1024;
+constexpr int64_t kL2BytesForBBlock = 512 * 1024;
+constexpr int64_t kAlignBytes = 64;  // Cache line; also the zmm width.
+constexpr int64_t kWordBytes = 4;    // One packed quad.
+// Multiply-adds an extra task costs (wake-up, claiming, cold caches), as in gemm.cpp.
+constexpr int64_t kTaskCost = 100'000;
+constexpr int64_t kPackGrainBytes = 16384;  // Bytes of A per packing task.
+constexpr int32_t kSignShift = 128;         // s8 + 128 is u8; u8 - 128 is s8.
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+size_t alignedBytes(int64_t bytes) { return size_t(roundUp(bytes, kAlignBytes)); }
+
+int64_t quadsOf(int64_t k) { return ceilDiv(k, kS8GemmKPack); }
+/// Words from one packed row of A to the next: whole cache lines.
+int64_t aStrideWords(int64_t k) { return roundUp(quadsOf(k), kAlignBytes / kWordBytes); }
+/// Bytes of B's panels, before the column sums and zero points.
+int64_t panelBytes(const S8GemmKernel &kernel, int64_t k, int64_t n) {
+  return roundUp(n, kernel.nr) * quadsOf(k) * kWordBytes;
+}
+
+/// Block sizes, in quads of K and in rows and columns of C.
+struct Blocking {
+  int64_t kq, mc, nc;
+};
+
+Blocking chooseBlocking(const S8GemmKernel &kernel, const GemmShape &shape) {
+  const int64_t quads = quadsOf(shape.k);
+  Blocking blocking;
+  blocking.kq = std::clamp<int64_t>(kL1BytesForBPanel / (kernel.nr * kWordBytes), 1, quads);
+  blocking.kq = ceilDiv(quads, ceilDiv(quads, blocking.kq));  // Even blocks, no thin last one.
+  const int64_t blockBytes = blocking.kq * kWordBytes;
+  blocking.mc = std::min(std::max<int64_t>(kL2BytesForABlock / blockBytes / kernel.mr * kernel.mr, kernel.mr),
+                         roundUp(shape.m, kernel.mr));
+  blocking.nc = std::min(std::max<int64_t>(kL2BytesForBBlock / blockBytes / kernel.nr * kernel.nr, kernel.nr),
+                         roundUp(shape.n, kernel.nr));
+  return blocking;
+}
+
+/// A split of C into a grid of rectangles of whole tiles, one per task.
+struct Grid {
+  int64_t rowsPerTask, colsPerTask;
+  int64_t taskRows, taskCols;
+
+  int64_t tasks() const { return taskRows * taskCols; }
+};
+
+Grid chooseGrid(const S8GemmKernel &kernel, const GemmShape &shape, int threads) {
+  const int64_t rowTiles = ceilDiv(shape.m, kernel.mr), colTiles = ceilDiv(shape.n, kernel.nr);
+  Grid best{roundUp(shape.m, kernel.mr), roundUp(shape.n, kernel.nr), 1, 1};
+  int64_t bestCost = std::numeric_limits<int64_t>::max();
+  for (int64_t tm = 1; tm <= threads && tm <= rowTiles; ++tm) {
+    for (int64_t tn = 1; tm * tn <= threads && tn <= colTiles; ++tn) {
+      const int64_t rows = ceilDiv(rowTiles, tm) * kernel.mr, cols = ceilDiv(colTiles, tn) * kernel.nr;
+      const Grid grid{rows, cols, ceilDiv(shape.m, rows), ceilDiv(shape.n, cols)};
+      const int64_t cost = rows * cols * shape.k + kTaskCost * (grid.tasks() - 1);
+      if (cost < bestCost) {
+        bestCost = cost;
+        best = grid;
+      }
+    }
+  }
+  return best;
+}
+
+/// Where a call's packed A lives in scratch.
+struct PackedS8A {
+  uint32_t *rows = nullptr;  // m rows of aStrideWords(k) words.
+  int32_t *rowTerm = nullptr;  // rowSum(A') - K * a', one per row.
+  int32_t *zero = nullptr;     // a', one per row.
+};
+
+PackedS8A carveScratch(const GemmShape &shape, std::byte *base) {
+  PackedS8A packed;
+  packed.rows = reinterpret_cast<uint32_t *>(base);
+  base += alignedBytes(shape.m * aStrideWords(shape.k) * kWordBytes);
+  packed.rowTerm = reinterpret_cast<int32_t *>(base);
+  base += alignedBytes(shape.m * kWordBytes);
+  packed.zero = reinterpret_cast<int32_t *>(base);
+  return packed;
+}
+
+/// Packs rows [begin, end) of A as A' (u8, zero past K to whole cache lines) with their row terms
+/// and shifted zero points.
+void packARows(const S8GemmKernel &kernel, const GemmShape &shape, const S8GemmA &a, int64_t begin, int64_t end,
+               const PackedS8A &packed) {
+  const int64_t k = shape.k, stride = aStrideWords(k);
+  const int32_t shift = a.isSigned ? kSignShift : 0;
+  for (int64_t i = begin; i < end; ++i) {
+    const uint8_t *src = static_cast<const uint8_t *>(a.data) + i * a.lda;
+    // At most kS8GemmMaxK * 255 < 2^24.
+    const int32_t sum = kernel.packRow(src, k, a.isSigned, reinterpret_cast<uint8_t *>(packed.rows + i * stride));
+    const int32_t zero = (a.zeroPoints != nullptr ? a.zeroPoints[i % a.zeroPointCount] : 0) + shift;
+    packed.zero[i] = zero;
+    packed.rowTerm[i] = sum - int32_t(k) * zero;
+  }
+}
+
+/// C = the product for one rectangle of C: `shape` is the rectangle, and A's rows, B's panels and
+/// columns and C already point at its top-left corner.
+void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A &a, const int8_t *bPanels,
+             int64_t panelStrideBytes, const int32_t *colSum, const int32_t *bZero, int32_t *c, int64_t ldc) {
+  const int64_t mr = kernel.mr, nr = kernel.nr;
+  const int64_t quads = quadsOf(shape.k), aStride = aStrideWords(shape.k);
+  const Blocking blocking = chooseBlocking(kernel, shape);
+  S8MicrokernelArgs args;
+  args.aStride = aStride;
+  args.ldc = ldc;
+  for (int64_t jc = 0; jc < shape.n; jc += blocking.nc) {
+    const int64_t nc = std::min(blocking.nc, shape.n - jc);
+    for (int64_t pq = 0, kq = 0; pq < quads; pq += kq) {
+      kq = std::min(blocking.kq, quads - pq);
+      const bool lastK = pq + kq == quads;
+      for (int64_t ic = 0; ic < shape.m; ic += blocking.mc) {
+        const int64_t mc = std::min(blocking.mc, shape.m - ic);
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          const int64_t col = jc + jr;
+          const int8_t *bPanel = bPanels + (col / nr) * panelStrideBytes + pq * nr * kWordBytes;
+          for (int64_t ir = 0; ir < mc; ir += mr) {
+            const int64_t row = ic + ir;
+            args.quads = kq;
+            args.a = a.rows + row * aStride + pq;
+            args.b = bPanel;
+            args.c = c + row * ldc + col;
+            args.rows = int(std::min(mr, mc - ir));
+            args.cols = int(std::min(nr, nc - jr));
+            args.accumulate = pq != 0;
+            args.rowTerm = lastK ? a.rowTerm + row : nullptr;
+            args.aZero = lastK ? a.zero + row : nullptr;
+            args.bZero = lastK ? bZero + col : nullptr;
+            args.colSum = lastK ? colSum + col : nullptr;
+            kernel.microkernel(args);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::span<const S8GemmKernel> s8GemmKernels() { return kS8GemmKernels; }
+
+bool canRun(const S8GemmKernel &kernel) { return hasAll(hostIsa(), kernel.isa); }
+
+const S8GemmKernel *selectedS8GemmKernel() {
+  static const S8GemmKernel *const selected = [] {
+    for (const S8GemmKernel &kernel : kS8GemmKernels) {
+      if (!canRun(kernel)) continue;
+      if (std::getenv("TESSEL_LOG_KERNELS") != nullptr) {
+        std::fprintf(stderr, "tessel: u8s8 gemm uses %s (host isa: %s)\n", kernel.name, isaName(hostIsa()).c_str());
+      }
+      return &kernel;
+    }
+    return static_cast<const S8GemmKernel *>(nullptr);
+  }();
+  return selected;
+}
+
+size_t packedS8BSize(const S8GemmKernel &kernel, int64_t k, int64_t n) {
+  // The panels, then colSum(B') and b', nr-padded int32 each.
+  return alignedBytes(panelBytes(kernel, k, n) + 2 * roundUp(n, kernel.nr) * kWordBytes);
+}
+
+void packS8BInto(const S8GemmKernel &kernel, int64_t k, int64_t n, const void *b, bool bSigned,
+                 const int32_t *zeroPoints, std::byte *dst) {
+  TESSEL_CHECK(k >= 0 && n >= 0, "bad packS8B shape k={} n={}", k, n);
+  const int64_t nr = kernel.nr, quads = quadsOf(k), paddedN = roundUp(n, nr);
+  const int32_t shift = bSigned ? 0 : kSignShift;
+  auto value = [&](int64_t p, int64_t j) {
+    const int64_t i = p * n + j;
+    return bSigned ? int32_t(static_cast<const int8_t *>(b)[i]) : int32_t(static_cast<const uint8_t *>(b)[i]) - shift;
+  };
+  auto *panels = reinterpret_cast<int8_t *>(dst);
+  for (int64_t j = 0; j < paddedN; ++j) {
+    int8_t *column = panels + (j / nr) * quads * nr * kWordBytes + (j % nr) * kWordBytes;
+    for (int64_t q = 0; q < quads; ++q) {
+      for (int64_t t = 0; t < kS8GemmKPack; ++t) {
+        const int64_t p = q * kS8GemmKPack + t;
+        column[q * nr * kWordBytes + t] = j < n && p < k ? int8_t(value(p, j)) : int8_t{0};
+      }
+    }
+  }
+  auto *colSum = reinterpret_cast<int32_t *>(dst + panelBytes(kernel, k, n));
+  int32_t *bZero = colSum + paddedN;
+  std::fill(colSum, colSum + 2 * paddedN, 0);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t p = 0; p < k; ++p) colSum[j] += value(p, j);
+    bZero[j] = zeroPoints[j] - shift;
+  }
+}
+
+size_t s8GemmScratchBytes(const GemmShape &shape) {
+  return alignedBytes(shape.m * aStrideWords(shape.k) * kWordBytes) + 2 * alignedBytes(shape.m * kWordBytes);
+}
+
+void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
+                  ThreadPool *pool, std::span<std::byte> scratch) {
+  TESSEL_CHECK(b.kernel != nullptr && b.k == shape.k && b.n == shape.n, "packed B is {}x{}, s8 gemm wants {}x{}", b.k,
+               b.n, shape.k, shape.n);
+  const S8GemmKernel &kernel = *b.kernel;
+  TESSEL_CHECK(canRun(kernel), "s8 gemm variant {} needs ISA this host lacks", kernel.name);
+  TESSEL_CHECK(shape.m >= 0 && shape.k <= kS8GemmMaxK, "s8 gemm shape {}x{}x{}: K above {} may overflow int32",
+               shape.m, shape.n, shape.k, kS8GemmMaxK);
+  TESSEL_CHECK(a.lda >= shape.k && ldc >= shape.n, "s8 gemm strides lda={} ldc={} too small for {}x{}x{}", a.lda,
+               ldc, shape.m, shape.n, shape.k);
+  if (shape.m == 0 || shape.n == 0) return;
+  if (shape.k == 0) {
+    for (int64_t i = 0; i < shape.m; ++i) std::fill(c + i * ldc, c + i * ldc + shape.n, 0);
+    return;
+  }
+  TESSEL_CHECK(scratch.size() >= s8GemmScratchBytes(shape) &&
+                   reinterpret_cast<uintptr_t>(scratch.data()) % kAlignBytes == 0 &&
+                   reinterpret_cast<uintptr_t>(b.data) % kAlignBytes == 0,
+               "s8 gemm needs {} bytes of {}-byte aligned scratch and aligned packed B",
+               s8GemmScratchBytes(shape), kAlignBytes);
+  const PackedS8A packedA = carveScratch(shape, scratch.data());
+  parallelRanges(pool, shape.m, std::max<int64_t>(1, kPackGrainBytes / shape.k),
+                 [&](int64_t begin, int64_t end) { packARows(kernel, shape, a, begin, end, packedA); });
+
+  const auto *panels = reinterpret_cast<const int8_t *>(b.data);
+  const auto *colSum = reinterpret_cast<const int32_t *>(b.data + panelBytes(kernel, shape.k, shape.n));
+  const int32_t *bZero = colSum + roundUp(shape.n, kernel.nr);
+  const int64_t panelStrideBytes = quadsOf(shape.k) * kernel.nr * kWordBytes;
+  const Grid grid = chooseGrid(kernel, shape, pool != nullptr ? pool->size() : 1);
+  auto runOne = [&](int64_t task) {
+    const int64_t row0 = (task / grid.taskCols) * grid.rowsPerTask;
+    const int64_t col0 = (task % grid.taskCols) * grid.colsPerTask;
+    const GemmShape part{std::min(grid.rowsPerTask, shape.m - row0), std::min(grid.colsPerTask, shape.n - col0),
+                         shape.k};
+    const int64_t aStride = aStrideWords(shape.k);
+    const PackedS8A rows{packedA.rows + row0 * aStride, packedA.rowTerm + row0, packedA.zero + row0};
+    runTask(kernel, part, rows, panels + (col0 / kernel.nr) * panelStrideBytes, panelStrideBytes, colSum + col0,
+            bZero + col0, c + row0 * ldc + col0, ldc);
+  };
+  if (grid.tasks() == 1 || pool == nullptr) {
+    for (int64_t task = 0; task < grid.tasks(); ++task) runOne(task);
+  } else {
+    pool->parallelFor(grid.tasks(), runOne);
+  }
+}
+
+}  // namespace tessel::cpu

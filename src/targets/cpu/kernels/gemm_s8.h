@@ -1,0 +1,89 @@
+// Int8 GEMM for the cpu target: C = (A - aZero) x (B - bZero) in int32, exact, for A and B each u8
+// or s8 (MatMulInteger). The microkernels (gemm_s8.def) multiply u8 by s8 with vpdpbusd, four K
+// values per 32-bit lane, so both operands are brought to those types with shifts the result
+// then removes:
+//
+//   A' = A + 128 when A is s8 (else A), a' = aZero + the same shift: A - aZero = A' - a'
+//   B' = B - 128 when B is u8 (else B), b' = bZero - the same shift:  B - bZero = B' - b'
+//   sum_p (A' - a')(B' - b') = A'.B' - a' * colSum(B') - b' * (rowSum(A') - K * a')
+//
+// B (the weights) is packed once with its column sums and shifted zero points; each call packs A
+// into scratch as u8 quads (K padded to a multiple of 4 with zeros) and takes its row sums on the
+// way. The driver blocks for the caches like the f32 one (KC, MC, NC) and splits C over the pool.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "support/thread_pool.h"
+#include "targets/cpu/kernels/cpu_features.h"
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/gemm_s8_microkernel.h"
+
+namespace tessel::cpu {
+
+/// One row of gemm_s8.def.
+struct S8GemmKernel {
+  const char *name;
+  Isa isa;  // Bits the host must have.
+  int mr;   // Register tile rows.
+  int nr;   // Register tile columns.
+  S8GemmMicrokernel microkernel;
+  S8GemmPackRow packRow;
+};
+
+/// Every variant in gemm_s8.def, best first, including those this host cannot run.
+std::span<const S8GemmKernel> s8GemmKernels();
+
+/// True when the host (as capped by TESSEL_CPU_ISA) can run `kernel`.
+bool canRun(const S8GemmKernel &kernel);
+
+/// The first row of gemm_s8.def the host can run, or null; chosen once, its name logged once on
+/// stderr when TESSEL_LOG_KERNELS is set.
+const S8GemmKernel *selectedS8GemmKernel();
+
+/// The largest K whose results always fit in int32: each centred operand is at most 255 in
+/// magnitude, and 33025 * 255^2 < 2^31 <= 33026 * 255^2. The sums wrap modulo 2^32 on the way, so
+/// nothing overflows before the end either.
+constexpr int64_t kS8GemmMaxK = 33025;
+
+/// B (k x n) packed for one variant: ceil(n / nr) column panels of ceil(k / 4) steps of nr words
+/// (four s8 of consecutive K per column, zero past row k and column n), then colSum(B') and b',
+/// each one int32 per column padded to whole panels. Non-owning.
+struct PackedS8BView {
+  const S8GemmKernel *kernel = nullptr;
+  int64_t k = 0;
+  int64_t n = 0;
+  const std::byte *data = nullptr;
+};
+
+/// Bytes packS8BInto writes for a k x n B (a multiple of 64).
+size_t packedS8BSize(const S8GemmKernel &kernel, int64_t k, int64_t n);
+
+/// Packs row-major B (k x n; u8, or s8 when `bSigned`) with one zero point per column (n values,
+/// of B's type) into dst (packedS8BSize bytes, 64-byte aligned).
+void packS8BInto(const S8GemmKernel &kernel, int64_t k, int64_t n, const void *b, bool bSigned,
+                 const int32_t *zeroPoints, std::byte *dst);
+
+/// A as a call reads it: row-major (row stride lda bytes), u8 or s8, and its zero points: row i
+/// takes zeroPoints[i % zeroPointCount] (a batch of matrices folded into rows repeats them).
+struct S8GemmA {
+  const void *data = nullptr;
+  int64_t lda = 0;
+  bool isSigned = false;
+  const int32_t *zeroPoints = nullptr;  // Null: zero.
+  int64_t zeroPointCount = 1;
+};
+
+/// Scratch bytes a call with this shape needs (64-byte aligned): A packed as quads, its row terms
+/// and zero points. The same for any number of threads.
+size_t s8GemmScratchBytes(const GemmShape &shape);
+
+/// C (m x n int32, row stride ldc) = (A - aZero) x (B - bZero) with B pre-packed (its variant is
+/// used). Requires shape.k == b.k <= kS8GemmMaxK, shape.n == b.n, lda >= k, ldc >= n and
+/// s8GemmScratchBytes of scratch.
+void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
+                  ThreadPool *pool, std::span<std::byte> scratch);
+
+}  // namespace tessel::cpu

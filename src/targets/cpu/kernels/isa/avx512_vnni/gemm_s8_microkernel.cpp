@@ -1,0 +1,151 @@
+// AVX512_VNNI int8 GEMM microkernels (compiled with -mavx512vnni on top of the AVX-512 flags). An
+// mr x nr tile of C lives in mr * nr/16 zmm int32 accumulators; each step takes one quad of K:
+// nr/16 vectors of packed B (four s8 per column), one broadcast quad of each A row (four u8), and
+// vpdpbusd adds the four products to every lane, wrapping (not vpdpbusds, which saturates). The
+// last K block subtracts the zero-point terms before the masked store. u8s8_pack_row packs A's
+// rows for them. Internal linkage except the row functions, as in the other ISA files.
+#include <immintrin.h>
+
+#include <array>
+#include <utility>
+
+#include "targets/cpu/kernels/gemm_s8_microkernel.h"
+
+namespace tessel::cpu {
+namespace {
+
+constexpr int kLanes = 16;  // int32 per zmm.
+constexpr int kUnroll = 4;  // Quads per loop iteration.
+
+/// One quad step: acc[i][j] += quad of row i . quads of columns j * 16 .. j * 16 + 15.
+template <int kMr, int kVecs>
+inline __attribute__((always_inline)) void quadStep(__m512i (&acc)[kMr][kVecs], const uint32_t *const *rows,
+                                                    int64_t q, const int8_t *b) {
+  __m512i bv[kVecs];
+#pragma GCC unroll 8
+  for (int j = 0; j < kVecs; ++j) bv[j] = _mm512_load_si512(b + j * kLanes * 4);
+#pragma GCC unroll 32
+  for (int i = 0; i < kMr; ++i) {
+    const __m512i av = _mm512_set1_epi32(int(rows[i][q]));
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], av, bv[j]);
+  }
+}
+
+/// The valid lanes of vector j of a tile `cols` wide.
+inline __mmask16 columnMask(int cols, int j) {
+  const int valid = cols - j * kLanes;
+  return valid >= kLanes ? __mmask16(0xFFFF) : valid <= 0 ? __mmask16(0) : __mmask16((1u << valid) - 1);
+}
+
+template <int kMr, int kVecs>
+void storeTile(__m512i (&acc)[kMr][kVecs], const S8MicrokernelArgs &args) {
+  __mmask16 masks[kVecs];
+#pragma GCC unroll 8
+  for (int j = 0; j < kVecs; ++j) masks[j] = columnMask(args.cols, j);
+  if (args.rowTerm != nullptr) {
+    // C -= rowTerm[i] * b'[j] + a'[i] * colSum[j]; both per-column vectors are padded to nr.
+    __m512i bZero[kVecs], colSum[kVecs];
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) {
+      bZero[j] = _mm512_loadu_si512(args.bZero + j * kLanes);
+      colSum[j] = _mm512_loadu_si512(args.colSum + j * kLanes);
+    }
+#pragma GCC unroll 32
+    for (int i = 0; i < kMr; ++i) {
+      const __m512i rowTerm = _mm512_set1_epi32(args.rowTerm[i]), aZero = _mm512_set1_epi32(args.aZero[i]);
+#pragma GCC unroll 8
+      for (int j = 0; j < kVecs; ++j) {
+        const __m512i correction =
+            _mm512_add_epi32(_mm512_mullo_epi32(rowTerm, bZero[j]), _mm512_mullo_epi32(aZero, colSum[j]));
+        acc[i][j] = _mm512_sub_epi32(acc[i][j], correction);
+      }
+    }
+  }
+#pragma GCC unroll 32
+  for (int i = 0; i < kMr; ++i) {
+    int32_t *row = args.c + i * args.ldc;
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) {
+      __m512i v = acc[i][j];
+      if (args.accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(masks[j], row + j * kLanes));
+      _mm512_mask_storeu_epi32(row + j * kLanes, masks[j], v);
+    }
+  }
+}
+
+template <int kMr, int kNr>
+void microkernel(const S8MicrokernelArgs &args) {
+  static_assert(kNr % kLanes == 0, "nr must be a multiple of the vector width");
+  constexpr int kVecs = kNr / kLanes;
+  __m512i acc[kMr][kVecs];
+#pragma GCC unroll 32
+  for (int i = 0; i < kMr; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) acc[i][j] = _mm512_setzero_si512();
+  }
+  const uint32_t *rows[kMr];
+#pragma GCC unroll 32
+  for (int i = 0; i < kMr; ++i) rows[i] = args.a + i * args.aStride;
+  const int8_t *b = args.b;
+  int64_t q = 0;
+  for (; q + kUnroll <= args.quads; q += kUnroll) {
+#pragma GCC unroll 4
+    for (int u = 0; u < kUnroll; ++u) {
+      quadStep<kMr, kVecs>(acc, rows, q + u, b);
+      b += kNr * 4;
+    }
+  }
+  for (; q < args.quads; ++q) {
+    quadStep<kMr, kVecs>(acc, rows, q, b);
+    b += kNr * 4;
+  }
+  storeTile<kMr, kVecs>(acc, args);
+}
+
+/// Kernels for 1 .. mr rows, so a ragged bottom edge (and M < mr) costs only its rows.
+template <int kNr, int... kRows>
+constexpr std::array<S8GemmMicrokernel, sizeof...(kRows)> rowKernels(std::integer_sequence<int, kRows...>) {
+  return {&microkernel<kRows + 1, kNr>...};
+}
+
+template <int kMr, int kNr>
+void tile(const S8MicrokernelArgs &args) {
+  static constexpr auto kKernels = rowKernels<kNr>(std::make_integer_sequence<int, kMr>{});
+  kKernels[size_t(args.rows - 1)](args);
+}
+
+}  // namespace
+
+int32_t u8s8_pack_row__avx512_vnni(const uint8_t *src, int64_t k, bool isSigned, uint8_t *dst) {
+  // s8 v + 128 as u8 is v's bit pattern with the sign bit flipped; vpsadbw against zero sums each
+  // eight bytes into a 64-bit lane.
+  const __m512i flip = _mm512_set1_epi8(isSigned ? char(0x80) : char(0));
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i sums = zero;
+  int64_t p = 0;
+  for (; p + 64 <= k; p += 64) {
+    const __m512i v = _mm512_xor_si512(_mm512_loadu_si512(src + p), flip);
+    _mm512_storeu_si512(dst + p, v);
+    sums = _mm512_add_epi64(sums, _mm512_sad_epu8(v, zero));
+  }
+  if (p < k) {
+    const __mmask64 valid = _cvtu64_mask64(~uint64_t{0} >> (64 - (k - p)));
+    const __m512i v = _mm512_maskz_mov_epi8(valid, _mm512_xor_si512(_mm512_maskz_loadu_epi8(valid, src + p), flip));
+    _mm512_storeu_si512(dst + p, v);  // Zeros past k, to the end of the cache line.
+    sums = _mm512_add_epi64(sums, _mm512_sad_epu8(v, zero));
+  }
+  alignas(64) int64_t lanes[8];
+  _mm512_store_si512(lanes, sums);
+  int64_t total = 0;
+  for (int64_t lane : lanes) total += lane;
+  return int32_t(total);
+}
+
+#define S8GEMM_avx512_vnni(name, mr, nr) \
+  void name(const S8MicrokernelArgs &args) { tile<mr, nr>(args); }
+#define S8GEMM(name, family, isa, mr, nr) S8GEMM_##family(name, mr, nr)
+#include "targets/cpu/kernels/gemm_s8.def"
+#undef S8GEMM
+
+}  // namespace tessel::cpu

@@ -1,0 +1,190 @@
+// The int8 GEMM against an int64 loop over (A - aZero)(B - bZero), bit for bit, for every
+// gemm_s8.def variant the host can run (the others are skipped, not failed): u8 and s8 on either
+// side, zero points zero, scalar, per row of A (repeating over a folded batch) and per column of
+// B, M, N and K below, at and above each tile edge and K block (K not a multiple of 4), row strides
+// past the rows, split over a thread pool, and extreme operands at the largest K the int32 result
+// allows.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "support/thread_pool.h"
+#include "targets/cpu/kernels/gemm_s8.h"
+
+namespace tessel::cpu {
+namespace {
+
+constexpr int64_t kLdaPad = 3;  // lda = K + kLdaPad, ldc = N + kLdcPad: strides past the rows.
+constexpr int64_t kLdcPad = 5;
+constexpr int32_t kSentinel = -777;  // Fills C's padding, which the GEMM must not touch.
+
+/// 64-byte aligned bytes (packed B, scratch).
+struct AlignedBytes {
+  explicit AlignedBytes(size_t size)
+      : data(static_cast<std::byte *>(std::aligned_alloc(64, std::max<size_t>((size + 63) / 64 * 64, 64)))) {}
+  struct Free {
+    void operator()(std::byte *p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> data;
+};
+
+/// How the zero points of a problem are set.
+enum class Zeros { None, Scalar, PerRowAndColumn };
+
+struct Problem {
+  GemmShape s;
+  bool aSigned = false, bSigned = false;
+  Zeros zeros = Zeros::Scalar;
+  int64_t aZeroCount = 1;  // Per row: zero points repeat every aZeroCount rows (a folded batch).
+};
+
+/// Values of one 8-bit type: [0, 255] or [-128, 127], from `rng`; `extreme` picks only the ends.
+int32_t randomValue(std::mt19937 &rng, bool isSigned, bool extreme = false) {
+  const int32_t lo = isSigned ? -128 : 0, hi = isSigned ? 127 : 255;
+  if (extreme) return rng() % 2 ? lo : hi;
+  return lo + int32_t(rng() % 256);
+}
+
+/// Runs `p` on `kernel` with random operands and zero points (only the ends of their ranges when
+/// `extreme`) and compares C, padding included, with an int64 loop.
+void checkProblem(const S8GemmKernel &kernel, const Problem &p, ThreadPool *pool, uint32_t seed,
+                  bool extreme = false) {
+  const GemmShape s = p.s;
+  SCOPED_TRACE(fmt::format("{} m={} n={} k={} A {} B {} zeros {} threads {}", kernel.name, s.m, s.n, s.k,
+                           p.aSigned ? "s8" : "u8", p.bSigned ? "s8" : "u8", int(p.zeros),
+                           pool != nullptr ? pool->size() : 1));
+  std::mt19937 rng(seed);
+  const int64_t lda = s.k + kLdaPad, ldc = s.n + kLdcPad;
+  std::vector<int32_t> a(size_t(s.m * lda)), b(size_t(s.k * s.n));
+  for (int32_t &v : a) v = randomValue(rng, p.aSigned, extreme);
+  for (int32_t &v : b) v = randomValue(rng, p.bSigned, extreme);
+  std::vector<int32_t> aZero(size_t(p.zeros == Zeros::PerRowAndColumn ? p.aZeroCount : 1), 0);
+  std::vector<int32_t> bZero(size_t(s.n), 0);
+  if (p.zeros != Zeros::None) {
+    for (int32_t &z : aZero) z = randomValue(rng, p.aSigned, extreme);
+    const int32_t scalar = randomValue(rng, p.bSigned, extreme);
+    for (int32_t &z : bZero) z = p.zeros == Zeros::Scalar ? scalar : randomValue(rng, p.bSigned, extreme);
+  }
+  // The operands as the GEMM reads them: bytes of their types.
+  std::vector<uint8_t> aBytes(a.size()), bBytes(b.size());
+  for (size_t i = 0; i < a.size(); ++i) aBytes[i] = uint8_t(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) bBytes[i] = uint8_t(b[i]);
+
+  AlignedBytes packed(packedS8BSize(kernel, s.k, s.n));
+  packS8BInto(kernel, s.k, s.n, bBytes.data(), p.bSigned, bZero.data(), packed.data.get());
+  AlignedBytes scratch(s8GemmScratchBytes(s));
+  std::vector<int32_t> c(size_t(s.m * ldc), kSentinel);
+  const S8GemmA aView{aBytes.data(), lda, p.aSigned, aZero.data(), int64_t(aZero.size())};
+  s8GemmPacked(s, aView, PackedS8BView{&kernel, s.k, s.n, packed.data.get()}, c.data(), ldc, pool,
+               {scratch.data.get(), s8GemmScratchBytes(s)});
+
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      int64_t expected = kSentinel;
+      if (j < s.n) {
+        expected = 0;
+        const int64_t za = aZero[size_t(i % int64_t(aZero.size()))];
+        for (int64_t q = 0; q < s.k; ++q) {
+          expected += (a[size_t(i * lda + q)] - za) * (b[size_t(q * s.n + j)] - bZero[size_t(j)]);
+        }
+      }
+      const int32_t got = c[size_t(i * ldc + j)];
+      if (got != expected && mismatches++ < 5) {
+        ADD_FAILURE() << "C[" << i << "][" << j << "] = " << got << ", expected " << expected;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+class S8GemmTest : public ::testing::TestWithParam<size_t> {
+ protected:
+  const S8GemmKernel &kernel() const { return s8GemmKernels()[GetParam()]; }
+  void SetUp() override {
+    if (!canRun(kernel())) GTEST_SKIP() << kernel().name << " needs ISA this host lacks";
+  }
+};
+
+TEST_P(S8GemmTest, TypesAndZeroPoints) {
+  const Problem base{{kernel().mr + 1, kernel().nr + 3, 45}};
+  uint32_t seed = 1;
+  for (bool aSigned : {false, true}) {
+    for (bool bSigned : {false, true}) {
+      for (Zeros zeros : {Zeros::None, Zeros::Scalar, Zeros::PerRowAndColumn}) {
+        Problem p = base;
+        p.aSigned = aSigned, p.bSigned = bSigned, p.zeros = zeros, p.aZeroCount = p.s.m;
+        checkProblem(kernel(), p, nullptr, seed++);
+      }
+    }
+  }
+}
+
+TEST_P(S8GemmTest, TileEdgesAndKBlocks) {
+  const int64_t mr = kernel().mr, nr = kernel().nr;
+  uint32_t seed = 100;
+  for (int64_t m : {int64_t{1}, mr - 1, mr, 2 * mr + 1}) {
+    for (int64_t n : {int64_t{1}, int64_t{17}, nr, nr + 1, 2 * nr + 15}) {
+      // K: one partial quad, whole quads, and past one K block (several blocks at 2051).
+      for (int64_t k : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{63}, int64_t{128}, int64_t{2051}}) {
+        Problem p{{m, n, k}, seed % 2 == 0, seed % 3 == 0, Zeros::PerRowAndColumn, seed % 2 == 0 ? 1 : m};
+        checkProblem(kernel(), p, nullptr, seed++);
+      }
+    }
+  }
+}
+
+TEST_P(S8GemmTest, ThreadedAndFoldedBatch) {
+  ThreadPool pool(3);
+  const int64_t mr = kernel().mr, nr = kernel().nr;
+  // Zero points per row of a 5-row matrix, repeated over a batch of 7 folded into the rows.
+  Problem p{{35, 3 * nr + 9, 301}, true, false, Zeros::PerRowAndColumn, 5};
+  checkProblem(kernel(), p, &pool, 7);
+  p = Problem{{4 * mr + 2, 2 * nr - 1, 770}, false, true, Zeros::Scalar};
+  checkProblem(kernel(), p, &pool, 8);
+  p.s.m = 1;
+  checkProblem(kernel(), p, &pool, 9);
+}
+
+TEST_P(S8GemmTest, ExtremeOperandsAtTheLargestK) {
+  // Operands and zero points at the ends of their ranges: |result| reaches K * 255^2, just below
+  // 2^31 at kS8GemmMaxK, and the partial sums and corrections wrap on the way.
+  for (bool aSigned : {false, true}) {
+    for (bool bSigned : {false, true}) {
+      const Problem p{{2, 19, kS8GemmMaxK}, aSigned, bSigned, Zeros::PerRowAndColumn, 2};
+      checkProblem(kernel(), p, nullptr, 11 + uint32_t(aSigned) * 2 + uint32_t(bSigned), /*extreme=*/true);
+    }
+  }
+}
+
+TEST_P(S8GemmTest, EmptyK) {
+  const GemmShape s{3, 5, 0};
+  AlignedBytes packed(packedS8BSize(kernel(), s.k, s.n));
+  const std::vector<int32_t> bZero(size_t(s.n), 3);
+  packS8BInto(kernel(), s.k, s.n, nullptr, false, bZero.data(), packed.data.get());
+  std::vector<int32_t> c(size_t(s.m * s.n), kSentinel);
+  s8GemmPacked(s, S8GemmA{nullptr, 0}, PackedS8BView{&kernel(), s.k, s.n, packed.data.get()}, c.data(), s.n,
+               nullptr, {});
+  for (int32_t v : c) EXPECT_EQ(v, 0);
+}
+
+std::string variantName(const ::testing::TestParamInfo<size_t> &info) { return s8GemmKernels()[info.param].name; }
+
+INSTANTIATE_TEST_SUITE_P(Variants, S8GemmTest, ::testing::Range(size_t{0}, s8GemmKernels().size()), variantName);
+
+TEST(S8GemmDispatchTest, SelectionFollowsTheHost) {
+  const S8GemmKernel *selected = selectedS8GemmKernel();
+  EXPECT_EQ(selected != nullptr, hasAll(hostIsa(), Isa::Avx512 | Isa::Avx512Vnni));
+  if (selected != nullptr) {
+    EXPECT_TRUE(canRun(*selected));
+  }
+}
+
+}  // namespace
+}  // namespace tessel::cpu
