@@ -29,15 +29,20 @@ def decoder(tmp_path_factory):
     return path, out / "prompt.npy", make_llm.greedy(model, prompt, 64).numpy()
 
 
-@pytest.mark.parametrize("target", ["cpu", "nc-v2", "nc-v3"])
-def test_greedy_generation_equals_pytorch(cli, decoder, tmp_path, target):
+# The default feeds the cache in buffers padded to powers of two (32 prompt positions + 64 new:
+# capacities 64 and 128), `--exact-cache` at its exact length (63 decode shapes).
+@pytest.mark.parametrize("target,flags", [("cpu", []), ("cpu", ["--exact-cache"]), ("nc-v2", []),
+                                          ("nc-v2", ["--cores", "2"]), ("nc-v3", [])])
+def test_greedy_generation_equals_pytorch(cli, decoder, tmp_path, target, flags):
     model, prompt, want = decoder
     ids = tmp_path / "ids.npy"
     result = subprocess.run([str(cli), "generate", str(model), "--prompt", str(prompt), "--max-new-tokens", "64",
-                             "--target", target, "-o", str(ids)], capture_output=True, text=True)
+                             "--target", target, "-o", str(ids)] + flags, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     np.testing.assert_array_equal(np.load(ids), want)
     assert "time to first token" in result.stdout and "tokens/s" in result.stdout
+    shapes = "63 shapes (capacity 32..94)" if flags == ["--exact-cache"] else "2 shapes (capacity 64, 128)"
+    assert f"decode runs at {shapes}" in result.stdout
     if target != "cpu":
         assert "simulated: first token" in result.stdout
 

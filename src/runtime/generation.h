@@ -1,0 +1,60 @@
+// Text generation with a decoder exported the way the ecosystem exports them: inputs `input_ids`,
+// optionally `attention_mask` and `position_ids`, and `past_key_values.N.key` / `.value`
+// [batch, kv_heads, past, head_dim]; outputs `logits` [batch, sequence, vocabulary] and
+// `present.N.key` / `.value` [batch, kv_heads, past + sequence, head_dim]. The prompt is one
+// prefill run (the cache empty); then one decode run per new token.
+//
+// The KV cache is a buffer per past input whose capacity grows through powers of two. Each decode
+// run is fed the whole buffer as the past, with the attention mask 0 over the positions not yet
+// written, and only the new position of each present is copied back into the buffer. So a
+// session sees one set of shapes per capacity — one plan on the cpu, one compile on an
+// accelerator, reused until the cache outgrows it — instead of one per token, and a short context
+// never reads a long cache. This relies on what the attention mask means in these exports (a
+// masked key contributes nothing); a model without an `attention_mask` input, or a run asked for
+// exact lengths, is fed the cache at its exact length instead.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+#include "runtime/session.h"
+
+namespace tessel {
+
+/// The decoder's inputs and outputs, found by the names the exporters give them.
+struct DecoderIo {
+  bool mask = false, positions = false;
+  std::vector<std::string> past, present;  // past_key_values.N.{key,value} and their presents, in order.
+  std::vector<int64_t> kvHeads, headDim;   // Per past input.
+  DType pastType = DType::Float32;
+};
+
+/// Fails, naming `path` and the input, on a graph that is not such a decoder.
+Expected<DecoderIo> findDecoderIo(const Graph &graph, const std::string &path);
+
+struct GenerationOptions {
+  int64_t maxNewTokens = 64;
+  int64_t topK = 0;            // 0: greedy (argmax); else a draw among the k most likely.
+  double temperature = 1.0;
+  uint64_t seed = 0;
+  bool exactCache = false;     // Feed the cache at its exact length each step (one shape per token).
+  int64_t minCapacity = 32;    // The smallest cache buffer, in positions.
+  std::function<void(int64_t tokens)> onToken;  // Called after each step with the tokens so far.
+};
+
+struct GenerationResult {
+  std::vector<std::vector<int64_t>> ids;  // Per batch row, the new tokens.
+  std::vector<double> stepMs;             // Host time of each run: the prefill, then each decode step.
+  std::vector<double> simulatedUs;        // Per run, on a simulated target.
+  std::vector<int64_t> capacities;        // The cache capacities the decode runs used, in order of first use.
+};
+
+/// Prefill `prompt` (int64 [batch, length]) then decode `options.maxNewTokens` tokens on `session`.
+Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const Tensor &prompt,
+                                    const GenerationOptions &options);
+
+}  // namespace tessel
