@@ -100,8 +100,8 @@ class KvCache {
   }
 
   /// Takes a run's presents: [batch, kv_heads, capacity + added, head_dim], the buffer's positions
-  /// followed by `added` new ones. Where they fit behind the written positions (and `exact` is
-  /// off) only the new positions are copied; else the buffers grow to `newCapacity`.
+  /// followed by `added` new ones. With the capacity kept only the new positions are copied;
+  /// else the written ones and the new ones move into buffers of `newCapacity`.
   Status append(const NamedValues &outputs, int64_t added, int64_t newCapacity) {
     std::vector<const Tensor *> presents(buffers_.size(), nullptr);
     for (const auto &[name, value] : outputs)
@@ -115,8 +115,8 @@ class KvCache {
                          dtypeName(io_.pastType), formatSizes(sizes(i, capacity_ + added)), added);
       }
     }
-    const int64_t length = length_ + added;
-    const bool grow = length > capacity_ || newCapacity != capacity_;
+    // The caller keeps the capacity only while the new positions fit behind the written ones.
+    const bool grow = newCapacity != capacity_;
     for (size_t i = 0; i < buffers_.size(); ++i) {
       if (grow) {
         Tensor buffer(io_.pastType, sizes(i, newCapacity));
@@ -128,7 +128,7 @@ class KvCache {
         copyPositions(*presents[i], capacity_, capacity_ + added, added, buffers_[i], length_);
       }
     }
-    length_ = length;
+    length_ += added;
     capacity_ = newCapacity;
     return Status::success();
   }
