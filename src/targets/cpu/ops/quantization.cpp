@@ -1,8 +1,9 @@
 // cpu lowering of the dynamic-quantization ops (what onnxruntime's quantize_dynamic writes):
 // DynamicQuantizeLinear on the two-pass loop of kernels/quantize.h, MatMulInteger on the int8
-// GEMM (kernels/gemm_s8.h) where the host has one and K is within its int32 bound, and otherwise
-// ConvInteger and MatMulInteger on the f32 convolution and GEMM kernels. ConvInteger stays on f32:
-// its im2col GEMM has the weights on the left, and the int8 GEMM packs its constant on the right.
+// GEMM (kernels/gemm_s8.h) where the host has one and K is within its int32 bound, group-1
+// ConvInteger there too as the transposed product (kernels/conv_s8.h: patches times W^T, the
+// weights packed once as the GEMM's B), and otherwise (no VNNI, K past the bound, grouped and
+// depthwise convolutions) ConvInteger and MatMulInteger on the f32 convolution and GEMM kernels.
 //
 // The integer products run in float32 and are still exact: the operands, with their zero points
 // subtracted, are integers of magnitude at most 255, so every product is exact, and every partial
@@ -34,6 +35,7 @@
 
 #include "ops/reference/nn_common.h"
 #include "targets/cpu/kernels/conv.h"
+#include "targets/cpu/kernels/conv_s8.h"
 #include "targets/cpu/kernels/depthwise_conv.h"
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/gemm.h"
@@ -258,6 +260,45 @@ class ConvIntegerStep final : public Step {
   size_t centredBytes_ = 0, lowSumsBytes_ = 0;
 };
 
+/// A group-1 ConvInteger on the int8 GEMM: its output stays NCHW int32.
+class ConvIntegerS8Step final : public Step {
+ public:
+  ConvIntegerS8Step(const ConvS8Plan &plan, const std::byte *packed, const ActivationZeroPoint &xZero)
+      : plan_(plan), packed_(packed), xZero_(xZero) {}
+
+  Status run(const StepIo &io) const override {
+    convS8(plan_, io.inputs[kConvX], xZero_.isSigned, int32_t(xZero_.resolve(io)), packed_,
+           static_cast<int32_t *>(io.outputs[0]), io.pool,
+           {static_cast<std::byte *>(io.scratch), convS8ScratchBytes(plan_)});
+    return Status::success();
+  }
+  size_t scratchBytes() const override { return convS8ScratchBytes(plan_); }
+  std::string kernelName() const override {
+    return fmt::format("conv_integer {}{}", plan_.kernel->name, plan_.direct ? " 1x1" : " patches");
+  }
+
+ private:
+  ConvS8Plan plan_;
+  const std::byte *packed_;
+  ActivationZeroPoint xZero_;
+};
+
+/// Packs the constant W and its zero points as the int8 GEMM's B and returns its step.
+Expected<std::unique_ptr<Step>> lowerConvIntegerOnS8Gemm(LowerContext &ctx, const ConvS8Plan &plan,
+                                                       const std::vector<double> &wZero,
+                                                       const ActivationZeroPoint &xZero) {
+  const Tensor &w = *ctx.constantInput(kConvW);
+  const std::vector<int32_t> zeroPoints(wZero.begin(), wZero.end());
+  TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                          ctx.packed(fmt::format("weights_packed_b.{}", plan.kernel->name),
+                                     convS8PackedWeightsBytes(plan), [&](std::byte *dst) {
+                                       packConvS8Weights(plan, w.rawData(), w.dtype() == DType::Int8,
+                                                         zeroPoints.data(), dst);
+                                     }));
+  ctx.releaseConstantInput(kConvW);
+  return std::unique_ptr<Step>(std::make_unique<ConvIntegerS8Step>(plan, packed, xZero));
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Step>> lowerConvInteger(LowerContext &ctx) {
@@ -279,6 +320,10 @@ Expected<std::unique_ptr<Step>> lowerConvInteger(LowerContext &ctx) {
   bool covered = false;
   const std::vector<double> wZero = readWeightZeroPoints(ctx, kConvWZero, wType, shape.outChannels, &covered);
   if (!covered) return std::unique_ptr<Step>();
+  const S8GemmKernel *s8Kernel = selectedS8GemmKernel();
+  if (s8Kernel != nullptr && shape.group == 1 && shape.columnRows() <= kS8GemmMaxK) {
+    return lowerConvIntegerOnS8Gemm(ctx, planConvS8(shape, *s8Kernel), wZero, xZero);
+  }
 
   // W [Cout, Cin/g, KH, KW] centred per output channel.
   const int64_t perFilter = shape.columnRows();

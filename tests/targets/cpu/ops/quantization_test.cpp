@@ -1,12 +1,14 @@
 // The dynamic-quantization ops on the cpu target against the reference interpreter, bit for bit:
 // DynamicQuantizeLinear (odd sizes, several range parts, a non-negative and an all-zero input),
 // ConvInteger (zero points absent, scalar, per channel and fed; u8 and s8; pads, strides,
-// dilations, groups, depthwise, 1-D; weights large enough that the f32 sums must be split, and so
-// large that no split is exact and the reference kernel keeps the node), and MatMulInteger (u8
+// dilations, groups, depthwise, 1-D; 1x1 and KxK on the int8 GEMM with batches, threads and
+// several pixel chunks, K past its int32 bound; weights large enough that the f32 sums must be
+// split, and so large that no split is exact and the reference kernel keeps the node), and MatMulInteger (u8
 // and s8 on either side; a_zero_point absent, constant, fed, one per row; b_zero_point absent,
 // scalar, per column; A of rank 1 to 3; tiles, K blocks and threads of the int8 GEMM; split sums
 // and the reference fallback), each on the kernels the test names. MatMulInteger runs on the int8
-// GEMM where the host has one (AVX512_VNNI) and on the f32 GEMM otherwise: run this binary with
+// GEMM where the host has one (AVX512_VNNI) and on the f32 GEMM otherwise, and so does group-1
+// ConvInteger: run this binary with
 // TESSEL_CPU_ISA=avx512_bf16 to test the f32 path on such a host.
 #include <gtest/gtest.h>
 
@@ -78,6 +80,13 @@ bool int8Gemm() { return selectedS8GemmKernel() != nullptr; }
 /// The kernel name a MatMulInteger without split sums runs.
 std::string matMulIntegerKernel() { return int8Gemm() ? "matmul_integer u8s8_gemm" : "matmul_integer_as_f32 f32_gemm"; }
 
+/// The kernel name a group-1 ConvInteger runs (on f32, with or without split sums); `direct`: a
+/// 1x1 stride-1 conv.
+std::string convIntegerKernel(bool direct = false) {
+  if (!int8Gemm()) return "conv_integer_as_f32";
+  return direct ? "conv_integer u8s8_gemm_6x64__avx512_vnni 1x1" : "conv_integer u8s8_gemm_6x64__avx512_vnni patches";
+}
+
 bool ran(const std::vector<std::string> &kernels, const std::string &text) {
   for (const std::string &k : kernels) {
     if (k.find(text) != std::string::npos) return true;
@@ -141,13 +150,13 @@ std::string convIntegerModel(const ConvIntegerCase &c) {
   return model(inputs, "%y: ?", body);
 }
 
-std::vector<std::string> checkConvInteger(const ConvIntegerCase &c, bool fallback = false) {
-  return checkExact(convIntegerModel(c), fallback);
+std::vector<std::string> checkConvInteger(const ConvIntegerCase &c, bool fallback = false, int threads = 2) {
+  return checkExact(convIntegerModel(c), fallback, threads);
 }
 
 TEST(CpuConvInteger, ZeroPointsAndTypes) {
   ConvIntegerCase c{{1, 5, 9, 7}, {6, 5, 3, 3}, "pads = [1, 1, 1, 1]"};
-  EXPECT_TRUE(ran(checkConvInteger(c), "conv_integer_as_f32 conv2d_im2col_gemm"));
+  EXPECT_TRUE(ran(checkConvInteger(c), int8Gemm() ? convIntegerKernel() : "conv_integer_as_f32 conv2d_im2col_gemm"));
   c.wZero = "per_channel";
   checkConvInteger(c);
   c.wZero = "none";
@@ -176,22 +185,56 @@ TEST(CpuConvInteger, Geometry) {
                   "conv_integer_as_f32 f32_depthwise_conv2d"));
 }
 
+TEST(CpuConvInteger, Int8GemmGeometry) {
+  // The transposed product: 1x1 with stride 1 (pads too) reads the channels-last copy as A; other
+  // windows gather patches. u8/s8 activations, scalar and per-channel weight zero points, batches,
+  // odd sizes, 1 and 3 threads.
+  ConvIntegerCase c{{2, 19, 7, 9}, {37, 19, 1, 1}, ""};
+  for (int threads : {1, 3}) EXPECT_TRUE(ran(checkConvInteger(c, false, threads), convIntegerKernel(true)));
+  c.attributes = "pads = [1, 0, 2, 1]", c.wZero = "per_channel";
+  EXPECT_TRUE(ran(checkConvInteger(c), convIntegerKernel(true)));
+  c.attributes = "strides = [2, 3]", c.xType = "i8", c.xZero = "-5", c.wType = "i8", c.wLo = -128, c.wHi = 127;
+  EXPECT_TRUE(ran(checkConvInteger(c), convIntegerKernel()));
+  c = ConvIntegerCase{{3, 7, 13, 11}, {70, 7, 3, 3}, "pads = [1, 2, 0, 1], strides = [2, 1]"};
+  for (int threads : {1, 3}) EXPECT_TRUE(ran(checkConvInteger(c, false, threads), convIntegerKernel()));
+  c.attributes = "dilations = [2, 3], pads = [2, 2, 2, 2]", c.xType = "i8", c.xZero = "11", c.wZero = "per_channel";
+  EXPECT_TRUE(ran(checkConvInteger(c), convIntegerKernel()));
+  c = ConvIntegerCase{{1, 5, 9, 7}, {6, 5, 5, 3}, "pads = [2, 1, 2, 1]", "u8", "i8", "200", "none", -128, 127};
+  EXPECT_TRUE(ran(checkConvInteger(c), convIntegerKernel()));
+  // K = 2304 and 420 pixels: past one chunk of pixel rows.
+  c = ConvIntegerCase{{1, 256, 20, 21}, {5, 256, 3, 3}, "pads = [1, 1, 1, 1]", "u8", "u8", "fed", "per_channel"};
+  for (int threads : {1, 3}) EXPECT_TRUE(ran(checkConvInteger(c, false, threads), convIntegerKernel()));
+}
+
 TEST(CpuConvInteger, SumsThatNeedASplit) {
   // 128 x 3 x 3 full-range u8 weights centred on 127: each output's sum of |w'| is about 74000,
-  // times 255 past 2^24, so the weights run as high * 2^s + low.
+  // times 255 past 2^24, so on the f32 kernels the weights run as high * 2^s + low; the int8 GEMM
+  // sums in int32 and needs no split.
+  const std::string splitKernel = int8Gemm() ? convIntegerKernel() : "conv_integer_as_f32_split";
   ConvIntegerCase c{{1, 128, 6, 5}, {9, 128, 3, 3}, "pads = [1, 1, 1, 1]"};
-  EXPECT_TRUE(ran(checkConvInteger(c), "conv_integer_as_f32_split"));
+  EXPECT_TRUE(ran(checkConvInteger(c), splitKernel));
   c.wZero = "per_channel";
-  EXPECT_TRUE(ran(checkConvInteger(c), "conv_integer_as_f32_split"));
+  EXPECT_TRUE(ran(checkConvInteger(c), splitKernel));
   // Narrow weights keep the whole operand.
   c.wLo = 120, c.wHi = 134, c.wZero = "scalar";
   EXPECT_FALSE(ran(checkConvInteger(c), "_split"));
+  // Grouped convolutions stay on the f32 kernels, split where they need it.
+  c = ConvIntegerCase{{1, 256, 6, 5}, {8, 128, 3, 3}, "group = 2, pads = [1, 1, 1, 1]"};
+  EXPECT_TRUE(ran(checkConvInteger(c), "conv_integer_as_f32_split"));
 }
 
 TEST(CpuConvInteger, NoExactSplitKeepsTheReference) {
-  // 2304 x 3 x 3 full-range weights per output: no split keeps both parts' sums below 2^24.
+  // 2304 x 3 x 3 full-range weights per output: no f32 split keeps both parts' sums below 2^24, so
+  // the reference kernel keeps the node; the int8 GEMM's int32 sums are exact.
   const ConvIntegerCase c{{1, 2304, 3, 3}, {1, 2304, 3, 3}, ""};
-  EXPECT_TRUE(ran(checkConvInteger(c, /*fallback=*/true), "ConvInteger reference"));
+  EXPECT_TRUE(ran(checkConvInteger(c, /*fallback=*/!int8Gemm()),
+                  int8Gemm() ? convIntegerKernel() : "ConvInteger reference"));
+}
+
+TEST(CpuConvInteger, KPastTheInt32BoundLeavesTheInt8Gemm) {
+  // K = 3700 x 3 x 3 = 33300, past the int8 GEMM's bound: narrow weights run exactly on f32.
+  const ConvIntegerCase c{{1, 3700, 3, 3}, {2, 3700, 3, 3}, "", "u8", "u8", "fed", "scalar", 125, 129};
+  EXPECT_TRUE(ran(checkConvInteger(c), "conv_integer_as_f32 conv2d_"));
 }
 
 struct MatMulIntegerCase {

@@ -1,0 +1,141 @@
+#include "targets/cpu/kernels/conv_s8.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "targets/cpu/kernels/elementwise.h"
+
+namespace tessel::cpu {
+namespace {
+
+constexpr int64_t kAlign = 64;
+constexpr int64_t kChunkBytes = 1 << 20;  // Patches or results per chunk: about L2.
+constexpr int64_t kChunkRowUnit = 96;     // A multiple of the 6-row tile, split over a few threads.
+constexpr int64_t kGrainBytes = 16384;    // Bytes copied per task.
+
+int64_t alignUp(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+int64_t paddedBytes(const ConvS8Plan &p) { return alignUp(p.paddedHeight * p.paddedWidth * p.shape.inChannels); }
+int64_t patchBytes(const ConvS8Plan &p) { return p.direct ? 0 : alignUp(p.chunkRows * p.k()); }
+int64_t resultBytes(const ConvS8Plan &p) { return alignUp(p.chunkRows * p.shape.outChannels * 4); }
+GemmShape chunkShape(const ConvS8Plan &p, int64_t rows) { return GemmShape{rows, p.shape.outChannels, p.k()}; }
+
+/// One image [C, H, W] copied to [paddedHeight, paddedWidth, C], the padding filled with `fill`.
+void copyChannelsLast(const ConvS8Plan &p, const uint8_t *x, uint8_t fill, uint8_t *padded, ThreadPool *pool) {
+  const Conv2dShape &s = p.shape;
+  const int64_t c = s.inChannels, rowBytes = p.paddedWidth * c;
+  parallelRanges(pool, p.paddedHeight, std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(rowBytes, 1)),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t ph = begin; ph < end; ++ph) {
+                     uint8_t *dst = padded + ph * rowBytes;
+                     std::memset(dst, fill, size_t(rowBytes));
+                     const int64_t ih = ph - s.padTop;
+                     if (ih < 0 || ih >= s.inHeight) continue;
+                     const int64_t iwEnd = std::min(s.inWidth, p.paddedWidth - s.padLeft);
+                     for (int64_t ch = 0; ch < c; ++ch) {
+                       const uint8_t *src = x + (ch * s.inHeight + ih) * s.inWidth;
+                       for (int64_t iw = std::max<int64_t>(0, -s.padLeft); iw < iwEnd; ++iw) {
+                         dst[(iw + s.padLeft) * c + ch] = src[iw];
+                       }
+                     }
+                   }
+                 });
+}
+
+/// Patch rows of output pixels [p0, p0 + rows) into patches[r * K].
+void gatherPatches(const ConvS8Plan &p, const uint8_t *padded, int64_t p0, int64_t rows, uint8_t *patches,
+                   ThreadPool *pool) {
+  const Conv2dShape &s = p.shape;
+  const int64_t c = s.inChannels, k = p.k();
+  parallelRanges(pool, rows, std::max<int64_t>(1, kGrainBytes / k), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t oh = (p0 + r) / s.outWidth, ow = (p0 + r) % s.outWidth;
+      uint8_t *dst = patches + r * k;
+      for (int64_t kh = 0; kh < s.kernelHeight; ++kh) {
+        const uint8_t *row = padded + ((oh * s.strideHeight + kh * s.dilationHeight) * p.paddedWidth) * c;
+        for (int64_t kw = 0; kw < s.kernelWidth; ++kw) {
+          std::memcpy(dst, row + (ow * s.strideWidth + kw * s.dilationWidth) * c, size_t(c));
+          dst += c;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+ConvS8Plan planConvS8(const Conv2dShape &shape, const S8GemmKernel &kernel) {
+  ConvS8Plan p;
+  p.shape = shape;
+  p.kernel = &kernel;
+  p.paddedHeight = (shape.outHeight - 1) * shape.strideHeight + (shape.kernelHeight - 1) * shape.dilationHeight + 1;
+  p.paddedWidth = (shape.outWidth - 1) * shape.strideWidth + (shape.kernelWidth - 1) * shape.dilationWidth + 1;
+  p.direct = shape.kernelHeight == 1 && shape.kernelWidth == 1 && shape.strideHeight == 1 && shape.strideWidth == 1;
+  const int64_t rowBytes = std::max(p.direct ? 0 : p.k(), shape.outChannels * 4);
+  const int64_t rows = std::max<int64_t>(kChunkRowUnit, kChunkBytes / rowBytes / kChunkRowUnit * kChunkRowUnit);
+  p.chunkRows = std::min(rows, shape.outPlane());
+  return p;
+}
+
+size_t convS8PackedWeightsBytes(const ConvS8Plan &plan) {
+  return packedS8BSize(*plan.kernel, plan.k(), plan.shape.outChannels);
+}
+
+void packConvS8Weights(const ConvS8Plan &plan, const void *w, bool wSigned, const int32_t *zeroPoints,
+                       std::byte *dst) {
+  const Conv2dShape &s = plan.shape;
+  const int64_t k = plan.k(), n = s.outChannels, taps = s.kernelHeight * s.kernelWidth;
+  const auto *src = static_cast<const uint8_t *>(w);
+  std::vector<uint8_t> transposed(size_t(k * n));
+  // W[oc][c][tap] to B[tap * Cin + c][oc].
+  for (int64_t oc = 0; oc < n; ++oc) {
+    for (int64_t c = 0; c < s.inChannels; ++c) {
+      for (int64_t t = 0; t < taps; ++t) {
+        transposed[size_t((t * s.inChannels + c) * n + oc)] = src[(oc * s.inChannels + c) * taps + t];
+      }
+    }
+  }
+  packS8BInto(*plan.kernel, k, n, transposed.data(), wSigned, zeroPoints, dst);
+}
+
+size_t convS8ScratchBytes(const ConvS8Plan &plan) {
+  return size_t(paddedBytes(plan) + patchBytes(plan) + resultBytes(plan)) +
+         s8GemmScratchBytes(chunkShape(plan, plan.chunkRows));
+}
+
+void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, const std::byte *packedW, int32_t *y,
+            ThreadPool *pool, std::span<std::byte> scratch) {
+  const Conv2dShape &s = plan.shape;
+  const int64_t k = plan.k(), n = s.outChannels, plane = s.outPlane();
+  auto *padded = reinterpret_cast<uint8_t *>(scratch.data());
+  auto *patches = padded + paddedBytes(plan);
+  auto *result = reinterpret_cast<int32_t *>(patches + patchBytes(plan));
+  const std::span<std::byte> gemmScratch = scratch.subspan(size_t(paddedBytes(plan) + patchBytes(plan) +
+                                                                  resultBytes(plan)));
+  const PackedS8BView b{plan.kernel, k, n, packedW};
+  const auto fill = static_cast<uint8_t>(xZero);  // The zero point's own bits, u8 or s8.
+  for (int64_t image = 0; image < s.batch; ++image) {
+    copyChannelsLast(plan, static_cast<const uint8_t *>(x) + image * s.inChannels * s.inPlane(), fill, padded, pool);
+    int32_t *yImage = y + image * n * plane;
+    for (int64_t p0 = 0; p0 < plane; p0 += plan.chunkRows) {
+      const int64_t rows = std::min(plan.chunkRows, plane - p0);
+      const uint8_t *a = padded + p0 * s.inChannels;
+      if (!plan.direct) {
+        gatherPatches(plan, padded, p0, rows, patches, pool);
+        a = patches;
+      }
+      const S8GemmA operand{a, plan.direct ? s.inChannels : k, xSigned, &xZero, 1};
+      s8GemmPacked(chunkShape(plan, rows), operand, b, result, n, pool, gemmScratch);
+      // result [rows, Cout] to columns [p0, p0 + rows) of each channel's plane.
+      parallelRanges(pool, n, std::max<int64_t>(1, kGrainBytes / (rows * 4)), [&](int64_t begin, int64_t end) {
+        for (int64_t oc = begin; oc < end; ++oc) {
+          int32_t *dst = yImage + oc * plane + p0;
+          for (int64_t r = 0; r < rows; ++r) dst[r] = result[r * n + oc];
+        }
+      });
+    }
+  }
+}
+
+}  // namespace tessel::cpu

@@ -1,0 +1,51 @@
+// ConvInteger (group 1) on the int8 GEMM (gemm_s8.h) as the transposed product, so the constant
+// weights are the GEMM's B: C[pixels, Cout] = patches[pixels, K] x W^T[K, Cout], K = KH * KW * Cin.
+// Each image is first copied channels-last into scratch with its padding filled with the input
+// zero point (so padded taps add nothing once it is subtracted); a patch row is then KH * KW
+// copies of Cin contiguous bytes, in (kh, kw, c) order, the order W^T is packed in. A 1x1 conv
+// with stride 1 needs no gather: its patch rows are the channels-last image itself. Pixels run in
+// chunks that keep the patches and their int32 results small; each chunk's results are transposed
+// into the NCHW output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "support/thread_pool.h"
+#include "targets/cpu/kernels/conv.h"
+#include "targets/cpu/kernels/gemm_s8.h"
+
+namespace tessel::cpu {
+
+/// How convS8 runs one shape; built at lowering by planConvS8.
+struct ConvS8Plan {
+  Conv2dShape shape;
+  const S8GemmKernel *kernel = nullptr;
+  int64_t paddedHeight = 0, paddedWidth = 0;  // The channels-last copy: the extent the windows read.
+  int64_t chunkRows = 0;                      // Output pixels per GEMM call.
+  bool direct = false;                        // 1x1, stride 1: the copy is the GEMM's A.
+
+  int64_t k() const { return shape.kernelHeight * shape.kernelWidth * shape.inChannels; }
+};
+
+/// The plan for a group-1 `shape` on `kernel`. Requires shape.group == 1 and k() <= kS8GemmMaxK.
+ConvS8Plan planConvS8(const Conv2dShape &shape, const S8GemmKernel &kernel);
+
+/// Bytes packConvS8Weights writes.
+size_t convS8PackedWeightsBytes(const ConvS8Plan &plan);
+
+/// Packs W [Cout, Cin, KH, KW] (u8, or s8 when `wSigned`) as the GEMM's B = W^T in (kh, kw, c)
+/// row order, with one zero point per output channel, into dst (64-byte aligned).
+void packConvS8Weights(const ConvS8Plan &plan, const void *w, bool wSigned, const int32_t *zeroPoints,
+                       std::byte *dst);
+
+/// Scratch bytes convS8 needs (64-byte aligned), the same for any number of threads.
+size_t convS8ScratchBytes(const ConvS8Plan &plan);
+
+/// y [N, Cout, OH, OW] int32 = (x - xZero) conv (w - wZero), exact, for x [N, Cin, H, W] (u8, or
+/// s8 when `xSigned`) and weights packed by packConvS8Weights.
+void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, const std::byte *packedW, int32_t *y,
+            ThreadPool *pool, std::span<std::byte> scratch);
+
+}  // namespace tessel::cpu
