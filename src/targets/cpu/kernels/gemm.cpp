@@ -27,6 +27,7 @@
 
 #include "support/diagnostic.h"
 #include "support/float_types.h"
+#include "targets/cpu/kernels/gemm_grid.h"
 
 namespace tessel::cpu {
 namespace {
@@ -43,11 +44,9 @@ constexpr int64_t kL2BytesForABlock = 384 * 1024;   // The MC x KC block of A.
 constexpr int64_t kL2BytesForBBlock = 512 * 1024;  // The KC x NC block of B.
 constexpr int64_t kMaxKc = 512;                     // Longer K blocks gain nothing measurable.
 constexpr int64_t kAlignBytes = 64;                 // Cache line; also the zmm width.
-// Cost model of the thread split, in multiply-adds: packing one float (a strided load and a
-// store) costs about this many, and each extra task about kTaskCost (wake-up, claiming, cold
-// caches).
+// Packing one float of B (a strided load and a store) costs about this many multiply-adds, in the
+// thread split's cost model (gemm_grid.h).
 constexpr int64_t kPackCost = 16;
-constexpr int64_t kTaskCost = 100'000;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
@@ -127,33 +126,8 @@ TaskBuffers carveTaskBuffers(const GemmKernel &kernel, const GemmShape &part, Ge
   return buffers;
 }
 
-/// A split of C into a grid of rectangles, one per task; row and column sizes are whole tiles.
-struct Grid {
-  int64_t rowsPerTask, colsPerTask;
-  int64_t taskRows, taskCols;
-
-  int64_t tasks() const { return taskRows * taskCols; }
-  GemmShape part(const GemmShape &shape) const { return {rowsPerTask, colsPerTask, shape.k}; }
-};
-
-Grid chooseGrid(const GemmKernel &kernel, const GemmShape &shape, int threads, GemmPacking packing) {
-  const int64_t rowTiles = ceilDiv(shape.m, kernel.mr), colTiles = ceilDiv(shape.n, kernel.nr);
-  Grid best{roundUp(shape.m, kernel.mr), roundUp(shape.n, kernel.nr), 1, 1};
-  int64_t bestCost = std::numeric_limits<int64_t>::max();
-  for (int64_t tm = 1; tm <= threads && tm <= rowTiles; ++tm) {
-    for (int64_t tn = 1; tm * tn <= threads && tn <= colTiles; ++tn) {
-      const int64_t rows = ceilDiv(rowTiles, tm) * kernel.mr, cols = ceilDiv(colTiles, tn) * kernel.nr;
-      int64_t cost = rows * cols * shape.k;
-      if (!packing.b) cost += kPackCost * cols * shape.k;
-      const Grid grid{rows, cols, ceilDiv(shape.m, rows), ceilDiv(shape.n, cols)};
-      cost += kTaskCost * (grid.tasks() - 1);
-      if (cost < bestCost) {
-        bestCost = cost;
-        best = grid;
-      }
-    }
-  }
-  return best;
+GemmGrid chooseGrid(const GemmKernel &kernel, const GemmShape &shape, int threads, GemmPacking packing) {
+  return chooseGemmGrid(kernel.mr, kernel.nr, shape, threads, packing.b ? 0 : kPackCost);
 }
 
 /// One full panel of kMr rows of row-major A: reads kMr rows side by side so each K step is one
@@ -453,7 +427,7 @@ void runGemm(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
   const GemmPacking packing{aOp.packed != nullptr, bOp.packed != nullptr};
   const int threads = pool != nullptr ? pool->size() : 1;
 
-  Grid grid = chooseGrid(kernel, shape, threads, packing);
+  GemmGrid grid = chooseGrid(kernel, shape, threads, packing);
   size_t taskBytes = taskScratchBytes(kernel, grid.part(shape), packing);
   std::byte *base = scratch.data();
   if (scratch.size() < taskBytes * size_t(grid.tasks())) {
@@ -566,7 +540,7 @@ PackedB packB(int64_t k, int64_t n, const float *b, int64_t ldb, bool transposed
 
 size_t sgemmScratchBytes(const GemmKernel &kernel, const GemmShape &shape, int threads, GemmPacking packing) {
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return 0;
-  const Grid grid = chooseGrid(kernel, shape, std::max(threads, 1), packing);
+  const GemmGrid grid = chooseGrid(kernel, shape, std::max(threads, 1), packing);
   return taskScratchBytes(kernel, grid.part(shape), packing) * size_t(grid.tasks());
 }
 

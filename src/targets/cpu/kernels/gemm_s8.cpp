@@ -16,10 +16,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 
 #include "support/diagnostic.h"
 #include "targets/cpu/kernels/elementwise.h"
+#include "targets/cpu/kernels/gemm_grid.h"
 
 namespace tessel::cpu {
 namespace {
@@ -37,7 +37,6 @@ constexpr int64_t kL2BytesForBBlock = 512 * 1024;
 constexpr int64_t kAlignBytes = 64;  // Cache line; also the zmm width.
 constexpr int64_t kWordBytes = 4;    // One packed quad.
 // Multiply-adds an extra task costs (wake-up, claiming, cold caches), as in gemm.cpp.
-constexpr int64_t kTaskCost = 100'000;
 constexpr int64_t kPackGrainBytes = 16384;  // Bytes of A per packing task.
 constexpr int32_t kSignShift = 128;         // s8 + 128 is u8; u8 - 128 is s8.
 
@@ -69,32 +68,6 @@ Blocking chooseBlocking(const S8GemmKernel &kernel, const GemmShape &shape) {
   blocking.nc = std::min(std::max<int64_t>(kL2BytesForBBlock / blockBytes / kernel.nr * kernel.nr, kernel.nr),
                          roundUp(shape.n, kernel.nr));
   return blocking;
-}
-
-/// A split of C into a grid of rectangles of whole tiles, one per task.
-struct Grid {
-  int64_t rowsPerTask, colsPerTask;
-  int64_t taskRows, taskCols;
-
-  int64_t tasks() const { return taskRows * taskCols; }
-};
-
-Grid chooseGrid(const S8GemmKernel &kernel, const GemmShape &shape, int threads) {
-  const int64_t rowTiles = ceilDiv(shape.m, kernel.mr), colTiles = ceilDiv(shape.n, kernel.nr);
-  Grid best{roundUp(shape.m, kernel.mr), roundUp(shape.n, kernel.nr), 1, 1};
-  int64_t bestCost = std::numeric_limits<int64_t>::max();
-  for (int64_t tm = 1; tm <= threads && tm <= rowTiles; ++tm) {
-    for (int64_t tn = 1; tm * tn <= threads && tn <= colTiles; ++tn) {
-      const int64_t rows = ceilDiv(rowTiles, tm) * kernel.mr, cols = ceilDiv(colTiles, tn) * kernel.nr;
-      const Grid grid{rows, cols, ceilDiv(shape.m, rows), ceilDiv(shape.n, cols)};
-      const int64_t cost = rows * cols * shape.k + kTaskCost * (grid.tasks() - 1);
-      if (cost < bestCost) {
-        bestCost = cost;
-        best = grid;
-      }
-    }
-  }
-  return best;
 }
 
 /// Where a call's packed A lives in scratch.
@@ -256,7 +229,7 @@ void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView 
   const auto *colSum = reinterpret_cast<const int32_t *>(b.data + panelBytes(kernel, shape.k, shape.n));
   const int32_t *bZero = colSum + roundUp(shape.n, kernel.nr);
   const int64_t panelStrideBytes = quadsOf(shape.k) * kernel.nr * kWordBytes;
-  const Grid grid = chooseGrid(kernel, shape, pool != nullptr ? pool->size() : 1);
+  const GemmGrid grid = chooseGemmGrid(kernel.mr, kernel.nr, shape, pool != nullptr ? pool->size() : 1, 0);
   auto runOne = [&](int64_t task) {
     const int64_t row0 = (task / grid.taskCols) * grid.rowsPerTask;
     const int64_t col0 = (task % grid.taskCols) * grid.colsPerTask;
