@@ -28,7 +28,7 @@ struct KernelRunResult {
   tile::Kernel kernel;                 // The recorded Tile IR.
   tile::CompiledKernel compiled;
   SimulationResult simulation;
-  std::vector<HostTensor> inputs;      // The values fed (exact, after rounding to their dtype).
+  std::vector<HostTensor> inputs;      // The values fed (exact, after rounding to their dtype); none when timing only.
   std::vector<HostTensor> outputs;     // Empty with timingOnly.
   std::vector<HostTensor> expected;    // Empty unless checked.
   bool checked = false;                // The outputs were compared with the reference.

@@ -42,9 +42,11 @@ struct Spill {
   int32_t reloadTile = -1;      // The new tile it comes back into; the ops from reloadBeforeOp on use it.
   MemSpace from = MemSpace::SBUF;
   MemSpace to = MemSpace::HBM;  // HBM (from SBUF: a scratch tensor) or SBUF (from PSUM: a tile).
-  int32_t holder = -1;          // The scratch HBM tensor or the SBUF tile that holds the value meanwhile.
+  int32_t holder = -1;          // The scratch HBM tensor or the SBUF tile that holds the value meanwhile
+                                // (reloaded: the HBM tensor it was loaded from).
   std::string holderName, reloadName;
-  int64_t saveAfterOp = -1, reloadBeforeOp = -1, pressureOp = -1;
+  bool reloaded = false;        // An unchanged copy of HBM data nothing writes: not saved, loaded again.
+  int64_t saveAfterOp = -1, reloadBeforeOp = -1, pressureOp = -1;  // saveAfterOp -1 when reloaded.
   uint64_t bytesPerPartition = 0;
 };
 

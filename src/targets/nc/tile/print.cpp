@@ -48,6 +48,13 @@ std::string printAllocation(const Kernel &kernel, const CompiledKernel &compiled
     text += "\n";
   }
   for (const Spill &spill : compiled.spills) {
+    if (spill.reloaded) {
+      text += fmt::format("  spill #{} {} ({} bytes, SBUF full at op #{}): a copy of HBM {}, not saved; loaded again "
+                          "before op #{} into tile #{} {}\n",
+                          spill.tile, tileName(spill.tile), spill.bytesPerPartition, spill.pressureOp,
+                          spill.holderName, spill.reloadBeforeOp, spill.reloadTile, spill.reloadName);
+      continue;
+    }
     const char *from = spill.from == MemSpace::PSUM ? "PSUM" : "SBUF";
     std::string holder = spill.to == MemSpace::HBM ? fmt::format("HBM {}", spill.holderName)
                                                    : fmt::format("SBUF tile #{} {}", spill.holder, spill.holderName);

@@ -1,9 +1,11 @@
-// Spill insertion; see spill.h. Each round places the tiles; on failure it picks one victim at the
-// pressure point, rewrites the kernel (a save op after the victim's last write before that point, a
-// restore op into a new tile before its next use, later ops renamed to the new tile) and places again.
+// Spill insertion; see spill.h. Each round places the tiles; on failure it picks victims at the
+// pressure point, rewrites the kernel (a save op after each victim's last write before that point,
+// or none when the value is a reloadable copy of HBM; a restore op into a new tile before its next
+// use, later ops renamed to the new tile) and places again.
 #include "targets/nc/tile/spill.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <string>
 
@@ -13,7 +15,7 @@ namespace tessel::nc::tile {
 namespace {
 
 // A bound on the rounds, far above what any kernel needs (each spill removes one live stretch).
-constexpr size_t kMaxSpills = 4096;
+constexpr size_t kMaxSpills = 1 << 16;
 // The largest count of one SBUF access-pattern dim (uint16).
 constexpr int64_t kMaxDimCount = 65535;
 
@@ -119,74 +121,257 @@ Status checkOperandsFit(const Kernel &kernel, const MachineProfile &profile) {
   return Status::success();
 }
 
-/// Rewrites `result.kernel`: `victim`'s value saved after its last write before `pressure`, restored
-/// into a new tile before its next use, which the later ops use instead; `isSpillOp` follows the ops.
-void spillAt(SpilledKernel &result, std::vector<bool> &isSpillOp, const std::vector<TileUse> &uses, int32_t victim,
-             int32_t pressure) {
+/// Whether some op of `kernel` writes HBM tensor `tensor`.
+bool hbmTensorWritten(const Kernel &kernel, int32_t tensor) {
+  for (const TileOp &op : kernel.ops)
+    if (!op.operands.empty() && op.operands[0] && op.operands[0]->space == MemSpace::HBM &&
+        op.operands[0]->id == tensor)
+      return true;
+  return false;
+}
+
+/// Whether op `op` is a load reading only HBM tensors that no op writes: replaying it reproduces
+/// what it wrote.
+bool isReplayableLoad(const Kernel &kernel, const TileOp &op) {
+  if (op.kind != TileOpKind::Load || op.operands.size() < 2) return false;
+  for (size_t s = 1; s < op.operands.size(); ++s) {
+    const std::optional<OperandView> &view = op.operands[s];
+    if (view && (view->space != MemSpace::HBM || hbmTensorWritten(kernel, view->id))) return false;
+  }
+  return true;
+}
+
+/// Where a stretch of a tile's value can be brought back from without saving it.
+struct ValueSource {
+  enum Kind { Computed, Load, Holder } kind = Computed;
+  int32_t index = -1;  // Load: the op to replay; Holder: the spill whose holder keeps the value.
+};
+
+/// One live stretch of a tile's value: the ops [uses[first], uses[last]] of tile `tile` of the
+/// kernel before the round (`id` is the tile it lives in: that tile, or a reload).
+struct Stretch {
+  int32_t tile = -1, id = -1;
+  size_t first = 0, last = 0;  // Indices into the tile's uses.
+  ValueSource source;          // How its value at its start can be had again.
+};
+
+/// A spill the sweep decided, in the op indices of the kernel before the round.
+struct SpillDecision {
+  int32_t stretchTile = -1, victimId = -1, reloadId = -1;
+  int32_t saveAfter = -1, reloadBefore = -1, pressure = -1;
+  ValueSource reloadFrom;  // Load: replay that op; Holder: spills[index]'s holder (saved or not now).
+  bool save = false;       // A new save after saveAfter.
+};
+
+/// The spills one sweep over `kernel` decides in `space`: at every op where the live stretches take
+/// more than `capacity` (and at `forcedOp`, where placement failed although the bytes fit), victims in
+/// Belady's order until the excess is covered. Adds the reload tiles (and PSUM holders) to `result`.
+std::vector<SpillDecision> sweep(SpilledKernel &result, const std::vector<bool> &isSpillOp, MemSpace space,
+                                 uint64_t capacity, int32_t forcedOp) {
   Kernel &kernel = result.kernel;
-  const TileDecl decl = kernel.tiles[static_cast<size_t>(victim)];
-  int32_t previousUse = -1, nextUse = -1, lastWrite = -1;
-  for (const TileUse &use : uses) {
-    if (use.op < pressure) {
-      previousUse = use.op;
-      if (use.write) lastWrite = use.op;
-    } else if (use.op > pressure && nextUse < 0) {
-      nextUse = use.op;
+  const std::vector<std::vector<TileUse>> uses = tileUses(kernel);
+  const int32_t numOps = static_cast<int32_t>(kernel.ops.size());
+  std::vector<Stretch> stretches;
+  std::vector<std::vector<size_t>> startsAt(static_cast<size_t>(numOps));
+  for (size_t t = 0; t < kernel.tiles.size(); ++t) {
+    if (kernel.tiles[t].space != space || uses[t].empty()) continue;
+    startsAt[static_cast<size_t>(uses[t].front().op)].push_back(stretches.size());
+    stretches.push_back(Stretch{static_cast<int32_t>(t), static_cast<int32_t>(t), 0, uses[t].size() - 1, {}});
+  }
+  auto opOf = [&](const Stretch &s, size_t use) { return uses[static_cast<size_t>(s.tile)][use].op; };
+  std::vector<SpillDecision> decisions;
+  std::vector<size_t> active;
+  uint64_t liveBytes = 0;
+  auto bytesOf = [&](const Stretch &s) { return tileAllocatedBytes(kernel.tiles[static_cast<size_t>(s.tile)]); };
+  for (int32_t i = 0; i < numOps; ++i) {
+    for (size_t s : startsAt[static_cast<size_t>(i)]) {
+      active.push_back(s);
+      liveBytes += bytesOf(stretches[s]);
+    }
+    if (liveBytes > capacity || i == forcedOp) {
+      const uint64_t toFree = liveBytes > capacity ? liveBytes - capacity : 1;
+      // What is live here but idle until the op after any restores in between may go.
+      int32_t needer = i;
+      while (needer + 1 < numOps && isSpillOp[static_cast<size_t>(needer)]) ++needer;
+      std::vector<SpillCandidate> candidates;
+      std::vector<size_t> nextUseIndex(stretches.size());
+      for (size_t s : active) {
+        const Stretch &stretch = stretches[s];
+        if (opOf(stretch, stretch.first) >= i || opOf(stretch, stretch.last) <= needer) continue;
+        size_t next = stretch.first;
+        while (opOf(stretch, next) < i) ++next;
+        if (opOf(stretch, next) <= needer) continue;  // Needed now.
+        // The ops still name the tiles as they were before this round.
+        if (accumulatesOnto(kernel.ops[static_cast<size_t>(opOf(stretch, next))], stretch.tile)) continue;
+        nextUseIndex[s] = next;
+        candidates.push_back(SpillCandidate{static_cast<int32_t>(s), opOf(stretch, next), bytesOf(stretch)});
+      }
+      uint64_t freed = 0;
+      while (freed < toFree && !candidates.empty() && result.spills.size() < kMaxSpills) {
+        const size_t s = static_cast<size_t>(chooseSpillVictim(candidates));
+        candidates.erase(std::find_if(candidates.begin(), candidates.end(),
+                                      [&](const SpillCandidate &c) { return c.id == static_cast<int32_t>(s); }));
+        const Stretch victim = stretches[s];
+        const size_t next = nextUseIndex[s];
+        // Its writes before here: none since a restore keeps that restore's source; a stretch whose
+        // one write is a replayable load is that load; anything else is saved after its last write.
+        int32_t lastWrite = -1, writes = 0;
+        for (size_t u = victim.first; u < next; ++u)
+          if (uses[static_cast<size_t>(victim.tile)][u].write) {
+            lastWrite = opOf(victim, u);
+            ++writes;
+          }
+        SpillDecision decision;
+        decision.stretchTile = victim.tile;
+        decision.victimId = victim.id;
+        decision.pressure = i;
+        decision.reloadBefore = opOf(victim, next);
+        const TileOp *load = writes == 1 ? &kernel.ops[static_cast<size_t>(lastWrite)] : nullptr;
+        if (writes == 0 && victim.source.kind != ValueSource::Computed) {
+          decision.reloadFrom = victim.source;
+        } else if (space == MemSpace::SBUF && victim.source.kind == ValueSource::Computed && load &&
+                   isReplayableLoad(kernel, *load) && load->operands[0]->id == victim.tile) {
+          decision.reloadFrom = ValueSource{ValueSource::Load, lastWrite};
+        } else {
+          decision.save = true;
+          decision.saveAfter = lastWrite >= 0 ? lastWrite : opOf(victim, next - 1);
+          decision.reloadFrom = ValueSource{ValueSource::Holder, static_cast<int32_t>(result.spills.size())};
+        }
+        const TileDecl decl = kernel.tiles[static_cast<size_t>(victim.tile)];
+        Spill spill;
+        spill.tile = victim.id;
+        spill.from = space;
+        spill.to = space == MemSpace::SBUF ? MemSpace::HBM : MemSpace::SBUF;
+        spill.saveAfterOp = decision.save ? result.origin[static_cast<size_t>(decision.saveAfter)] : -1;
+        spill.reloadBeforeOp = result.origin[static_cast<size_t>(decision.reloadBefore)];
+        spill.pressureOp = result.origin[static_cast<size_t>(i)];
+        spill.bytesPerPartition = tileAllocatedBytes(decl);
+        spill.reloadTile = static_cast<int32_t>(kernel.tiles.size());
+        spill.reloadName = fmt::format("{}@reload{}", decl.name, result.spills.size());
+        TileDecl reload = decl;
+        reload.name = spill.reloadName;
+        kernel.tiles.push_back(reload);
+        if (decision.reloadFrom.kind == ValueSource::Load) {
+          spill.reloaded = true;
+          spill.holder = kernel.ops[static_cast<size_t>(decision.reloadFrom.index)].operands[1]->id;
+          spill.holderName = kernel.tensors[static_cast<size_t>(spill.holder)].name;
+        } else if (decision.save) {
+          if (space == MemSpace::SBUF) {
+            spill.holder = static_cast<int32_t>(kernel.tensors.size());
+            spill.holderName = fmt::format("{}@spill{}", decl.name, result.spills.size());
+            kernel.tensors.push_back(HbmTensorDecl{spill.holderName, decl.dtype, {decl.partitions, freeElements(decl)},
+                                                   false, /*isScratch=*/true});
+          } else {
+            // DMA does not reach PSUM: DVE copies the value to SBUF and back (bit-exact: same dtype).
+            spill.holder = static_cast<int32_t>(kernel.tiles.size());
+            spill.holderName = fmt::format("{}@evict{}", decl.name, result.spills.size());
+            TileDecl holder = decl;
+            holder.name = spill.holderName;
+            holder.space = MemSpace::SBUF;
+            kernel.tiles.push_back(holder);
+          }
+        } else {
+          const Spill &kept = result.spills[static_cast<size_t>(decision.reloadFrom.index)];
+          spill.holder = kept.holder;
+          spill.holderName = kept.holderName;
+        }
+        decision.reloadId = spill.reloadTile;
+        result.spills.push_back(std::move(spill));
+        decisions.push_back(decision);
+        // The victim's stretch ends at its last use before here; the rest is a new stretch from its
+        // restore, in the reload tile.
+        freed += bytesOf(victim);
+        liveBytes -= bytesOf(victim);
+        active.erase(std::find(active.begin(), active.end(), s));
+        Stretch rest{victim.tile, decision.reloadId, next, victim.last, decision.reloadFrom};
+        stretches[s].last = next - 1;
+        startsAt[static_cast<size_t>(decision.reloadBefore)].push_back(stretches.size());
+        stretches.push_back(rest);
+      }
+    }
+    for (size_t k = 0; k < active.size();) {
+      const Stretch &stretch = stretches[active[k]];
+      if (opOf(stretch, stretch.last) <= i) {
+        liveBytes -= bytesOf(stretch);
+        active[k] = active.back();
+        active.pop_back();
+      } else {
+        ++k;
+      }
     }
   }
-  const int32_t saveAfter = lastWrite >= 0 ? lastWrite : previousUse;
-  const size_t index = result.spills.size();
+  return decisions;
+}
 
-  Spill spill;
-  spill.tile = victim;
-  spill.from = decl.space;
-  spill.to = decl.space == MemSpace::SBUF ? MemSpace::HBM : MemSpace::SBUF;
-  spill.saveAfterOp = result.origin[static_cast<size_t>(saveAfter)];
-  spill.reloadBeforeOp = result.origin[static_cast<size_t>(nextUse)];
-  spill.pressureOp = result.origin[static_cast<size_t>(pressure)];
-  spill.bytesPerPartition = tileAllocatedBytes(decl);
-
-  // The later ops read and write the new tile.
-  spill.reloadTile = static_cast<int32_t>(kernel.tiles.size());
-  spill.reloadName = fmt::format("{}@reload{}", decl.name, index);
-  TileDecl reload = decl;
-  reload.name = spill.reloadName;
-  kernel.tiles.push_back(reload);
-  for (size_t i = static_cast<size_t>(nextUse); i < kernel.ops.size(); ++i)
-    for (std::optional<OperandView> &view : kernel.ops[i].operands)
-      if (view && view->space == decl.space && view->id == victim) view->id = spill.reloadTile;
-
-  TileOp save, restore;
-  if (decl.space == MemSpace::SBUF) {
-    spill.holder = static_cast<int32_t>(kernel.tensors.size());
-    spill.holderName = fmt::format("{}@spill{}", decl.name, index);
-    kernel.tensors.push_back(
-        HbmTensorDecl{spill.holderName, decl.dtype, {decl.partitions, freeElements(decl)}, false, /*isScratch=*/true});
-    save = dataMove(TileOpKind::Store, Opcode::DmaCopy, Engine::DMA, wholeScratch(decl, spill.holder),
-                    wholeTile(decl, victim));
-    restore = dataMove(TileOpKind::Load, Opcode::DmaCopy, Engine::DMA, wholeTile(reload, spill.reloadTile),
-                       wholeScratch(decl, spill.holder));
-  } else {
-    // DMA does not reach PSUM: DVE copies the value to SBUF and back (bit-exact: same dtype).
-    spill.holder = static_cast<int32_t>(kernel.tiles.size());
-    spill.holderName = fmt::format("{}@evict{}", decl.name, index);
-    TileDecl holder = decl;
-    holder.name = spill.holderName;
-    holder.space = MemSpace::SBUF;
-    kernel.tiles.push_back(holder);
-    save = dataMove(TileOpKind::Copy, Opcode::TensorCopy, Engine::DVE, wholeTile(holder, spill.holder),
-                    wholeTile(decl, victim));
-    restore = dataMove(TileOpKind::Copy, Opcode::TensorCopy, Engine::DVE, wholeTile(reload, spill.reloadTile),
-                       wholeTile(holder, spill.holder));
+/// Rewrites `result.kernel` with `decisions` in one pass: the saves after their ops, the restores
+/// before theirs, and every later use of a spilled stretch in its reload tile.
+void applySpills(SpilledKernel &result, std::vector<bool> &isSpillOp, const std::vector<SpillDecision> &decisions,
+                 size_t firstSpill) {
+  Kernel &kernel = result.kernel;
+  const size_t numOps = kernel.ops.size();
+  // Per tile of the kernel before the round, the ids its value lives in from which op on.
+  std::map<int32_t, std::vector<std::pair<int32_t, int32_t>>> renames;
+  std::vector<std::vector<size_t>> savesAfter(numOps), restoresBefore(numOps);
+  for (size_t d = 0; d < decisions.size(); ++d) {
+    renames[decisions[d].stretchTile].emplace_back(decisions[d].reloadBefore, decisions[d].reloadId);
+    if (decisions[d].save) savesAfter[static_cast<size_t>(decisions[d].saveAfter)].push_back(d);
+    restoresBefore[static_cast<size_t>(decisions[d].reloadBefore)].push_back(d);
   }
-  // The later insertion first, so that the earlier index still holds.
-  kernel.ops.insert(kernel.ops.begin() + nextUse, std::move(restore));
-  result.origin.insert(result.origin.begin() + nextUse, result.origin[static_cast<size_t>(nextUse)]);
-  isSpillOp.insert(isSpillOp.begin() + nextUse, true);
-  kernel.ops.insert(kernel.ops.begin() + saveAfter + 1, std::move(save));
-  result.origin.insert(result.origin.begin() + saveAfter + 1, result.origin[static_cast<size_t>(saveAfter)]);
-  isSpillOp.insert(isSpillOp.begin() + saveAfter + 1, true);
-  result.spills.push_back(std::move(spill));
+  for (auto &[tile, list] : renames) std::sort(list.begin(), list.end());
+  auto idAt = [&](const OperandView &view, int32_t op) {
+    auto it = renames.find(view.id);
+    if (it == renames.end()) return view.id;
+    int32_t id = view.id;
+    for (const auto &[from, reload] : it->second)
+      if (from <= op) id = reload;
+    return id;
+  };
+  const std::vector<TileOp> ops = std::move(kernel.ops);
+  const std::vector<int32_t> origin = std::move(result.origin);
+  kernel.ops.clear();
+  result.origin.clear();
+  std::vector<bool> spillOps;
+  auto emit = [&](TileOp op, size_t at, bool spillOp) {
+    kernel.ops.push_back(std::move(op));
+    result.origin.push_back(origin[at]);
+    spillOps.push_back(spillOp);
+  };
+  for (size_t j = 0; j < numOps; ++j) {
+    for (size_t d : restoresBefore[j]) {
+      const SpillDecision &decision = decisions[d];
+      const Spill &spill = result.spills[firstSpill + d];
+      const TileDecl &decl = kernel.tiles[static_cast<size_t>(decision.reloadId)];
+      TileOp restore;
+      if (decision.reloadFrom.kind == ValueSource::Load) {
+        restore = ops[static_cast<size_t>(decision.reloadFrom.index)];
+        restore.operands[0]->id = decision.reloadId;
+      } else if (decl.space == MemSpace::SBUF) {
+        restore = dataMove(TileOpKind::Load, Opcode::DmaCopy, Engine::DMA, wholeTile(decl, decision.reloadId),
+                           wholeScratch(decl, spill.holder));
+      } else {
+        restore = dataMove(TileOpKind::Copy, Opcode::TensorCopy, Engine::DVE, wholeTile(decl, decision.reloadId),
+                           wholeTile(kernel.tiles[static_cast<size_t>(spill.holder)], spill.holder));
+      }
+      emit(std::move(restore), j, true);
+    }
+    TileOp op = ops[j];
+    for (std::optional<OperandView> &view : op.operands)
+      if (view && view->space != MemSpace::HBM) view->id = idAt(*view, static_cast<int32_t>(j));
+    emit(std::move(op), j, isSpillOp[j]);
+    for (size_t d : savesAfter[j]) {
+      const SpillDecision &decision = decisions[d];
+      const Spill &spill = result.spills[firstSpill + d];
+      const TileDecl &decl = kernel.tiles[static_cast<size_t>(decision.victimId)];
+      TileOp save = decl.space == MemSpace::SBUF
+                        ? dataMove(TileOpKind::Store, Opcode::DmaCopy, Engine::DMA, wholeScratch(decl, spill.holder),
+                                   wholeTile(decl, decision.victimId))
+                        : dataMove(TileOpKind::Copy, Opcode::TensorCopy, Engine::DVE,
+                                   wholeTile(kernel.tiles[static_cast<size_t>(spill.holder)], spill.holder),
+                                   wholeTile(decl, decision.victimId));
+      emit(std::move(save), j, true);
+    }
+  }
+  isSpillOp = std::move(spillOps);
 }
 
 }  // namespace
@@ -217,27 +402,16 @@ Expected<SpilledKernel> allocateWithSpills(const Kernel &kernel, const MachinePr
     }
     AllocationFailure &failure = std::get<AllocationFailure>(placed);
     if (failure.tile < 0) return std::move(failure.error);
-    const Kernel &current = result.kernel;
-    const std::vector<std::vector<TileUse>> uses = tileUses(current);
-    // Where the tile that found no block starts: what is live there but idle until the op that
-    // needs that tile (past any restores in between) may go.
-    const int32_t pressure = uses[static_cast<size_t>(failure.tile)].front().op;
-    int32_t needer = pressure;
-    while (static_cast<size_t>(needer + 1) < current.ops.size() && isSpillOp[static_cast<size_t>(needer)]) ++needer;
-    std::vector<SpillCandidate> candidates;
-    for (size_t t = 0; t < current.tiles.size(); ++t) {
-      const std::vector<TileUse> &list = uses[t];
-      if (current.tiles[t].space != failure.space || list.empty()) continue;
-      if (list.front().op >= pressure || list.back().op <= needer) continue;
-      auto next = std::find_if(list.begin(), list.end(), [&](const TileUse &use) { return use.op >= pressure; });
-      if (next->op <= needer) continue;  // Needed now.
-      if (accumulatesOnto(current.ops[static_cast<size_t>(next->op)], static_cast<int32_t>(t))) continue;
-      candidates.push_back(SpillCandidate{static_cast<int32_t>(t), next->op, tileAllocatedBytes(current.tiles[t])});
-    }
-    const int32_t victim = chooseSpillVictim(candidates);
+    // One sweep decides every spill the live bytes call for; where the bytes fit but placement
+    // failed (fragmentation), at least one victim goes where the failing tile starts.
+    const uint64_t capacity = static_cast<uint64_t>(
+        failure.space == MemSpace::PSUM ? profile.psum.bytesPerPartition : profile.sbuf.bytesPerPartition);
+    const int32_t failedAt = tileUses(result.kernel)[static_cast<size_t>(failure.tile)].front().op;
+    const size_t firstSpill = result.spills.size();
+    const std::vector<SpillDecision> decisions = sweep(result, isSpillOp, failure.space, capacity, failedAt);
     // Nothing can go: the tiles the op needs fit by bytes (checked above) but not by placement.
-    if (victim < 0 || result.spills.size() >= kMaxSpills) return std::move(failure.error);
-    spillAt(result, isSpillOp, uses[static_cast<size_t>(victim)], victim, pressure);
+    if (decisions.empty() || result.spills.size() >= kMaxSpills) return std::move(failure.error);
+    applySpills(result, isSpillOp, decisions, firstSpill);
   }
 }
 

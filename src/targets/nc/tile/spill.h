@@ -5,9 +5,13 @@
 //
 // Victim: the tile used again the latest (furthest next use, Belady's choice), the policy the model
 // compiler uses for activations across kernels: it frees the space for the longest stretch per
-// spill, so the fewest spills make the kernel fit. An SBUF tile goes to an HBM scratch tensor (one
-// DMA store, one DMA load); a PSUM tile goes to an SBUF tile (DVE copies out and back: DMA does not
-// reach PSUM), which may in turn spill. A PSUM tile whose next use accumulates onto it is not a
+// spill, so the fewest spills make the kernel fit. Each round spills victims in that order until
+// they cover what the live tiles exceed the memory by. An SBUF tile goes to an HBM scratch tensor
+// (one DMA store, one DMA load), unless its value is an unchanged copy of HBM data that nothing
+// writes (its only write a load of a read-only input): then it is not saved but loaded again from
+// there (rematerialized, half the traffic), as when a kernel holds more input tiles than fit. A PSUM
+// tile goes to an SBUF tile (DVE copies out and back: DMA does not reach PSUM), which may in turn
+// spill. A PSUM tile whose next use accumulates onto it is not a
 // candidate (accumulation is defined onto matmul results only). The copies keep the dtype, so
 // results stay bit-exact; the dependences on the tile and the scratch order them. The error remains
 // where spilling cannot help: an op whose own operands exceed a memory (checked first: by how much,

@@ -93,12 +93,23 @@ TEST(AllocationGolden, NothingToReuse) {
 }
 
 // Live data beyond SBUF spills (firing): six 1 KiB blocks live at once in a 4 KiB SBUF; the spill
-// lines name each victim (the block used again the latest), where it is saved and where it returns.
+// lines name each victim (the block used again the latest) and where it returns. The blocks are
+// unchanged copies of the input, so each is loaded again from it rather than saved.
 TEST(AllocationGolden, LiveDataBeyondSbufSpills) {
   MachineProfile profile = loadTestProfile("nc-v2");
   profile.sbuf.bytesPerPartition = kSpillTestSbufBytes;
   Kernel kernel = buildKernel("mirrored6", profile, [](KernelBuilder &b) { mirroredSumKernel(b, 6); });
   expectGolden("allocation_spill", kernel, profile);
+}
+
+// The same blocks doubled in place after loading are computed values: each victim is saved to an
+// HBM scratch tensor and restored from it.
+TEST(AllocationGolden, ComputedLiveDataBeyondSbufIsSaved) {
+  MachineProfile profile = loadTestProfile("nc-v2");
+  profile.sbuf.bytesPerPartition = kSpillTestSbufBytes;
+  Kernel kernel = buildKernel("mirrored6_doubled", profile,
+                              [](KernelBuilder &b) { mirroredSumKernel(b, 6, /*doubled=*/true); });
+  expectGolden("allocation_spill_saved", kernel, profile);
 }
 
 // The same kernel with three blocks fills SBUF exactly: no spill (non-firing).

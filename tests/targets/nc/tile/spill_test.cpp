@@ -71,7 +71,8 @@ TEST(Spill, LiveDataBeyondSbufGoesToHbmAndComesBackExact) {
   MachineProfile profile = loadTestProfile("nc-v2");
   profile.sbuf.bytesPerPartition = kSpillTestSbufBytes;
   const int64_t n = 6, cols = 256;
-  Kernel kernel = buildKernel("mirrored", profile, [&](KernelBuilder &b) { mirroredSumKernel(b, n); });
+  Kernel kernel =
+      buildKernel("mirrored", profile, [&](KernelBuilder &b) { mirroredSumKernel(b, n, /*doubled=*/true); });
   // As written it does not fit: placement alone fails.
   EXPECT_FALSE(allocateTiles(kernel, profile).ok());
   Expected<CompiledKernel> compiled = compileKernel(kernel, profile);
@@ -81,13 +82,45 @@ TEST(Spill, LiveDataBeyondSbufGoesToHbmAndComesBackExact) {
   for (const Spill &spill : compiled->spills) {
     EXPECT_EQ(spill.from, MemSpace::SBUF);
     EXPECT_EQ(spill.to, MemSpace::HBM);
+    EXPECT_FALSE(spill.reloaded);  // Doubled in place: no longer a copy of x.
     EXPECT_TRUE(compiled->hbmTensors[static_cast<size_t>(spill.holder)].isScratch);
   }
-  // The first victim, when block x4 finds no room beside x0..x3: x2 and x3 are used again the
-  // latest (both by the third sum); the lower id goes.
+  // The first victim, when block x4 (op 8) finds no room beside x0..x3: x2 and x3 are used again
+  // the latest (both by the third sum); the lower id goes, saved after its doubling (op 5).
   EXPECT_EQ(compiled->spills.front().tile, 2);
-  EXPECT_EQ(compiled->spills.front().pressureOp, 4);
-  EXPECT_EQ(compiled->spills.front().saveAfterOp, 2);
+  EXPECT_EQ(compiled->spills.front().pressureOp, 8);
+  EXPECT_EQ(compiled->spills.front().saveAfterOp, 5);
+
+  const std::vector<float> x = values(static_cast<size_t>(n * 128 * cols), 7, /*smallIntegers=*/false);
+  const std::vector<float> out = runKernel(kernel, profile, *compiled, {x}, x.size());
+  ASSERT_EQ(out.size(), x.size());
+  const size_t block = 128 * cols;
+  for (int64_t i = 0; i < n; ++i)
+    for (size_t e = 0; e < block; ++e)
+      ASSERT_EQ(out[i * block + e], (x[i * block + e] + x[i * block + e]) +
+                                        (x[(n - 1 - i) * block + e] + x[(n - 1 - i) * block + e]))
+          << "block " << i << " element " << e;
+}
+
+TEST(Spill, AnUnchangedInputTileIsLoadedAgainInsteadOfSaved) {
+  MachineProfile profile = loadTestProfile("nc-v2");
+  profile.sbuf.bytesPerPartition = kSpillTestSbufBytes;
+  const int64_t n = 6, cols = 256;
+  Kernel kernel = buildKernel("mirrored", profile, [&](KernelBuilder &b) { mirroredSumKernel(b, n); });
+  Expected<CompiledKernel> compiled = compileKernel(kernel, profile);
+  ASSERT_TRUE(compiled.ok()) << compiled.diag().str();
+  ASSERT_FALSE(compiled->spills.empty());
+  EXPECT_LE(compiled->peakSbufBytesPerPartition, static_cast<uint64_t>(kSpillTestSbufBytes));
+  size_t dmas = 0;
+  for (const Instruction &insn : compiled->program) dmas += insn.engine == Engine::DMA;
+  for (const Spill &spill : compiled->spills) {
+    EXPECT_TRUE(spill.reloaded);
+    EXPECT_EQ(spill.saveAfterOp, -1);
+    EXPECT_EQ(spill.holderName, "x");
+  }
+  for (const HbmPlacement &tensor : compiled->hbmTensors) EXPECT_FALSE(tensor.isScratch) << tensor.name;
+  // n loads, n stores and one load per spill: no saves.
+  EXPECT_EQ(dmas, static_cast<size_t>(2 * n) + compiled->spills.size());
 
   const std::vector<float> x = values(static_cast<size_t>(n * 128 * cols), 7, /*smallIntegers=*/false);
   const std::vector<float> out = runKernel(kernel, profile, *compiled, {x}, x.size());

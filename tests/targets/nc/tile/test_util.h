@@ -48,8 +48,9 @@ inline constexpr int64_t kSpillTestSbufBytes = 4096;
 
 /// out block i = x block i + x block n-1-i over n blocks of [128, 256] f32 (1 KiB per partition each),
 /// all loaded before any is added: n * 1 KiB live, plus the 1 KiB sum. With kSpillTestSbufBytes, n = 3
-/// just fits and n = 6 must spill.
-inline void mirroredSumKernel(KernelBuilder &b, int64_t n) {
+/// just fits and n = 6 must spill. `doubled`: each block is doubled in place after its load (out =
+/// 2 x_i + 2 x_{n-1-i}), so a spilled block is a computed value that must be saved, not reloaded.
+inline void mirroredSumKernel(KernelBuilder &b, int64_t n, bool doubled = false) {
   const int64_t cols = 256;
   HbmView x = b.input("x", DType::F32, {n * 128, cols});
   HbmView out = b.output("out", DType::F32, {n * 128, cols});
@@ -57,6 +58,7 @@ inline void mirroredSumKernel(KernelBuilder &b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     blocks.push_back(b.sbuf(fmt::format("x{}", i), DType::F32, 128, {cols}));
     b.load(blocks.back(), x.rows(i * 128, 128));
+    if (doubled) b.tensorTensor(blocks.back(), blocks.back(), blocks.back(), AluOp::Add);
   }
   for (int64_t i = 0; i < n; ++i) {
     TileView sum = b.sbuf("sum", DType::F32, 128, {cols});
