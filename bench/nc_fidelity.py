@@ -19,6 +19,7 @@ import sys
 MATMUL_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/nki/tutorials/matrix_multiplication.html"
 MAMBA_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/nki/tutorials/fused_mamba.html"
 LAYERNORM_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/nki/tutorials/layernorm.html"
+WALKTHROUGH_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/how-to-guides/kernel-optimization.html"
 
 MATMUL_SHAPE = "M=4096,N=8192,K=8192"
 # (anchor, kernel, variant, shape, dtype, published us on nc-v2, tolerance)
@@ -31,6 +32,15 @@ KERNEL_ANCHORS = [
     ("5: mamba v1, C=4096 L=512", "mamba", "v1", "B=1,C=4096,L=512,S=16", "f32", 2340, 0.20),
     ("5: mamba v2 (loop reorder), C=4096 L=512", "mamba", "v2", "B=1,C=4096,L=512,S=16", "f32", 1610, 0.20),
     ("5: mamba v3 (L tiled), C=4096 L=8192", "mamba", "v3", "B=1,C=4096,L=8192,S=16", "f32", 27800, 0.20),
+]
+
+# The nc-v3 kernel-optimization walk-through: the same matmul kernels in fp32 on one Trainium2 core,
+# published as engine activity: (variant, DMA active %, PE active %, what the test asserts).
+WALKTHROUGH_STEPS = [
+    ("tiled", 99.93, 87.28, "DMA >= 90%"),
+    ("hoisted", 99.73, 99.85, "DMA, PE >= 90%"),
+    ("mn-blocked", 95.70, 99.52, "DMA >= 80%, PE >= 70%"),
+    ("mnk-blocked", 21.54, 99.50, "DMA <= 35%, PE >= 90%"),
 ]
 
 # The simulator calibration test prints "[calibration] anchor N ..." lines; these patterns read them.
@@ -60,6 +70,19 @@ def kernel_us(tessel, kernel, variant, shape, dtype, target, timing_only=True):
     if rc != 0 or not match:
         sys.exit(f"{' '.join(cmd)} failed:\n{out}")
     return float(match.group(1))
+
+
+def engine_active(tessel, variant):
+    """(DMA active %, PE active %, simulated ms) of a walk-through step, from the kernel run's summary."""
+    cmd = [tessel, "kernel", "run", "matmul", "--variant", variant, "--target", "nc-v3", "--shape", MATMUL_SHAPE,
+           "--dtype", "f32", "--timing-only"]
+    rc, out = run(cmd)
+    dma = re.search(r"^DMA active +([0-9.]+) %", out, re.M)
+    pe = re.search(r"^  PE +([0-9.]+) %", out, re.M)
+    time = re.search(r"^simulated time: ([0-9.]+) us", out, re.M)
+    if rc != 0 or not (dma and pe and time):
+        sys.exit(f"{' '.join(cmd)} failed:\n{out}")
+    return float(dma.group(1)), float(pe.group(1)), float(time.group(1)) / 1000
 
 
 def fmt_us(us):
@@ -106,6 +129,15 @@ def main():
             rows.append(f"| {anchor} | {target} | {published:g} | {value:.1f} | {ratio:.3f} | {tolerance} | "
                         f"{'yes' if abs(ratio - 1) <= 0.15 else '**no**'} |")
 
+    rows += ["", "The nc-v3 kernel-optimization walk-through (fp32 4096x8192x8192, one nc-v3 core; published as "
+             "engine activity only):", "",
+             "| step | published DMA / PE active | simulated DMA / PE active | simulated time | test asserts |",
+             "|---|---:|---:|---:|---|"]
+    for variant, dma_published, pe_published, asserts in WALKTHROUGH_STEPS:
+        dma, pe, ms = engine_active(tessel, variant)
+        rows.append(f"| matmul {variant} | {dma_published:.2f}% / {pe_published:.2f}% | {dma:.2f}% / {pe:.2f}% | "
+                    f"{ms:.2f} ms | {asserts} |")
+
     table = "\n".join(rows)
     print(table)
     if args.output:
@@ -123,6 +155,7 @@ anchors are tests: `tests/targets/nc/kernels/calibration_test.cpp` (whole kernel
 `tests/targets/nc/sim/calibration_test.cpp` (single mechanisms).
 
 Sources: anchor 2, the NKI matrix-multiplication tutorial's performance table ({MATMUL_URL});
+the nc-v3 walk-through, "Introduction to NKI Kernel Optimization" ({WALKTHROUGH_URL});
 anchor 5, the NKI fused-Mamba tutorial ({MAMBA_URL}; the v3 figure is its seq_len scaling table at
 8192); the LayerNorm tutorial ({LAYERNORM_URL}); anchors 1, 3 and 4 as accelerator-model.md lists
 them. The tutorial kernels are `tessel kernel run matmul --variant tiled|hoisted|mn-blocked|mnk-blocked`,
@@ -152,12 +185,21 @@ FOOTER = """
   (v2 and v3 at 99% DVE active in the tutorial's profiles); v1 is bound by reloading delta and u.
 - **ACT/DVE pipeline and semaphore latencies**: anchor 3.
 
+- **The walk-through's engine activity** (nc-v3, fp32): the tiled, hoisted and fully blocked
+  steps land on the published pattern (DMA 99.9 / 99.8 / 19.6% against 99.9 / 99.7 / 21.5%; PE
+  93.0 / 97.3% on the last two against 99.9 / 99.5%). The tiled step's PE is 69.8% against the
+  page's 87.28%, which the same page also gives as "about 69.83%" in its text.
+
 ## Not covered yet
 
-- The nc-v3 kernel-optimization walk-through (fp32 matmul steps; DMA near 100% active on the first
-  three, PE near 100% on the last three, DMA about 20% on the last) is not written as variants, so
-  its qualitative engine-activity pattern is not checked.
-- No whole-kernel anchor exists on nc-v3: its DMA chunk-efficiency curve is carried from nc-v2.
+- The walk-through's M/N-blocked step in fp32 holds 2 x 64 b tiles of 2 KiB per partition, more
+  than SBUF. tessel's spiller loads the b tiles it evicts again (from the input, no save) right
+  before their next use, so the PE waits on those loads: PE 74% and DMA 86% active against the
+  published 99.5% and 95.7%, 39.2 ms against the hoisted step's 30.7 ms. The chip's compiler
+  evidently fetched them ahead; a spiller that places restores ahead of their use where room allows
+  would close it (a fixed lookahead tried here made small kernels spill in cycles).
+- No whole-kernel time anchor exists on nc-v3: its DMA chunk-efficiency curve is carried from nc-v2;
+  the walk-through gives activity, not times.
 - Mamba v2 lands at 1.195, at the edge of its 20%: the model's DVE work per state step is 8 N
   cycles (four two-input passes), the tutorial's profile implies about 6.9 N.
 """
