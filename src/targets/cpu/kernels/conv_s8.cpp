@@ -13,6 +13,7 @@ constexpr int64_t kAlign = 64;
 constexpr int64_t kChunkBytes = 1 << 20;  // Patches or results per chunk: about L2.
 constexpr int64_t kChunkRowUnit = 96;     // A multiple of the 6-row tile, split over a few threads.
 constexpr int64_t kGrainBytes = 16384;    // Bytes copied per task.
+constexpr int64_t kTransposeBlock = 16;   // Channels or pixels per step of a transpose.
 
 int64_t alignUp(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
@@ -33,10 +34,14 @@ void copyChannelsLast(const ConvS8Plan &p, const uint8_t *x, uint8_t fill, uint8
                      const int64_t ih = ph - s.padTop;
                      if (ih < 0 || ih >= s.inHeight) continue;
                      const int64_t iwEnd = std::min(s.inWidth, p.paddedWidth - s.padLeft);
-                     for (int64_t ch = 0; ch < c; ++ch) {
-                       const uint8_t *src = x + (ch * s.inHeight + ih) * s.inWidth;
-                       for (int64_t iw = std::max<int64_t>(0, -s.padLeft); iw < iwEnd; ++iw) {
-                         dst[(iw + s.padLeft) * c + ch] = src[iw];
+                     // Channels in blocks, so each pixel's writes fill part of one line while a
+                     // few input rows are read in step.
+                     for (int64_t c0 = 0; c0 < c; c0 += kTransposeBlock) {
+                       const int64_t c1 = std::min(c, c0 + kTransposeBlock);
+                       const uint8_t *src = x + (c0 * s.inHeight + ih) * s.inWidth;
+                       for (int64_t iw = 0; iw < iwEnd; ++iw) {
+                         uint8_t *pixel = dst + (iw + s.padLeft) * c;
+                         for (int64_t ch = c0; ch < c1; ++ch) pixel[ch] = src[(ch - c0) * s.inPlane() + iw];
                        }
                      }
                    }
@@ -127,13 +132,19 @@ void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, 
       }
       const S8GemmA operand{a, plan.direct ? s.inChannels : k, xSigned, &xZero, 1};
       s8GemmPacked(chunkShape(plan, rows), operand, b, result, n, pool, gemmScratch);
-      // result [rows, Cout] to columns [p0, p0 + rows) of each channel's plane.
-      parallelRanges(pool, n, std::max<int64_t>(1, kGrainBytes / (rows * 4)), [&](int64_t begin, int64_t end) {
-        for (int64_t oc = begin; oc < end; ++oc) {
-          int32_t *dst = yImage + oc * plane + p0;
-          for (int64_t r = 0; r < rows; ++r) dst[r] = result[r * n + oc];
-        }
-      });
+      // result [rows, Cout] to columns [p0, p0 + rows) of each channel's plane, a block of pixels
+      // (one line of each channel's output) at a time.
+      const int64_t blocks = (rows + kTransposeBlock - 1) / kTransposeBlock;
+      parallelRanges(pool, blocks, std::max<int64_t>(1, kGrainBytes / (kTransposeBlock * n * 4)),
+                     [&](int64_t begin, int64_t end) {
+                       for (int64_t block = begin; block < end; ++block) {
+                         const int64_t r0 = block * kTransposeBlock, r1 = std::min(rows, r0 + kTransposeBlock);
+                         for (int64_t oc = 0; oc < n; ++oc) {
+                           int32_t *dst = yImage + oc * plane + p0;
+                           for (int64_t r = r0; r < r1; ++r) dst[r] = result[r * n + oc];
+                         }
+                       }
+                     });
     }
   }
 }
