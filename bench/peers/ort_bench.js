@@ -12,6 +12,7 @@ const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
 const { readNpy, writeNpy } = require('./npy');
+const { percentile } = require('./stats');
 
 function parseArgs(argv) {
   const args = { threads: 1, runs: 20, warmup: 3, batch: 0, inputs: '', outputs: '', model: '' };
@@ -33,16 +34,6 @@ function parseArgs(argv) {
   if (!args.model || !args.inputs) throw new Error('usage: ort_bench.js MODEL.onnx --inputs DIR [--threads N] [--runs R] [--warmup W] [--batch B] [--outputs DIR]');
   if (!(args.threads >= 1 && args.runs >= 1 && args.warmup >= 0)) throw new Error('--threads and --runs must be >= 1, --warmup >= 0');
   return args;
-}
-
-function percentile(sorted, p) {
-  // Nearest-rank on the sorted samples; the median of an even count averages the middle two.
-  if (p === 50 && sorted.length % 2 === 0) {
-    const m = sorted.length / 2;
-    return (sorted[m - 1] + sorted[m]) / 2;
-  }
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank];
 }
 
 async function main() {

@@ -14,6 +14,7 @@
 
 const ort = require('onnxruntime-node');
 const { readNpy } = require('./npy');
+const { percentile } = require('./stats');
 
 function parseArgs(argv) {
   const args = { model: '', prompt: '', newTokens: 64, threads: 1 };
@@ -32,16 +33,6 @@ function parseArgs(argv) {
   if (!args.model || !args.prompt) throw new Error('usage: ort_generate.js MODEL.onnx --prompt IDS.npy [--max-new-tokens T] [--threads N]');
   if (!(args.threads >= 1 && args.newTokens >= 1)) throw new Error('--threads and --max-new-tokens must be >= 1');
   return args;
-}
-
-// The same nearest-rank percentile as ort_bench.js (the median of an even count averages the middle two).
-function percentile(sorted, p) {
-  if (p === 50 && sorted.length % 2 === 0) {
-    const m = sorted.length / 2;
-    return (sorted[m - 1] + sorted[m]) / 2;
-  }
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[rank];
 }
 
 function int64Tensor(rows, columns, at) {

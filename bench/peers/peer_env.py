@@ -28,6 +28,16 @@ def peer_environment(threads, base=None):
     return env
 
 
+def requested_threads(argv):
+    """The --threads N (or --threads=N) a driver was given, at least 1; 1 when absent."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv) and argv[i + 1].isdigit():
+            return max(1, int(argv[i + 1]))
+        if a.startswith("--threads=") and a[10:].isdigit():
+            return max(1, int(a[10:]))
+    return 1
+
+
 def reexec_in_peer_environment(threads):
     """Restarts this script in peer_environment(threads) unless it already runs in it; the dynamic
     loader and OpenBLAS read these variables only at process start. Call before importing torch."""

@@ -17,17 +17,8 @@ import time
 import peer_env
 
 
-def requested_threads(argv):
-    for i, a in enumerate(argv):
-        if a == "--threads" and i + 1 < len(argv) and argv[i + 1].isdigit():
-            return max(1, int(argv[i + 1]))
-        if a.startswith("--threads=") and a[10:].isdigit():
-            return max(1, int(a[10:]))
-    return 1
-
-
 # BLAS library and thread variables are read at process start, so this goes before torch loads.
-peer_env.reexec_in_peer_environment(requested_threads(sys.argv))
+peer_env.reexec_in_peer_environment(peer_env.requested_threads(sys.argv))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
