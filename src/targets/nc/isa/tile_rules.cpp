@@ -21,4 +21,10 @@ bool peInputsPair(DType stationary, DType moving) {
   return wide(stationary) == wide(moving);
 }
 
+bool matmulFits(const IsaLimits &limits, int64_t k, int64_t m, int64_t n) {
+  return k <= limits.matmulMaxK && m <= limits.matmulMaxStationaryFree && n <= limits.matmulMaxMovingFree;
+}
+
+int64_t transposeLimit(const IsaLimits &limits, bool onPe) { return onPe ? limits.peTransposeMax : limits.dveTransposeMax; }
+
 }  // namespace tessel::nc

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "targets/nc/isa/instruction.h"
+#include "targets/nc/isa/verifier.h"
 
 namespace tessel::nc {
 
@@ -21,5 +22,12 @@ bool isPeInput(DType dtype);
 
 /// T12: a matmul pairs f32/tf32 operands only with f32/tf32 ones.
 bool peInputsPair(DType stationary, DType moving);
+
+/// T3: a matmul's contraction K (partitions), stationary free size M and moving free size N fit the
+/// PE array and one PSUM bank of fp32.
+bool matmulFits(const IsaLimits &limits, int64_t k, int64_t m, int64_t n);
+
+/// T9: the largest square a transpose takes: the PE array's, or DVE's 32x32 blocks.
+int64_t transposeLimit(const IsaLimits &limits, bool onPe);
 
 }  // namespace tessel::nc

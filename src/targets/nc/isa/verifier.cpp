@@ -146,12 +146,10 @@ void Checker::checkMatmul() {
   if (stat->partitionCount != mov->partitionCount)  // T4
     report("contraction K differs: stationary has {} partitions, moving {} (T4)", stat->partitionCount,
            mov->partitionCount);
-  if (stat->partitionCount > limits_.matmulMaxK) report("K = {} exceeds {} (T3)", stat->partitionCount, limits_.matmulMaxK);
-  uint64_t m = freeSizeElements(*stat), n = freeSizeElements(*mov);
-  if (m > static_cast<uint64_t>(limits_.matmulMaxStationaryFree))
-    report("stationary free size M = {} exceeds {} (T3)", m, limits_.matmulMaxStationaryFree);
-  if (n > static_cast<uint64_t>(limits_.matmulMaxMovingFree))
-    report("moving free size N = {} exceeds {} (T3)", n, limits_.matmulMaxMovingFree);
+  const uint64_t m = freeSizeElements(*stat), n = freeSizeElements(*mov);
+  if (!matmulFits(limits_, stat->partitionCount, static_cast<int64_t>(m), static_cast<int64_t>(n)))  // T3
+    report("K = {}, M = {}, N = {}; limits K <= {}, M <= {}, N <= {} (T3)", stat->partitionCount, m, n,
+           limits_.matmulMaxK, limits_.matmulMaxStationaryFree, limits_.matmulMaxMovingFree);
   if (dst->partitionCount != m || freeSizeElements(*dst) != n)
     report("dst shape {}x{} does not match M x N = {}x{}", dst->partitionCount, freeSizeElements(*dst), m, n);
   // T2: one matmul output lies inside one PSUM bank.
@@ -165,8 +163,8 @@ void Checker::checkMatmul() {
 void Checker::checkTranspose() {
   const AccessPattern *dst = slot("dst"), *src = slot("src");
   if (!dst || !src) return;
-  int max = insn_.engine == Engine::PE ? limits_.peTransposeMax : limits_.dveTransposeMax;
-  uint64_t free = freeSizeElements(*src);
+  const int64_t max = transposeLimit(limits_, insn_.engine == Engine::PE);
+  const uint64_t free = freeSizeElements(*src);
   if (src->partitionCount > max || free > static_cast<uint64_t>(max))  // T9
     report("src {}x{} exceeds the {} transpose limit {}x{} (T9)", src->partitionCount, free, engineName(insn_.engine),
            max, max);

@@ -511,9 +511,10 @@ void KernelBuilder::matmul(const TileView &dst, const TileView &stationary, cons
   if (moving.partitions() != k)
     return fail(fmt::format("{}: contraction K differs: stationary {} vs moving {} (T4)", p, shapeText(stationary),
                             shapeText(moving)));
-  if (k > profile_.pe.rows || m > profile_.pe.cols || n > profile_.psum.bankFp32Elements)
+  const IsaLimits limits = isaLimitsFor(profile_);
+  if (!matmulFits(limits, k, m, n))
     return fail(fmt::format("{}: K = {}, M = {}, N = {}; limits K <= {}, M <= {}, N <= {} (T3)", p, k, m, n,
-                            profile_.pe.rows, profile_.pe.cols, profile_.psum.bankFp32Elements));
+                            limits.matmulMaxK, limits.matmulMaxStationaryFree, limits.matmulMaxMovingFree));
   if (dst.partitions() != m || dst.freeSize() != n)
     return fail(fmt::format("{}: dst {} must be [M, N] = [{}, {}]", p, shapeText(dst), m, n));
   TileOp op = makeOp(kind, Opcode::NcMatmul, Engine::PE, {toOperand(dst), toOperand(stationary), toOperand(moving)});
@@ -527,7 +528,7 @@ void KernelBuilder::transpose(const TileView &dst, const TileView &src) {
   std::string p = opPrefix(kind);
   // PE writes PSUM; a transpose into SBUF runs on DVE (32x32 blocks, T9).
   bool onPe = dst.space() == MemSpace::PSUM;
-  int64_t limit = onPe ? std::min(profile_.pe.rows, profile_.pe.cols) : isaLimitsFor(profile_).dveTransposeMax;
+  const int64_t limit = transposeLimit(isaLimitsFor(profile_), onPe);
   if (onPe && src.space() != MemSpace::SBUF)
     return fail(fmt::format("{}: PE transpose reads SBUF; src is in {}", p, memSpaceName(src.space())));
   if (dst.dtype() != src.dtype())

@@ -94,11 +94,11 @@ TEST(NcIsaVerifier, MatmulShapeLimits) {
   std::string dst = "psum[p0:128, off 0, [1,512]]:f32";
   EXPECT_EQ(violations(matmul("psum[p0:128, off 0, [1,513]]:f32", "sbuf[p0:128, off 0, [1,128]]:bf16",
                               "sbuf[p0:128, off 256, [1,513]]:bf16")),
-            "#0 nc_matmul.PE: moving free size N = 513 exceeds 512 (T3)|"
+            "#0 nc_matmul.PE: K = 128, M = 128, N = 513; limits K <= 128, M <= 128, N <= 512 (T3)|"
             "#0 nc_matmul.PE: dst: bytes [0, 2052) cross a 2048-byte PSUM bank boundary (T2)");
   EXPECT_EQ(violations(matmul("psum[p0:128, off 0, [1,512]]:f32", "sbuf[p0:128, off 0, [2,129]]:bf16",
                               "sbuf[p0:128, off 256, [1,512]]:bf16")),
-            "#0 nc_matmul.PE: stationary free size M = 129 exceeds 128 (T3)|"
+            "#0 nc_matmul.PE: K = 128, M = 129, N = 512; limits K <= 128, M <= 128, N <= 512 (T3)|"
             "#0 nc_matmul.PE: dst shape 128x512 does not match M x N = 129x512");
   EXPECT_EQ(violations(matmul(dst, "sbuf[p0:64, off 0, [1,128]]:bf16", "sbuf[p0:128, off 256, [1,512]]:bf16")),
             "#0 nc_matmul.PE: contraction K differs: stationary has 64 partitions, moving 128 (T4)");
