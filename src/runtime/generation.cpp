@@ -87,8 +87,12 @@ std::vector<int64_t> nextTokens(const Tensor &logits, const GenerationOptions &o
 /// first `length` positions are written.
 class KvCache {
  public:
-  KvCache(const DecoderIo &io, int64_t batch) : io_(io), batch_(batch) {
-    for (size_t i = 0; i < io.past.size(); ++i) buffers_.emplace_back(io.pastType, sizes(i, 0));
+  /// An empty cache whose buffers hold `capacity` positions (zeros).
+  KvCache(const DecoderIo &io, int64_t batch, int64_t capacity = 0) : io_(io), batch_(batch), capacity_(capacity) {
+    for (size_t i = 0; i < io.past.size(); ++i) {
+      buffers_.emplace_back(io.pastType, sizes(i, capacity));
+      std::memset(buffers_.back().rawData(), 0, buffers_.back().numBytes());
+    }
   }
 
   int64_t length() const { return length_; }
@@ -158,6 +162,30 @@ class KvCache {
   int64_t length_ = 0, capacity_ = 0;
 };
 
+/// One run's feeds: `ids` as the new positions after the cache's written ones; the mask 1 over the
+/// written past and the new positions and 0 over the buffer's unwritten rest.
+NamedValues stepFeeds(const DecoderIo &io, const Tensor &ids, const KvCache &cache) {
+  const int64_t batch = ids.size(0), added = ids.size(1), length = cache.length(), capacity = cache.capacity();
+  NamedValues feeds;
+  feeds.emplace_back("input_ids", RuntimeValue(ids));
+  if (io.mask)
+    feeds.emplace_back("attention_mask", RuntimeValue(int64Tensor(batch, capacity + added, [&](int64_t, int64_t i) {
+                         return i < length || i >= capacity ? 1 : 0;
+                       })));
+  if (io.positions)
+    feeds.emplace_back("position_ids", RuntimeValue(int64Tensor(batch, added, [&](int64_t, int64_t i) { return length + i; })));
+  cache.addFeeds(feeds);
+  return feeds;
+}
+
+/// The cache capacity after a run that wrote `written` positions into a buffer of `capacity`: kept
+/// while it has room for the next token's position too (so a buffer is not outgrown right after it
+/// is made), else the next one `capacityFor` gives.
+int64_t nextCapacity(int64_t written, int64_t capacity, bool exact,
+                     const std::function<int64_t(int64_t)> &capacityFor) {
+  return written < capacity ? capacity : capacityFor(exact ? written : written + 1);
+}
+
 Diagnostic atStep(Diagnostic diag, int64_t step) {
   diag.message = fmt::format("generate step {}: {}", step, diag.message);
   return diag;
@@ -176,7 +204,7 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
   const int64_t batch = prompt.size(0);
   // Padding the cache needs the mask that says which positions are written.
   const bool exact = options.exactCache || !io.mask;
-  const auto capacityFor = [&](int64_t length) {
+  const std::function<int64_t(int64_t)> capacityFor = [&](int64_t length) {
     if (exact) return length;
     int64_t capacity = std::max<int64_t>(1, options.minCapacity);
     while (capacity < length) capacity *= 2;
@@ -184,24 +212,34 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
   };
 
   GenerationResult result;
+  using Clock = std::chrono::steady_clock;
+  if (options.warmUp && !exact) {
+    // The shapes the loop below will run, (new positions, capacity), each once on zeros.
+    std::vector<std::pair<int64_t, int64_t>> shapes;
+    int64_t written = 0, capacity = 0, added = prompt.size(1);
+    for (int64_t step = 0; step < options.maxNewTokens; ++step) {
+      if (std::find(shapes.begin(), shapes.end(), std::pair{added, capacity}) == shapes.end())
+        shapes.emplace_back(added, capacity);
+      capacity = nextCapacity(written + added, capacity, exact, capacityFor);
+      written += added;
+      added = 1;
+    }
+    const Clock::time_point start = Clock::now();
+    for (const auto &[positions, bufferCapacity] : shapes) {
+      const KvCache zeros(io, batch, bufferCapacity);
+      auto outputs = session.run(stepFeeds(io, int64Tensor(batch, positions, [](int64_t, int64_t) { return 0; }), zeros));
+      if (!outputs.ok()) return outputs.diag();
+    }
+    result.warmUpMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    result.warmUpShapes = static_cast<int64_t>(shapes.size());
+  }
   result.ids.resize(static_cast<size_t>(batch));
   std::mt19937_64 rng(options.seed);
   KvCache cache(io, batch);
   Tensor ids = prompt;
-  using Clock = std::chrono::steady_clock;
   for (int64_t step = 0; step < options.maxNewTokens; ++step) {
     const int64_t added = ids.size(1), length = cache.length(), capacity = cache.capacity();
-    NamedValues feeds;
-    feeds.emplace_back("input_ids", RuntimeValue(ids));
-    if (io.mask) {
-      // 1 over the written past and the new positions, 0 over the buffer's unwritten rest.
-      feeds.emplace_back("attention_mask", RuntimeValue(int64Tensor(batch, capacity + added, [&](int64_t, int64_t i) {
-                           return i < length || i >= capacity ? 1 : 0;
-                         })));
-    }
-    if (io.positions)
-      feeds.emplace_back("position_ids", RuntimeValue(int64Tensor(batch, added, [&](int64_t, int64_t i) { return length + i; })));
-    cache.addFeeds(feeds);
+    const NamedValues feeds = stepFeeds(io, ids, cache);
     const Clock::time_point start = Clock::now();
     auto outputs = session.run(feeds);
     result.stepMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
@@ -219,9 +257,7 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
     const std::vector<int64_t> next = nextTokens(*logits, options, rng);
     for (int64_t b = 0; b < batch; ++b) result.ids[static_cast<size_t>(b)].push_back(next[static_cast<size_t>(b)]);
     if (step + 1 == options.maxNewTokens) break;  // The last token's cache entry is never read.
-    // Room for the next token's position too, so a buffer is not outgrown right after it is made.
-    const int64_t written = length + added;
-    const int64_t newCapacity = written < capacity ? capacity : capacityFor(exact ? written : written + 1);
+    const int64_t newCapacity = nextCapacity(length + added, capacity, exact, capacityFor);
     if (Status appended = cache.append(*outputs, added, newCapacity); !appended.ok()) return atStep(appended.diag(), step);
     ids = int64Tensor(batch, 1, [&](int64_t b, int64_t) { return next[static_cast<size_t>(b)]; });
     if (options.onToken) options.onToken(step + 1);

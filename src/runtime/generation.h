@@ -43,6 +43,10 @@ struct GenerationOptions {
   uint64_t seed = 0;
   bool exactCache = false;     // Feed the cache at its exact length each step (one shape per token).
   int64_t minCapacity = 32;    // The smallest cache buffer, in positions.
+  // Before the timed runs, run each shape they will use once on zeros, so that planning (cpu) or
+  // compiling (nc) a shape is not in the step times (as a serving session is set up before its
+  // first request). Not with exact lengths, where every step is a new shape.
+  bool warmUp = true;
   std::function<void(int64_t tokens)> onToken;  // Called after each step with the tokens so far.
 };
 
@@ -51,6 +55,8 @@ struct GenerationResult {
   std::vector<double> stepMs;             // Host time of each run: the prefill, then each decode step.
   std::vector<double> simulatedUs;        // Per run, on a simulated target.
   std::vector<int64_t> capacities;        // The cache capacities the decode runs used, in order of first use.
+  double warmUpMs = 0;                    // Host time of the warm-up runs (GenerationOptions::warmUp).
+  int64_t warmUpShapes = 0;
 };
 
 /// Prefill `prompt` (int64 [batch, length]) then decode `options.maxNewTokens` tokens on `session`.

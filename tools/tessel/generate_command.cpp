@@ -1,9 +1,10 @@
 // `tessel generate MODEL|ARTIFACT (--prompt IDS.npy | --prompt-len N [--batch B]) [--max-new-tokens T]
 // [--target T] [-O N] [--threads N] [--cores C] [--greedy | --top-k K --temperature X] [--seed S]
-// [--exact-cache] [-o IDS.npy]`: text generation with a decoder that takes and returns its KV cache
+// [--exact-cache] [--no-warm-up] [-o IDS.npy]`: text generation with a decoder that takes and returns its KV cache
 // (runtime/generation.h: the names it looks for, the cache buffers). Prints the new ids, the time to
 // the first token, per-token latency (p50/p90), tokens/s and the cache capacities the decode runs
-// used; on a simulated target the simulated figures too.
+// used; on a simulated target the simulated figures too. The shapes the runs will use are run once
+// on zeros first (planned or compiled, and reported) unless --no-warm-up.
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -32,6 +33,7 @@ struct GenerateArgs {
   double temperature = 1.0;
   uint64_t seed = 0;
   bool exactCache = false;
+  bool noWarmUp = false;
   std::string output;
 };
 
@@ -63,6 +65,7 @@ void generate(const GenerateArgs &args) {
   generation.temperature = args.temperature;
   generation.seed = args.seed;
   generation.exactCache = args.exactCache;
+  generation.warmUp = !args.noWarmUp;
   generation.onToken = [&](int64_t tokens) {
     if (args.maxNewTokens > 64 && tokens % 32 == 0)
       std::fprintf(stderr, "generate: %lld of %lld tokens\n", static_cast<long long>(tokens),
@@ -84,8 +87,15 @@ void generate(const GenerateArgs &args) {
   std::printf("target %s; batch %lld, prompt %lld tokens, %lld new\n", (*session)->target().c_str(),
               static_cast<long long>(batch), static_cast<long long>(prompt.size(1)),
               static_cast<long long>(args.maxNewTokens));
-  std::printf("time to first token: %.3f ms (prefill, on this host%s)\n", stepMs.front(),
-              (*session)->servesEveryShape() ? "; the first run at each new shape also plans it" : "; each new shape compiles");
+  const char *firstRuns = (*session)->servesEveryShape() ? "; the first run at each new shape also plans it"
+                                                         : "; each new shape compiles";
+  if (result->warmUpShapes > 0) {
+    std::printf("warm-up: %lld shapes %s in %.3f ms, before the timed runs\n",
+                static_cast<long long>(result->warmUpShapes),
+                (*session)->servesEveryShape() ? "planned" : "compiled", result->warmUpMs);
+    firstRuns = "";
+  }
+  std::printf("time to first token: %.3f ms (prefill, on this host%s)\n", stepMs.front(), firstRuns);
   if (!decode.ms.empty()) {
     std::printf("decode: p50 %.3f ms/token, p90 %.3f ms/token, %.1f tokens/s (on this host)\n", decode.percentile(50),
                 decode.percentile(90), 1000.0 * static_cast<double>(decode.ms.size()) * batch / decodeMs);
@@ -136,6 +146,9 @@ void addGenerateCommand(CLI::App &app) {
   cmd->add_flag("--exact-cache", args->exactCache,
                  "Feed the KV cache at its exact length each step (one shape per token) instead of in buffers "
                  "padded to powers of two");
+  cmd->add_flag("--no-warm-up", args->noWarmUp,
+                "Do not run the shapes the generation will use once beforehand: their planning or compiling is then "
+                "in the timed runs");
   cmd->add_option("-o,--output", args->output, "Write the generated ids, int64 [batch, new tokens] (.npy)");
   cmd->callback([args] { generate(*args); });
 }
