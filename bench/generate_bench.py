@@ -129,7 +129,7 @@ def main():
     loads = [f"{name} {statistics.median(run['load_ms'] for run in runs):.0f} ms" for name, runs in results.items()
              if "load_ms" in runs[0]]
     print(f"\nLoading before the first token, outside TTFT: {', '.join(loads)} (session create / module build); "
-          "tessel plans the prompt's shape in its first run, inside TTFT.")
+          "tessel runs the shapes it will use once before its timed runs (its warm-up line), outside TTFT.")
     if mismatches:
         print("\nGREEDY IDS MISMATCH (against torch_greedy.npy):\n" + "\n".join(mismatches), file=sys.stderr)
         return 1
