@@ -12,7 +12,7 @@ const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
 const { readNpy, writeNpy } = require('./npy');
-const { percentile } = require('./stats');
+const { createSession, percentile } = require('./ort_common');
 
 function parseArgs(argv) {
   const args = { threads: 1, runs: 20, warmup: 3, batch: 0, inputs: '', outputs: '', model: '' };
@@ -38,15 +38,7 @@ function parseArgs(argv) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  const loadStart = process.hrtime.bigint();
-  const session = await ort.InferenceSession.create(args.model, {
-    executionProviders: ['cpu'],
-    graphOptimizationLevel: 'all',
-    executionMode: 'sequential',
-    intraOpNumThreads: args.threads,
-    interOpNumThreads: 1,
-  });
-  const loadMs = Number(process.hrtime.bigint() - loadStart) / 1e6;
+  const { session, loadMs } = await createSession(args.model, args.threads);
 
   const feeds = {};
   let batch = args.batch;

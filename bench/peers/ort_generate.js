@@ -14,7 +14,7 @@
 
 const ort = require('onnxruntime-node');
 const { readNpy } = require('./npy');
-const { percentile } = require('./stats');
+const { createSession, percentile } = require('./ort_common');
 
 function parseArgs(argv) {
   const args = { model: '', prompt: '', newTokens: 64, threads: 1 };
@@ -56,15 +56,7 @@ function nextTokens(logits) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  const loadStart = process.hrtime.bigint();
-  const session = await ort.InferenceSession.create(args.model, {
-    executionProviders: ['cpu'],
-    graphOptimizationLevel: 'all',
-    executionMode: 'sequential',
-    intraOpNumThreads: args.threads,
-    interOpNumThreads: 1,
-  });
-  const loadMs = Number(process.hrtime.bigint() - loadStart) / 1e6;
+  const { session, loadMs } = await createSession(args.model, args.threads);
 
   const pastNames = session.inputNames.filter((n) => n.startsWith('past_key_values.'));
   // Past shapes [batch, kv_heads, past, head_dim]: kv_heads and head_dim from the model's input metadata.
