@@ -1,7 +1,8 @@
-// Spill insertion; see spill.h. Each round places the tiles; on failure it picks victims at the
-// pressure point, rewrites the kernel (a save op after each victim's last write before that point,
-// or none when the value is a reloadable copy of HBM; a restore op into a new tile before its next
-// use, later ops renamed to the new tile) and places again.
+// Spill insertion; see spill.h. Each round places the tiles; on failure one sweep over the ops picks
+// victims wherever the live tiles exceed the memory, one pass rewrites the kernel (a save op after
+// each victim's last write before that point, or none when the value is a reloadable copy of HBM; a
+// restore op into a new tile before its next use, later ops renamed to the new tile), and it places
+// again.
 #include "targets/nc/tile/spill.h"
 
 #include <algorithm>
@@ -121,22 +122,22 @@ Status checkOperandsFit(const Kernel &kernel, const MachineProfile &profile) {
   return Status::success();
 }
 
-/// Whether some op of `kernel` writes HBM tensor `tensor`.
-bool hbmTensorWritten(const Kernel &kernel, int32_t tensor) {
+/// Per HBM tensor of `kernel`, whether some op writes it.
+std::vector<bool> writtenHbmTensors(const Kernel &kernel) {
+  std::vector<bool> written(kernel.tensors.size(), false);
   for (const TileOp &op : kernel.ops)
-    if (!op.operands.empty() && op.operands[0] && op.operands[0]->space == MemSpace::HBM &&
-        op.operands[0]->id == tensor)
-      return true;
-  return false;
+    if (!op.operands.empty() && op.operands[0] && op.operands[0]->space == MemSpace::HBM)
+      written[static_cast<size_t>(op.operands[0]->id)] = true;
+  return written;
 }
 
-/// Whether op `op` is a load reading only HBM tensors that no op writes: replaying it reproduces
-/// what it wrote.
-bool isReplayableLoad(const Kernel &kernel, const TileOp &op) {
+/// Whether op `op` is a load reading only HBM tensors that no op writes (`written`): replaying it
+/// reproduces what it wrote.
+bool isReplayableLoad(const TileOp &op, const std::vector<bool> &written) {
   if (op.kind != TileOpKind::Load || op.operands.size() < 2) return false;
   for (size_t s = 1; s < op.operands.size(); ++s) {
     const std::optional<OperandView> &view = op.operands[s];
-    if (view && (view->space != MemSpace::HBM || hbmTensorWritten(kernel, view->id))) return false;
+    if (view && (view->space != MemSpace::HBM || written[static_cast<size_t>(view->id)])) return false;
   }
   return true;
 }
@@ -158,7 +159,7 @@ struct Stretch {
 /// A spill the sweep decided, in the op indices of the kernel before the round.
 struct SpillDecision {
   int32_t stretchTile = -1, victimId = -1, reloadId = -1;
-  int32_t saveAfter = -1, reloadBefore = -1, pressure = -1;
+  int32_t saveAfter = -1, reloadBefore = -1;
   ValueSource reloadFrom;  // Load: replay that op; Holder: spills[index]'s holder (saved or not now).
   bool save = false;       // A new save after saveAfter.
 };
@@ -170,6 +171,7 @@ std::vector<SpillDecision> sweep(SpilledKernel &result, const std::vector<bool> 
                                  uint64_t capacity, int32_t forcedOp) {
   Kernel &kernel = result.kernel;
   const std::vector<std::vector<TileUse>> uses = tileUses(kernel);
+  const std::vector<bool> written = writtenHbmTensors(kernel);
   const int32_t numOps = static_cast<int32_t>(kernel.ops.size());
   std::vector<Stretch> stretches;
   std::vector<std::vector<size_t>> startsAt(static_cast<size_t>(numOps));
@@ -181,9 +183,16 @@ std::vector<SpillDecision> sweep(SpilledKernel &result, const std::vector<bool> 
   auto opOf = [&](const Stretch &s, size_t use) { return uses[static_cast<size_t>(s.tile)][use].op; };
   std::vector<SpillDecision> decisions;
   std::vector<size_t> active;
+  int32_t i = 0;
+  // The index of a stretch's first use at or after op i.
+  auto nextUse = [&](const Stretch &s) {
+    size_t next = s.first;
+    while (opOf(s, next) < i) ++next;
+    return next;
+  };
   uint64_t liveBytes = 0;
   auto bytesOf = [&](const Stretch &s) { return tileAllocatedBytes(kernel.tiles[static_cast<size_t>(s.tile)]); };
-  for (int32_t i = 0; i < numOps; ++i) {
+  for (; i < numOps; ++i) {
     for (size_t s : startsAt[static_cast<size_t>(i)]) {
       active.push_back(s);
       liveBytes += bytesOf(stretches[s]);
@@ -194,16 +203,13 @@ std::vector<SpillDecision> sweep(SpilledKernel &result, const std::vector<bool> 
       int32_t needer = i;
       while (needer + 1 < numOps && isSpillOp[static_cast<size_t>(needer)]) ++needer;
       std::vector<SpillCandidate> candidates;
-      std::vector<size_t> nextUseIndex(stretches.size());
       for (size_t s : active) {
         const Stretch &stretch = stretches[s];
         if (opOf(stretch, stretch.first) >= i || opOf(stretch, stretch.last) <= needer) continue;
-        size_t next = stretch.first;
-        while (opOf(stretch, next) < i) ++next;
+        const size_t next = nextUse(stretch);
         if (opOf(stretch, next) <= needer) continue;  // Needed now.
         // The ops still name the tiles as they were before this round.
         if (accumulatesOnto(kernel.ops[static_cast<size_t>(opOf(stretch, next))], stretch.tile)) continue;
-        nextUseIndex[s] = next;
         candidates.push_back(SpillCandidate{static_cast<int32_t>(s), opOf(stretch, next), bytesOf(stretch)});
       }
       uint64_t freed = 0;
@@ -212,7 +218,7 @@ std::vector<SpillDecision> sweep(SpilledKernel &result, const std::vector<bool> 
         candidates.erase(std::find_if(candidates.begin(), candidates.end(),
                                       [&](const SpillCandidate &c) { return c.id == static_cast<int32_t>(s); }));
         const Stretch victim = stretches[s];
-        const size_t next = nextUseIndex[s];
+        const size_t next = nextUse(victim);
         // Its writes before here: none since a restore keeps that restore's source; a stretch whose
         // one write is a replayable load is that load; anything else is saved after its last write.
         int32_t lastWrite = -1, writes = 0;
@@ -224,13 +230,12 @@ std::vector<SpillDecision> sweep(SpilledKernel &result, const std::vector<bool> 
         SpillDecision decision;
         decision.stretchTile = victim.tile;
         decision.victimId = victim.id;
-        decision.pressure = i;
         decision.reloadBefore = opOf(victim, next);
         const TileOp *load = writes == 1 ? &kernel.ops[static_cast<size_t>(lastWrite)] : nullptr;
         if (writes == 0 && victim.source.kind != ValueSource::Computed) {
           decision.reloadFrom = victim.source;
         } else if (space == MemSpace::SBUF && victim.source.kind == ValueSource::Computed && load &&
-                   isReplayableLoad(kernel, *load) && load->operands[0]->id == victim.tile) {
+                   isReplayableLoad(*load, written) && load->operands[0]->id == victim.tile) {
           decision.reloadFrom = ValueSource{ValueSource::Load, lastWrite};
         } else {
           decision.save = true;
