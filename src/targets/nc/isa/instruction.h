@@ -46,6 +46,8 @@ enum class AluOp : uint8_t {
   LogicalOr, LogicalXor, Power, AbsMax, AbsMin, Abs, Square, Relu, Rsqrt, Reciprocal
 };
 inline constexpr int kNumAluOps = 29;
+/// The bit of `op` in a set of ALU ops (a uint32_t: kNumAluOps <= 32).
+constexpr uint32_t aluOpBit(AluOp op) { return 1u << static_cast<int>(op); }
 
 /// ACT functions of section 6.3; None means "no function".
 enum class ActFunc : uint8_t {

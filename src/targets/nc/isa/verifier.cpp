@@ -55,7 +55,7 @@ void Checker::checkOperand(std::string_view name, const AccessPattern &ap, bool 
       report("{}: HBM operand must use p0:1 (HBM is linear), got p{}:{}", name, ap.startPartition, ap.partitionCount);
   } else {
     int start = ap.startPartition, count = ap.partitionCount;
-    if (count < 1 || start + count > limits_.partitions)  // T1
+    if (!partitionsInRange(limits_, start, count))
       report("{}: partitions p{}:{} outside 0..{} (T1)", name, start, count, limits_.partitions);
     const int64_t align = partitionStartAlignment(count, limits_.partitions);
     if (start % align != 0)
@@ -112,7 +112,7 @@ void Checker::checkOperand(std::string_view name, const AccessPattern &ap, bool 
                memSpaceName(ap.space));
       break;
     case Engine::POOL:
-      if (psum || hbm) report("{}: POOL cannot access {} (T11)", name, memSpaceName(ap.space));
+      if (hbm || !poolAccesses(limits_, ap.space)) report("{}: POOL cannot access {} (T11)", name, memSpaceName(ap.space));
       break;
     case Engine::DMA:
       if (psum) report("{}: DMA cannot access PSUM (section 4.3)", name);
@@ -124,11 +124,8 @@ void Checker::checkOperand(std::string_view name, const AccessPattern &ap, bool 
     case Engine::SP: break;  // Only collectives run on SP; checkCollective() holds them to SBUF.
   }
   // T7: DVE/ACT free size.
-  if (insn_.engine == Engine::DVE || insn_.engine == Engine::ACT) {
-    uint64_t max = psum ? limits_.dveActMaxFreePsum : limits_.dveActMaxFreeSbuf;
-    if (freeSizeElements(ap) > max)
-      report("{}: free size {} exceeds {} elements in {} (T7)", name, freeSizeElements(ap), max, memSpaceName(ap.space));
-  }
+  if (uint64_t max = maxFreeElements(limits_, insn_.engine, ap.space); freeSizeElements(ap) > max)
+    report("{}: free size {} exceeds {} elements in {} (T7)", name, freeSizeElements(ap), max, memSpaceName(ap.space));
 }
 
 void Checker::checkMatmul() {
@@ -154,8 +151,7 @@ void Checker::checkMatmul() {
     report("dst shape {}x{} does not match M x N = {}x{}", dst->partitionCount, freeSizeElements(*dst), m, n);
   // T2: one matmul output lies inside one PSUM bank.
   uint64_t bytes = freeSizeElements(*dst) * dtypeSizeBytes(dst->dtype);
-  if (dst->space == MemSpace::PSUM && bytes > 0 && dst->offsetBytes / limits_.psumBankBytes !=
-                                          (dst->offsetBytes + bytes - 1) / limits_.psumBankBytes)
+  if (dst->space == MemSpace::PSUM && !withinOnePsumBank(limits_, dst->offsetBytes, bytes))
     report("dst: bytes [{}, {}) cross a {}-byte PSUM bank boundary (T2)", dst->offsetBytes, dst->offsetBytes + bytes,
            limits_.psumBankBytes);
 }
@@ -236,7 +232,7 @@ void Checker::checkOpcodeRules() {
     case Opcode::Activation:
       if (insn_.func == ActFunc::None) report("func is required");
       checkPerPartitionScalars({"bias", "accum", "scale"});
-      if (!limits_.actBiasImmediate && insn_.scalars.size() > 1 && insn_.scalars[1] != 0.0f)
+      if (insn_.scalars.size() > 1 && !actTakesImmediateBias(limits_, insn_.scalars[1]))
         report("immediate bias {} not supported; the bias must be a [P,1] operand (T15)", insn_.scalars[1]);
       if (slot("accum")) {
         AluOp op = insn_.op0;
@@ -244,18 +240,18 @@ void Checker::checkOpcodeRules() {
           report("accum needs a reduce op in op0");
         else if (op != AluOp::Add && op != AluOp::Maximum && op != AluOp::Minimum && op != AluOp::Multiply)
           report("accum reduce op {} is not one of add, maximum, minimum, multiply", aluOpName(op));
-        else if (limits_.actReduceAddOnly && op != AluOp::Add)
-          report("ACT reduce op {} not supported; only add (T15)", aluOpName(op));
+        else if (!actReduceOpSupported(limits_, op))
+          report("ACT reduce op {} not supported on this profile (T15)", aluOpName(op));
       }
       return;
     case Opcode::TensorTensor:
       if (insn_.op0 == AluOp::None) report("op0 is required");
-      if (slot("in0") && slot("in1") && slot("in0")->space == MemSpace::PSUM && slot("in1")->space == MemSpace::PSUM)
+      if (slot("in0") && slot("in1") && !inputsNotBothInPsum(slot("in0")->space, slot("in1")->space))
         report("in0 and in1 both in PSUM (T11)");
       return;
     case Opcode::TensorTensorScan:
       if (insn_.op0 == AluOp::None || insn_.op1 == AluOp::None) report("op0 and op1 are required");
-      if (slot("in0") && slot("in1") && slot("in0")->space == MemSpace::PSUM && slot("in1")->space == MemSpace::PSUM)
+      if (slot("in0") && slot("in1") && !inputsNotBothInPsum(slot("in0")->space, slot("in1")->space))
         report("in0 and in1 both in PSUM (T11)");
       checkPerPartitionScalars({"initial"});
       return;
@@ -280,7 +276,7 @@ void Checker::checkOpcodeRules() {
       if (insn_.op0 == AluOp::None) report("op0 (the reduce op) is required");
       return;
     case Opcode::BnStats:
-      if (slot("src") && freeSizeElements(*slot("src")) > limits_.bnStatsMaxFree)
+      if (slot("src") && !bnStatsFits(limits_, freeSizeElements(*slot("src"))))
         report("src free size {} exceeds {} (T8)", freeSizeElements(*slot("src")), limits_.bnStatsMaxFree);
       return;
     case Opcode::Iota:
@@ -325,8 +321,14 @@ IsaLimits isaLimitsFor(const MachineProfile &profile) {
   limits.matmulMaxStationaryFree = static_cast<int>(profile.pe.cols);
   limits.matmulMaxMovingFree = static_cast<int>(profile.psum.bankFp32Elements);
   limits.peTransposeMax = static_cast<int>(std::min(profile.pe.rows, profile.pe.cols));
-  limits.actReduceAddOnly = std::all_of(profile.act.reduceOps.begin(), profile.act.reduceOps.end(),
-                                        [](const std::string &op) { return op == "add"; });
+  // The profile's names (its loader admits these four) of ACT's accumulate ops.
+  limits.actReduceOps = 0;
+  for (const std::string &name : profile.act.reduceOps)
+    limits.actReduceOps |= aluOpBit(name == "add"   ? AluOp::Add
+                                    : name == "max" ? AluOp::Maximum
+                                    : name == "min" ? AluOp::Minimum
+                                                    : AluOp::Multiply);
+  limits.poolPsumAccess = profile.pool.psumAccess;
   limits.actBiasImmediate = profile.act.biasImmediate;
   limits.dmaQueues = static_cast<int>(profile.dma.queuesPerEngine);
   limits.coresPerChip = static_cast<int>(profile.chip.coresPerChip);

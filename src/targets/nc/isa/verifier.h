@@ -29,15 +29,16 @@ struct IsaLimits {
   uint64_t dveActMaxFreeSbuf = 65536, dveActMaxFreePsum = 4096;
   uint64_t bnStatsMaxFree = 512;
   int peTransposeMax = 128, dveTransposeMax = 32;
-  bool actReduceAddOnly = true;             // T15, nc-v2.
+  uint32_t actReduceOps = aluOpBit(AluOp::Add);  // T15: aluOpBit()s of ACT's accumulate ops; nc-v2: add.
   bool actBiasImmediate = false;            // T15: nc-v2 takes the ACT bias from a [P,1] vector only.
+  bool poolPsumAccess = false;              // T11: POOL reaches SBUF only.
   int dmaQueues = 16;                       // dma_copy queue ids 0..dmaQueues-1.
   int coresPerChip = 2;                     // Collectives span 1..coresPerChip cores.
   bool operator==(const IsaLimits &) const = default;
 };
 
 /// The limits of `profile`: its partitions, memory sizes, PE array, PSUM bank, ACT reduce ops and
-/// DMA queues per engine.
+/// bias, POOL's PSUM access and DMA queues per engine.
 IsaLimits isaLimitsFor(const MachineProfile &profile);
 
 /// Returns every violation in one instruction (empty when legal). `index` labels the messages.

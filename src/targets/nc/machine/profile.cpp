@@ -114,12 +114,17 @@ class FieldReader {
     return result;
   }
 
-  std::vector<std::string> stringList(const json &parent, const std::string &path, const char *key) {
+  /// A non-empty list of strings, each one of `allowed` when that is not empty.
+  std::vector<std::string> stringList(const json &parent, const std::string &path, const char *key,
+                                      std::initializer_list<std::string_view> allowed = {}) {
     std::vector<std::string> result;
     const json *value = list(parent, path, key, "a non-empty list of strings");
     for (size_t i = 0; value && i < value->size() && !failed(); ++i) {
       const json &item = (*value)[i];
-      if (!item.is_string()) wrongType(fmt::format("{}[{}]", join(path, key), i), "a string", item);
+      std::string itemPath = fmt::format("{}[{}]", join(path, key), i);
+      if (!item.is_string()) wrongType(itemPath, "a string", item);
+      else if (allowed.size() > 0 && std::find(allowed.begin(), allowed.end(), item.get<std::string>()) == allowed.end())
+        fail(fmt::format("{} must be one of {}; got {}", itemPath, fmt::join(allowed, ", "), item.dump()));
       else result.push_back(item.get<std::string>());
     }
     return result;
@@ -248,7 +253,7 @@ void readEngines(FieldReader &r, const json &root, MachineProfile &p) {
   p.act.readAccumulatorCycles = r.positiveInt(act, "act", "readAccumulatorCycles");
   p.act.pipeLatencyCycles = r.positiveInt(act, "act", "pipeLatencyCycles");
   p.act.biasImmediate = r.boolean(act, "act", "biasImmediate");
-  p.act.reduceOps = r.stringList(act, "act", "reduceOps");
+  p.act.reduceOps = r.stringList(act, "act", "reduceOps", {"add", "max", "min", "mul"});
 
   const json &pool = r.object(root, "", "pool");
   p.pool.clockGHz = r.positiveNumber(pool, "pool", "clockGHz");

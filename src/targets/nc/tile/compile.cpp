@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "targets/nc/isa/tile_rules.h"
 #include "targets/nc/isa/verifier.h"
 #include "targets/nc/tile/allocate.h"
 #include "targets/nc/tile/dependences.h"
@@ -34,11 +35,8 @@ uint8_t candidateEngines(const TileOp &op, const Instruction &insn, const IsaLim
     bool ok = true;
     for (const auto &ap : insn.operands) {
       if (!ap) continue;
-      if (engine == Engine::POOL && ap->space != MemSpace::SBUF) ok = false;
-      if (engine == Engine::DVE || engine == Engine::ACT) {
-        uint64_t max = ap->space == MemSpace::PSUM ? limits.dveActMaxFreePsum : limits.dveActMaxFreeSbuf;
-        if (freeSizeElements(*ap) > max) ok = false;
-      }
+      if (engine == Engine::POOL && !poolAccesses(limits, ap->space)) ok = false;
+      if (freeSizeElements(*ap) > maxFreeElements(limits, engine, ap->space)) ok = false;
       if (engine == Engine::ACT && op.opcode == Opcode::TensorCopy && isInt32(ap->dtype)) ok = false;
     }
     if (engine == Engine::ACT && op.opcode == Opcode::TensorScalar && !tensorScalarRunsOnAct(op.op0, op.op1))

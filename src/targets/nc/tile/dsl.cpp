@@ -314,18 +314,18 @@ namespace {
 
 /// Shared by sbuf() and psum(): the whole-tile view of a new tile, or an error message.
 std::string checkTileDecl(const MachineProfile &profile, const TileDecl &decl) {
+  const IsaLimits limits = isaLimitsFor(profile);
   bool positive = std::all_of(decl.freeShape.begin(), decl.freeShape.end(), [](int64_t n) { return n >= 1; });
-  if (decl.partitions < 1 || decl.partitions > profile.partitions)
+  if (!partitionsInRange(limits, 0, decl.partitions))
     return fmt::format("tile '{}': {} partitions; must be 1..{} (T1)", decl.name, decl.partitions, profile.partitions);
   if (!positive || decl.freeShape.size() > static_cast<size_t>(kMaxFreeDims))
     return fmt::format("tile '{}': free shape [{}] must have at most {} dims, each >= 1", decl.name,
                        fmt::join(decl.freeShape, ", "), kMaxFreeDims);
   int64_t bytes = product(decl.freeShape) * dtypeSizeBytes(decl.dtype);
   if (decl.space == MemSpace::PSUM) {
-    int64_t bankBytes = profile.psum.bankFp32Elements * dtypeSizeBytes(DType::F32);
-    if (bytes > bankBytes)
+    if (!withinOnePsumBank(limits, 0, static_cast<uint64_t>(bytes)))
       return fmt::format("tile '{}': {} bytes per partition in PSUM; a PSUM tile must fit one {}-byte bank (T2)",
-                         decl.name, bytes, bankBytes);
+                         decl.name, bytes, limits.psumBankBytes);
   } else if (bytes > profile.sbuf.bytesPerPartition) {
     return fmt::format("tile '{}': {} bytes per partition; SBUF has {}", decl.name, bytes,
                        profile.sbuf.bytesPerPartition);
@@ -418,9 +418,9 @@ bool KernelBuilder::checkScalar(TileOpKind kind, const char *what, const ScalarO
 
 namespace {
 
-bool engineReaches(Engine engine, MemSpace space) {
+bool engineReaches(const IsaLimits &limits, Engine engine, MemSpace space) {
   if (space == MemSpace::HBM) return engine == Engine::DMA;
-  if (engine == Engine::POOL) return space == MemSpace::SBUF;  // T11: POOL never touches PSUM.
+  if (engine == Engine::POOL) return poolAccesses(limits, space);
   return engine != Engine::SP && engine != Engine::DMA;
 }
 
@@ -428,9 +428,10 @@ bool engineReaches(Engine engine, MemSpace space) {
 
 bool KernelBuilder::checkEngine(TileOpKind kind, Opcode opcode, std::optional<Engine> engine,
                                 std::initializer_list<const TileView *> operands) {
+  const IsaLimits limits = isaLimitsFor(profile_);
   auto reachesAll = [&](Engine e) {
     return std::all_of(operands.begin(), operands.end(),
-                       [&](const TileView *v) { return v == nullptr || engineReaches(e, v->space()); });
+                       [&](const TileView *v) { return v == nullptr || engineReaches(limits, e, v->space()); });
   };
   if (engine) {
     if (!(allowedEngines(opcode) & engineBit(*engine))) {
@@ -558,11 +559,9 @@ void KernelBuilder::activation(const TileView &dst, const TileView &src, ActFunc
         args.accum->dtype() != DType::F32)
       return fail(fmt::format("{}: accum must be an f32 [P, 1] view with dst's {} partitions; got {} {}", p,
                               dst.partitions(), dtypeName(args.accum->dtype()), shapeText(*args.accum)));
-    std::string_view opName = aluOpName(args.accumOp);
-    if (std::find(profile_.act.reduceOps.begin(), profile_.act.reduceOps.end(), opName) ==
-        profile_.act.reduceOps.end())
-      return fail(fmt::format("{}: ACT reduce op {} not supported on {}; supported: {} (T15)", p, opName,
-                              profile_.name, fmt::join(profile_.act.reduceOps, ", ")));
+    if (!actReduceOpSupported(isaLimitsFor(profile_), args.accumOp))
+      return fail(fmt::format("{}: ACT reduce op {} not supported on {}; supported: {} (T15)", p,
+                              aluOpName(args.accumOp), profile_.name, fmt::join(profile_.act.reduceOps, ", ")));
   }
   // An immediate bias the profile cannot encode (T15, nc-v2) becomes a [P, 1] constant tile.
   std::optional<TileView> biasView;
@@ -572,7 +571,7 @@ void KernelBuilder::activation(const TileView &dst, const TileView &src, ActFunc
       biasView = *view;
     } else {
       biasImmediate = std::get<float>(*args.bias);
-      if (!profile_.act.biasImmediate && biasImmediate != 0) {
+      if (!actTakesImmediateBias(isaLimitsFor(profile_), biasImmediate)) {
         TileView constant = sbuf(fmt::format("bias.op{}", kernel_.ops.size()), DType::F32, dst.partitions(), {1});
         memset(constant, biasImmediate, std::nullopt);
         biasView = constant;
@@ -604,7 +603,7 @@ bool KernelBuilder::checkElementwisePair(TileOpKind kind, const TileView &dst, c
                      shapeText(a), shapeText(b)));
     return false;
   }
-  if (a.space() == MemSpace::PSUM && b.space() == MemSpace::PSUM) {
+  if (!inputsNotBothInPsum(a.space(), b.space())) {
     fail(fmt::format("{}: a and b both in PSUM (T11)", p));
     return false;
   }
@@ -808,10 +807,10 @@ void KernelBuilder::affineSelect(const TileView &dst, const TileView &src, float
 void KernelBuilder::bnStats(const TileView &dst, const TileView &src) {
   const TileOpKind kind = TileOpKind::BnStats;
   if (!checkTile(kind, "dst", dst) || !checkTile(kind, "src", src)) return;
-  int64_t maxFree = static_cast<int64_t>(isaLimitsFor(profile_).bnStatsMaxFree);
-  if (src.freeSize() > maxFree)
+  const IsaLimits limits = isaLimitsFor(profile_);
+  if (!bnStatsFits(limits, static_cast<uint64_t>(src.freeSize())))
     return fail(fmt::format("{}: src {} has {} elements per partition; at most {} (T8)", opPrefix(kind),
-                            shapeText(src), src.freeSize(), maxFree));
+                            shapeText(src), src.freeSize(), limits.bnStatsMaxFree));
   if (dst.partitions() != src.partitions() || dst.freeSize() != 6)
     return fail(fmt::format("{}: dst {} must be [{}, 6]", opPrefix(kind), shapeText(dst), src.partitions()));
   record(makeOp(kind, Opcode::BnStats, Engine::DVE, {toOperand(dst), toOperand(src)}));

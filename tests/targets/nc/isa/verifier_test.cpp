@@ -181,9 +181,9 @@ TEST(NcIsaVerifier, ActivationFuncAndReduceOp) {
   std::string accum = "accum=sbuf[p0:128, off 64, [1,1]]:f32 ";
   EXPECT_EQ(violations(head + accum + "op0=add func=exp"), "");
   EXPECT_EQ(violations(head + accum + "op0=maximum func=exp"),
-            "#0 activation.ACT: ACT reduce op maximum not supported; only add (T15)");
+            "#0 activation.ACT: ACT reduce op maximum not supported on this profile (T15)");
   IsaLimits v3;
-  v3.actReduceAddOnly = false;
+  v3.actReduceOps = aluOpBit(AluOp::Add) | aluOpBit(AluOp::Maximum) | aluOpBit(AluOp::Minimum) | aluOpBit(AluOp::Multiply);
   EXPECT_EQ(violations(head + accum + "op0=maximum func=exp", v3), "");
   EXPECT_EQ(violations(head), "#0 activation.ACT: func is required");
   EXPECT_EQ(violations(head + "bias=sbuf[p0:128, off 64, [1,2]]:f32 func=exp"),
@@ -289,7 +289,7 @@ TEST(NcIsaVerifier, ActivationAccumReduceOps) {
   std::string head = "activation.ACT dst=sbuf[p0:128, off 0, [1,8]]:f32 src=psum[p0:128, off 0, [1,8]]:f32 "
                      "accum=sbuf[p0:128, off 64, [1,1]]:f32 func=exp ";
   IsaLimits v3;
-  v3.actReduceAddOnly = false;
+  v3.actReduceOps = aluOpBit(AluOp::Add) | aluOpBit(AluOp::Maximum) | aluOpBit(AluOp::Minimum) | aluOpBit(AluOp::Multiply);
   for (const char *op : {"add", "maximum", "minimum", "multiply"})
     EXPECT_EQ(violations(head + "op0=" + op, v3), "") << op;
   EXPECT_EQ(violations(head + "op0=subtract", v3),
@@ -304,7 +304,8 @@ TEST(NcIsaVerifier, LimitsFromProfiles) {
   // The defaults are nc-v2's numbers.
   EXPECT_TRUE(isaLimitsFor(*v2) == IsaLimits());
   IsaLimits limits3 = isaLimitsFor(*v3);
-  EXPECT_FALSE(limits3.actReduceAddOnly);
+  EXPECT_EQ(limits3.actReduceOps, aluOpBit(AluOp::Add) | aluOpBit(AluOp::Maximum) | aluOpBit(AluOp::Minimum) |
+                                      aluOpBit(AluOp::Multiply));
   EXPECT_TRUE(limits3.actBiasImmediate);
   EXPECT_EQ(limits3.dmaQueues, v3->dma.queuesPerEngine);
   EXPECT_EQ(limits3.sbufBytesPerPartition, static_cast<uint64_t>(v3->sbuf.bytesPerPartition));
