@@ -1,6 +1,6 @@
 // `tessel generate MODEL|ARTIFACT (--prompt IDS.npy | --prompt-len N [--batch B]) [--max-new-tokens T]
 // [--target T] [-O N] [--threads N] [--cores C] [--greedy | --top-k K --temperature X] [--seed S]
-// [--exact-cache] [--no-warm-up] [-o IDS.npy]`: text generation with a decoder that takes and returns its KV cache
+// [--exact-cache] [--no-warm-up] [--weights f32|bf16] [-o IDS.npy]`: text generation with a decoder that takes and returns its KV cache
 // (runtime/generation.h: the names it looks for, the cache buffers). Prints the new ids, the time to
 // the first token, per-token latency (p50/p90), tokens/s and the cache capacities the decode runs
 // used; on a simulated target the simulated figures too. The shapes the runs will use are run once
@@ -34,6 +34,7 @@ struct GenerateArgs {
   uint64_t seed = 0;
   bool exactCache = false;
   bool noWarmUp = false;
+  std::string weights = "f32";
   std::string output;
 };
 
@@ -42,7 +43,11 @@ void generate(const GenerateArgs &args) {
   options.optLevel = args.optLevel;
   options.threads = args.threads;
   options.target.cores = args.cores;
-  options.target.autoCast = "none";
+  // bf16 weights: the products take bf16 operands (the weights rounded once, as they are packed);
+  // on the cpu, where the host's bf16 dot product is slower than its FMA, only the few-row products
+  // of the decode steps, bound by their weight bytes.
+  options.target.autoCast = args.weights == "bf16" ? "matmul" : "none";
+  options.target.autoCastType = "bf16";
   auto session = Session::load(args.model, args.target, options);
   if (!session.ok()) return reportError(session.diag().str());
   auto io = findDecoderIo(*(*session)->model().graph, args.model);
@@ -149,6 +154,9 @@ void addGenerateCommand(CLI::App &app) {
   cmd->add_flag("--no-warm-up", args->noWarmUp,
                 "Do not run the shapes the generation will use once beforehand: their planning or compiling is then "
                 "in the timed runs");
+  cmd->add_option("--weights", args->weights, "f32, or bf16: matmul operands in bf16 (half the weight bytes a step reads)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("-o,--output", args->output, "Write the generated ids, int64 [batch, new tokens] (.npy)");
   cmd->callback([args] { generate(*args); });
 }

@@ -91,13 +91,19 @@ std::string planReport(const CpuExecutable &plan) {
   if (summary.promotedHalf) text += "precision: the model's fp16/bf16 values compute in float32 (promote-half)\n";
   if (summary.products == GemmOperands::Bf16) {
     if (selectedGemmKernel(GemmOperands::Bf16) == nullptr) {
-      text += "precision: auto-cast bf16 asked for, but this host has no AVX512_BF16: every product is float32\n";
+      text += "precision: auto-cast bf16 asked for, but this host has no bf16 GEMM (AVX2 at least): every product is "
+              "float32\n";
     } else {
       text += fmt::format(
           "precision: auto-cast bf16: {} of {} matmul/conv steps take bf16 operands (sums and everything else "
           "float32)\n",
           summary.bf16Nodes.size(), summary.castableSteps);
-      if (!summary.castEverywhere) {
+      if (!summary.castEverywhere && bf16ThroughputRatio() == 0.0) {
+        text += fmt::format(
+            "  this host has no bf16 dot product ({} widens the pairs to float32 FMAs), so only products of at "
+            "most {} rows, bound by their weights, take bf16\n",
+            selectedGemmKernel(GemmOperands::Bf16)->name, selectedGemmKernel(GemmOperands::Bf16)->mr);
+      } else if (!summary.castEverywhere) {
         text += fmt::format(
             "  this host's bf16 dot product runs at {:.2f}x its fp32 FMA rate (measured), so only products of at "
             "most {} rows, bound by their weights, take bf16\n",

@@ -59,5 +59,7 @@ using GemmPackPairs = void (*)(const float *const *rows, int64_t count, int64_t 
 
 void bf16_pack_pairs__avx512_bf16(const float *const *rows, int64_t count, int64_t k, uint32_t *dst,
                                   int64_t dstStride);
+void bf16_pack_pairs__avx2_bf16(const float *const *rows, int64_t count, int64_t k, uint32_t *dst,
+                                int64_t dstStride);
 
 }  // namespace tessel::cpu

@@ -150,6 +150,7 @@ void tile(const MicrokernelArgs &args) {
 #define KERNEL_avx512(name, mr, nr) \
   void name(const MicrokernelArgs &args) { tile<mr, nr>(args); }
 #define KERNEL_avx2(name, mr, nr)
+#define KERNEL_avx2_bf16(name, mr, nr)
 #define KERNEL_avx512_bf16(name, mr, nr)
 #define KERNEL_generic(name, mr, nr)
 #define KERNEL(name, family, isa, dtype, mr, nr) KERNEL_##family(name, mr, nr)

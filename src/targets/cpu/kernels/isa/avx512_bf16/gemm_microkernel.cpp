@@ -110,6 +110,7 @@ void bf16_pack_pairs__avx512_bf16(const float *const *rows, int64_t count, int64
 
 #define KERNEL_avx512(name, mr, nr)
 #define KERNEL_avx2(name, mr, nr)
+#define KERNEL_avx2_bf16(name, mr, nr)
 #define KERNEL_avx512_bf16(name, mr, nr) \
   void name(const MicrokernelArgs &args) { tile<mr, nr>(args); }
 #define KERNEL_generic(name, mr, nr)

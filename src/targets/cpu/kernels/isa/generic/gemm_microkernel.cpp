@@ -39,6 +39,7 @@ void microkernel(const MicrokernelArgs &args) {
 
 #define KERNEL_avx512(name, mr, nr)
 #define KERNEL_avx2(name, mr, nr)
+#define KERNEL_avx2_bf16(name, mr, nr)
 #define KERNEL_avx512_bf16(name, mr, nr)
 #define KERNEL_generic(name, mr, nr) \
   void name(const MicrokernelArgs &args) { microkernel<mr, nr>(args); }
