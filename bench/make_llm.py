@@ -10,18 +10,25 @@ rotary position embeddings over the past and new keys/values -> residual -> RMSN
 [batch, sequence, vocabulary] and `present.N.key` / `.value` [batch, kv_heads, total, head_dim];
 batch, sequence, past and total are symbolic. The prompt is a prefill with an empty cache (past 0).
 
-Layout of OUT_DIR (default bench/models/):
-  llama_small.onnx
-  llama_small/prompt.npy         int64 [1, PROMPT] seeded prompt ids
-  llama_small/torch_greedy.npy   int64 [1, NEW] PyTorch's greedy continuation of it
+Two sizes (--size): `small` (2 layers, hidden 256; the tests') and `1b`, the published shape of a
+1B-class Llama (16 layers, hidden 2048, 32 query and 8 KV heads, MLP 8192, vocabulary 128256;
+1.5e9 parameters, 6 GB in fp32), whose weights go to one external data file beside the graph.
 
-Usage: bench/make_llm.py [OUT_DIR] [--prompt-len 32] [--new-tokens 64]
-`tessel generate OUT_DIR/llama_small.onnx --prompt OUT_DIR/llama_small/prompt.npy` prints the same ids.
+Layout of OUT_DIR (default bench/models/), NAME llama_small or llama_1b:
+  NAME.onnx
+  NAME.onnx.data               1b only: the weights (ONNX external data)
+  NAME/prompt.npy              int64 [1, PROMPT] seeded prompt ids
+  NAME/torch_greedy.npy        int64 [1, NEW] PyTorch's greedy continuation of it
+
+Usage: bench/make_llm.py [OUT_DIR] [--size small|1b] [--prompt-len 32] [--new-tokens 64]
+`tessel generate OUT_DIR/NAME.onnx --prompt OUT_DIR/NAME/prompt.npy` prints the same ids.
 """
 import argparse
 import os
+import tempfile
 
 import numpy as np
+import onnx
 import torch
 from torch import nn
 
@@ -31,6 +38,7 @@ OPSET = 17
 
 
 class SmallConfig:
+    name = "llama_small"
     vocab = 512
     hidden = 256
     layers = 2
@@ -39,6 +47,34 @@ class SmallConfig:
     mlp = 688
     eps = 1e-5
     rope_theta = 10000.0
+
+
+class OneBConfig:
+    """The shape of Llama 3.2 1B, with an untied LM head."""
+    name = "llama_1b"
+    vocab = 128256
+    hidden = 2048
+    layers = 16
+    heads = 32
+    kv_heads = 8
+    mlp = 8192
+    eps = 1e-5
+    rope_theta = 500000.0
+
+
+SIZES = {"small": SmallConfig, "1b": OneBConfig}
+
+
+class Linear(nn.Module):
+    """y = x @ weight with the weight stored [in, out], as the exported MatMul reads it: nn.Linear's
+    [out, in] weight would be transposed into a second copy of every weight during export (6 GB at 1b)."""
+
+    def __init__(self, size_in, size_out):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(size_in, size_out))
+
+    def forward(self, x):
+        return x @ self.weight
 
 
 class RMSNorm(nn.Module):
@@ -68,13 +104,13 @@ class DecoderLayer(nn.Module):
         head = c.hidden // c.heads
         self.input_norm = RMSNorm(c.hidden, c.eps)
         self.post_attention_norm = RMSNorm(c.hidden, c.eps)
-        self.q = nn.Linear(c.hidden, c.heads * head, bias=False)
-        self.k = nn.Linear(c.hidden, c.kv_heads * head, bias=False)
-        self.v = nn.Linear(c.hidden, c.kv_heads * head, bias=False)
-        self.o = nn.Linear(c.heads * head, c.hidden, bias=False)
-        self.gate = nn.Linear(c.hidden, c.mlp, bias=False)
-        self.up = nn.Linear(c.hidden, c.mlp, bias=False)
-        self.down = nn.Linear(c.mlp, c.hidden, bias=False)
+        self.q = Linear(c.hidden, c.heads * head)
+        self.k = Linear(c.hidden, c.kv_heads * head)
+        self.v = Linear(c.hidden, c.kv_heads * head)
+        self.o = Linear(c.heads * head, c.hidden)
+        self.gate = Linear(c.hidden, c.mlp)
+        self.up = Linear(c.hidden, c.mlp)
+        self.down = Linear(c.mlp, c.hidden)
 
     def forward(self, x, positions, mask, past_key, past_value):
         c = self.c
@@ -104,11 +140,15 @@ class LlamaDecoder(nn.Module):
         self.embed = nn.Embedding(c.vocab, c.hidden)
         self.layers = nn.ModuleList([DecoderLayer(c) for _ in range(c.layers)])
         self.norm = RMSNorm(c.hidden, c.eps)
-        self.lm_head = nn.Linear(c.hidden, c.vocab, bias=False)
+        self.lm_head = Linear(c.hidden, c.vocab)
         generator = torch.Generator().manual_seed(MODEL_SEED)
-        for p in self.parameters():
-            if p.dim() > 1:
-                p.data.normal_(0.0, 0.05, generator=generator)
+        for module in self.modules():
+            # Drawn in nn.Linear's [out, in] order, one matrix at a time, so a size's weights do not
+            # depend on how they are stored.
+            if isinstance(module, Linear):
+                module.weight.data.copy_(torch.empty(module.weight.shape[::-1]).normal_(0.0, 0.05, generator=generator).t())
+            elif isinstance(module, nn.Embedding):
+                module.weight.data.normal_(0.0, 0.05, generator=generator)
 
     def forward(self, input_ids, attention_mask, position_ids, *past):
         t, total = input_ids.shape[1], attention_mask.shape[1]
@@ -145,9 +185,31 @@ def export(model, path):
             "position_ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch", 1: "sequence"}}
     axes.update({n: {0: "batch", 2: "past"} for n in inputs[3:]})
     axes.update({n: {0: "batch", 2: "total"} for n in outputs[1:]})
-    with torch.no_grad():
-        torch.onnx.export(model, example, path, opset_version=OPSET, input_names=inputs, output_names=outputs,
-                          dynamic_axes=axes)
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(path))) as scratch:
+        # Past 2 GB torch writes each weight to a file of its own beside the graph; they are gathered
+        # into one data file, a tensor at a time.
+        exported = os.path.join(scratch, "model.onnx")
+        with torch.no_grad():
+            torch.onnx.export(model, example, exported, opset_version=OPSET, input_names=inputs, output_names=outputs,
+                              dynamic_axes=axes)
+        graph = onnx.load(exported, load_external_data=False)
+        external = [t for t in graph.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+        if external:
+            data_name = os.path.basename(path) + ".data"
+            with open(os.path.join(os.path.dirname(os.path.abspath(path)), data_name), "wb") as data:
+                for tensor in external:
+                    info = {entry.key: entry.value for entry in tensor.external_data}
+                    with open(os.path.join(scratch, info["location"]), "rb") as f:
+                        f.seek(int(info.get("offset", 0)))
+                        blob = f.read(int(info["length"])) if "length" in info else f.read()
+                    offset = data.tell()
+                    data.write(blob)
+                    data.write(b"\0" * (-data.tell() % 64))  # Each tensor 64-byte aligned in the file.
+                    del tensor.external_data[:]
+                    for key, value in (("location", data_name), ("offset", str(offset)), ("length", str(len(blob)))):
+                        entry = tensor.external_data.add()
+                        entry.key, entry.value = key, value
+        onnx.save(graph, path)
 
 
 def greedy(model, prompt, new_tokens):
@@ -167,16 +229,19 @@ def greedy(model, prompt, new_tokens):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir", nargs="?", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "models"))
+    parser.add_argument("--size", choices=sorted(SIZES), default="small")
     parser.add_argument("--prompt-len", type=int, default=32)
     parser.add_argument("--new-tokens", type=int, default=64)
     args = parser.parse_args()
-    model = LlamaDecoder().eval()
-    os.makedirs(os.path.join(args.out_dir, "llama_small"), exist_ok=True)
-    export(model, os.path.join(args.out_dir, "llama_small.onnx"))
-    prompt = torch.from_numpy(np.random.default_rng(PROMPT_SEED).integers(0, SmallConfig.vocab, (1, args.prompt_len)))
-    np.save(os.path.join(args.out_dir, "llama_small", "prompt.npy"), prompt.numpy())
-    np.save(os.path.join(args.out_dir, "llama_small", "torch_greedy.npy"), greedy(model, prompt, args.new_tokens).numpy())
-    print(f"wrote {os.path.join(args.out_dir, 'llama_small.onnx')} and its prompt and PyTorch greedy ids")
+    c = SIZES[args.size]
+    model = LlamaDecoder(c).eval()
+    os.makedirs(os.path.join(args.out_dir, c.name), exist_ok=True)
+    path = os.path.join(args.out_dir, c.name + ".onnx")
+    export(model, path)
+    prompt = torch.from_numpy(np.random.default_rng(PROMPT_SEED).integers(0, c.vocab, (1, args.prompt_len)))
+    np.save(os.path.join(args.out_dir, c.name, "prompt.npy"), prompt.numpy())
+    np.save(os.path.join(args.out_dir, c.name, "torch_greedy.npy"), greedy(model, prompt, args.new_tokens).numpy())
+    print(f"wrote {path} and its prompt and PyTorch greedy ids")
 
 
 if __name__ == "__main__":
