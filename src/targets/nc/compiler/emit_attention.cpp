@@ -32,6 +32,7 @@
 #include <fmt/ranges.h>
 
 #include "targets/nc/compiler/lowering.h"
+#include "targets/nc/isa/ports.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/tile/tile_ring.h"
 
@@ -60,13 +61,6 @@ constexpr float kMaskedScore = -1e30f;
 constexpr int64_t kSoftmaxChunkElements = 8192;
 
 std::vector<int64_t> sizesOf(const Value *value) { return value->type().shape().sizes().value_or(std::vector<int64_t>{}); }
-
-bool hasPortConflict(const MachineProfile &profile, const std::string &a, const std::string &b,
-                     const std::string &resource) {
-  return std::any_of(profile.portConflicts.begin(), profile.portConflicts.end(), [&](const PortConflict &c) {
-    return c.resource == resource && ((c.first == a && c.second == b) || (c.first == b && c.second == a));
-  });
-}
 
 /// The start-partition alignment of an operand of `count` partitions (rule T6, section 4.2).
 int64_t partitionAlignment(int64_t partitions, int64_t count) {
@@ -313,15 +307,7 @@ class AttentionEmitter {
   }
 
   /// The [P, P] identity in the matmul dtype: PE adds the mask to the scores as identity^T @ bias.
-  TileView identity() {
-    if (!identity_) {
-      identity_ = b_.sbuf(name("identity"), mm_, P_, {P_});
-      b_.memset(*identity_, 1.0f, Engine::POOL);
-      b_.affineSelect(*identity_, *identity_, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1, /*offset=*/0, 0.0f);
-      b_.affineSelect(*identity_, *identity_, /*partitionMultiplier=*/-1, /*freeMultiplier=*/1, /*offset=*/0, 0.0f);
-    }
-    return *identity_;
-  }
+  TileView identity() { return ctx_.identity(mm_); }
 
   /// Keys query tile `qt` sees: all, or with causal those up to its last row's diagonal.
   int64_t visibleKeys(const Span &qt) const {
@@ -441,7 +427,6 @@ class AttentionEmitter {
   std::vector<std::vector<int64_t>> groups_;
   int64_t probsChunk_ = 1, valuesChunk_ = 1;
   std::optional<TileRing> scoresRing_, probsTRing_, valuesRing_, outRing_;
-  std::optional<TileView> identity_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, TileView> biases_;  // By (batch, head, query start).
 };
 

@@ -549,6 +549,17 @@ TileView LoweringContext::constantTile(float value, DType dtype) {
   return t;
 }
 
+TileView LoweringContext::identity(DType dtype) {
+  if (auto it = identities_.find(dtype); it != identities_.end()) return it->second;
+  const int64_t P = profile().partitions;
+  TileView t = builder_.sbuf(fmt::format("identity.{}", dtypeName(dtype)), dtype, P, {P});
+  builder_.memset(t, 1.0f, Engine::POOL);
+  builder_.affineSelect(t, t, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1, /*offset=*/0, 0.0f);
+  builder_.affineSelect(t, t, /*partitionMultiplier=*/-1, /*freeMultiplier=*/1, /*offset=*/0, 0.0f);
+  identities_[dtype] = t;
+  return t;
+}
+
 Status LoweringContext::unsupported(const Node &node, const std::string &reason) const {
   Diagnostic diag = makeError(ErrorCode::UnsupportedOp, "the accelerator cannot run it: {}", reason);
   diag.loc.node = node.name();

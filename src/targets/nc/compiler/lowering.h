@@ -120,6 +120,9 @@ class LoweringContext {
   std::vector<tile::TileView> channelVector(const std::vector<float> &values);
   /// A [partitions, partitions] tile of `value` in `dtype` (e.g. all ones for PE reductions), cached.
   tile::TileView constantTile(float value, DType dtype);
+  /// The [partitions, partitions] identity in `dtype`, made once per program (a POOL memset and two
+  /// affine_selects) for every emitter that needs one: depthwise diagonals, attention's mask matmul.
+  tile::TileView identity(DType dtype);
 
   /// The error an emitter returns for a node it cannot lower after all (names the node and op).
   Status unsupported(const Node &node, const std::string &reason) const;
@@ -151,6 +154,7 @@ class LoweringContext {
   std::map<const Value *, tile::HbmView> hbmCache_;
   std::map<const Value *, tile::HbmView> spilled_;
   std::map<std::pair<float, DType>, tile::TileView> constantTiles_;
+  std::map<DType, tile::TileView> identities_;
   std::vector<ConstantData> constants_;
   std::function<bool(const Value *)> readAfter_;
   int scratchCount_ = 0;

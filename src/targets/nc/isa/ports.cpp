@@ -1,6 +1,7 @@
 // Port conflict rules; see ports.h.
 #include "targets/nc/isa/ports.h"
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -93,6 +94,13 @@ bool portsConflict(const std::vector<PortRule> &rules, const PortUse &a, const P
     if (pair && shareResource(rule.resource, a, b)) return true;
   }
   return false;
+}
+
+bool hasPortConflict(const MachineProfile &profile, const std::string &a, const std::string &b,
+                     const std::string &resource) {
+  return std::any_of(profile.portConflicts.begin(), profile.portConflicts.end(), [&](const PortConflict &c) {
+    return c.resource == resource && ((c.first == a && c.second == b) || (c.first == b && c.second == a));
+  });
 }
 
 }  // namespace tessel::nc

@@ -46,6 +46,11 @@ Expected<std::vector<PortRule>> parsePortRules(const MachineProfile &profile);
 /// before it has placed the instruction; the simulator passes insn.engine.
 PortUse portUseOf(const Instruction &insn, Engine engine, bool dvePerfMode, const MachineProfile &profile);
 
+/// Whether the profile lists roles `a` and `b` (either order) as serialising on `resource`, by the
+/// profile's names (e.g. "dve", "pool", "sbuf"): how a kernel plan asks which engines compete.
+bool hasPortConflict(const MachineProfile &profile, const std::string &a, const std::string &b,
+                     const std::string &resource);
+
 /// True when an instruction using `a` and one using `b` (on different engines) cannot overlap.
 bool portsConflict(const std::vector<PortRule> &rules, const PortUse &a, const PortUse &b);
 

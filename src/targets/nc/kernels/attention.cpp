@@ -51,6 +51,7 @@
 #include <fmt/format.h>
 
 #include "targets/nc/kernels/reference.h"
+#include "targets/nc/isa/ports.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/tile/tile_ring.h"
 
@@ -182,13 +183,6 @@ struct EnginePlan {
   /// The scaled evictions of the running output from PSUM: ACT, unless ACT already stages the scores.
   Engine outputEvictions = Engine::ACT;
 };
-
-bool hasPortConflict(const MachineProfile &profile, const std::string &a, const std::string &b,
-                     const std::string &resource) {
-  return std::any_of(profile.portConflicts.begin(), profile.portConflicts.end(), [&](const PortConflict &c) {
-    return c.resource == resource && ((c.first == a && c.second == b) || (c.first == b && c.second == a));
-  });
-}
 
 EnginePlan planEngines(const MachineProfile &profile) {
   EnginePlan plan;
