@@ -9,8 +9,12 @@ falls on all alike; the table gives the median over the rounds of each figure. E
 equal PyTorch's greedy ids from bench/make_llm.py (torch_greedy.npy); a mismatch is printed and the
 script exits 1.
 
+`--size 1b` runs the 1B-class model (make_llm.py --size 1b: 6 GB of fp32 weights, made once into
+--models) and adds a `tessel --weights bf16` row; the small model's default rows stay as they are.
+
 Needs bench/install-peers.sh (onnxruntime-node, PyTorch with OpenBLAS) and build/bin/tessel.
-Usage: bench/generate_bench.py [--models DIR] [--threads 2] [--new-tokens 64] [--rounds 3] [--tessel PATH]
+Usage: bench/generate_bench.py [--models DIR] [--size small|1b] [--threads 2] [--new-tokens 64] [--rounds 3]
+       [--tessel PATH]
 """
 import argparse
 import json
@@ -30,13 +34,17 @@ sys.path.insert(0, PEERS)
 import peer_env  # noqa: E402
 
 
-def ensure_model(models, new_tokens):
-    onnx_path = os.path.join(models, "llama_small.onnx")
-    greedy_path = os.path.join(models, "llama_small", "torch_greedy.npy")
+NAMES = {"small": "llama_small", "1b": "llama_1b"}  # make_llm.py's file names per --size.
+
+
+def ensure_model(models, size, new_tokens):
+    name = NAMES[size]
+    onnx_path = os.path.join(models, name + ".onnx")
+    greedy_path = os.path.join(models, name, "torch_greedy.npy")
     if not (os.path.exists(onnx_path) and os.path.exists(greedy_path) and np.load(greedy_path).shape[1] >= new_tokens):
-        subprocess.run([sys.executable, os.path.join(BENCH, "make_llm.py"), models, "--new-tokens", str(new_tokens)],
-                       check=True, env=peer_env.peer_environment(1))
-    return onnx_path, os.path.join(models, "llama_small", "prompt.npy"), np.load(greedy_path)[:, :new_tokens]
+        subprocess.run([sys.executable, os.path.join(BENCH, "make_llm.py"), models, "--size", size, "--new-tokens",
+                        str(new_tokens)], check=True, env=peer_env.peer_environment(1))
+    return onnx_path, os.path.join(models, name, "prompt.npy"), np.load(greedy_path)[:, :new_tokens]
 
 
 def number(pattern, text):
@@ -81,6 +89,7 @@ def difference(got, expected):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=os.path.join(BENCH, "models"), help="make_llm.py's output folder")
+    parser.add_argument("--size", choices=sorted(NAMES), default="small")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
@@ -91,15 +100,20 @@ def main():
     if not os.path.exists(os.path.join(PEERS, "node_modules", "onnxruntime-node")):
         sys.exit("generate_bench: onnxruntime-node is missing; run bench/install-peers.sh")
 
-    model, prompt, expected = ensure_model(args.models, args.new_tokens)
+    model, prompt, expected = ensure_model(args.models, args.size, args.new_tokens)
     common = ["--prompt", prompt, "--max-new-tokens", str(args.new_tokens), "--threads", str(args.threads)]
-    peers = [
-        ("tessel", lambda: run_tessel(args.tessel, model, prompt, args, [])),
-        ("tessel --exact-cache", lambda: run_tessel(args.tessel, model, prompt, args, ["--exact-cache"])),
+    tessel = [("tessel", [])]
+    # bf16 weights round the products, so their ids are compared with PyTorch's fp32 ones only as
+    # a report (a rounded product may tip a close argmax); every other row must match.
+    tessel += [("tessel --weights bf16", ["--weights", "bf16"])] if args.size == "1b" else [
+        ("tessel --exact-cache", ["--exact-cache"])]
+    peers = [(name, lambda extra=extra: run_tessel(args.tessel, model, prompt, args, extra)) for name, extra in tessel]
+    peers += [
         ("onnxruntime", lambda: run_json(["node", os.path.join(PEERS, "ort_generate.js"), model] + common)),
-        ("pytorch eager", lambda: run_json([sys.executable, os.path.join(PEERS, "torch_generate.py")] + common,
-                                           env=peer_env.peer_environment(args.threads))),
+        ("pytorch eager", lambda: run_json([sys.executable, os.path.join(PEERS, "torch_generate.py"), "--size",
+                                            args.size] + common, env=peer_env.peer_environment(args.threads))),
     ]
+    exact = {name for name, _ in peers if "bf16" not in name}
     results = {name: [] for name, _ in peers}
     versions = {}
     mismatches = []
@@ -109,7 +123,7 @@ def main():
             results[name].append(result)
             if "version" in result:
                 versions[name] = result["version"] + (f", {result['blas']}" if "blas" in result else "")
-            if not np.array_equal(result["ids"], expected):
+            if name in exact and not np.array_equal(result["ids"], expected):
                 mismatches.append(f"round {r + 1}, {name}: {difference(result['ids'], expected)}")
             print(f"round {r + 1} {name}: ttft {result['ttft_ms']:.2f} ms, p50 {result['p50_ms']:.3f} ms/token, "
                   f"{result['tokens_per_s']:.1f} tokens/s", file=sys.stderr, flush=True)
@@ -117,7 +131,7 @@ def main():
     figures = ("ttft_ms", "p50_ms", "p90_ms", "tokens_per_s")
     median = {name: {key: statistics.median(run[key] for run in runs) for key in figures} for name, runs in results.items()}
     reference = median["tessel"]["tokens_per_s"]
-    print(f"batch 1, prompt {np.load(prompt).shape[1]} tokens, {args.new_tokens} new, --threads {args.threads}, "
+    print(f"{NAMES[args.size]}, batch 1, prompt {np.load(prompt).shape[1]} tokens, {args.new_tokens} new, --threads {args.threads}, "
           f"median of {args.rounds} rounds; " + "; ".join(f"{k}: {v}" for k, v in versions.items()))
     print()
     print("| peer | TTFT ms | decode ms/token p50 | p90 | tokens/s | tessel tokens/s ÷ peer's | ids = PyTorch greedy |")

@@ -8,7 +8,7 @@ As `tessel generate` does, a step's time is the forward alone (not the argmax or
 inputs), the first token's time is the prefill (the module's first forward), and tokens/s is the
 decode forwards over their summed time.
 
-Usage: bench/peers/torch_generate.py --prompt IDS.npy [--max-new-tokens T] [--threads N]
+Usage: bench/peers/torch_generate.py --prompt IDS.npy [--size small|1b] [--max-new-tokens T] [--threads N]
 """
 import argparse
 import json
@@ -32,6 +32,7 @@ import make_llm  # noqa: E402
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prompt", required=True, help="prompt ids, int64 [batch, length] (.npy)")
+    parser.add_argument("--size", choices=sorted(make_llm.SIZES), default="small")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
@@ -40,7 +41,7 @@ def main():
 
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
-    model = make_llm.LlamaDecoder().eval()
+    model = make_llm.LlamaDecoder(make_llm.SIZES[args.size]).eval()
     build_ms = (time.perf_counter() - start) * 1e3
     prompt = torch.from_numpy(np.load(args.prompt))
     batch = prompt.shape[0]
