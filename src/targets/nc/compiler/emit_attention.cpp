@@ -307,7 +307,10 @@ class AttentionEmitter {
   }
 
   /// The [P, P] identity in the matmul dtype: PE adds the mask to the scores as identity^T @ bias.
-  TileView identity() { return ctx_.identity(mm_); }
+  TileView identity() {
+    if (!identity_) identity_ = makeIdentity(b_, name("identity"), mm_);
+    return *identity_;
+  }
 
   /// Keys query tile `qt` sees: all, or with causal those up to its last row's diagonal.
   int64_t visibleKeys(const Span &qt) const {
@@ -427,6 +430,7 @@ class AttentionEmitter {
   std::vector<std::vector<int64_t>> groups_;
   int64_t probsChunk_ = 1, valuesChunk_ = 1;
   std::optional<TileRing> scoresRing_, probsTRing_, valuesRing_, outRing_;
+  std::optional<TileView> identity_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, TileView> biases_;  // By (batch, head, query start).
 };
 

@@ -549,15 +549,18 @@ TileView LoweringContext::constantTile(float value, DType dtype) {
   return t;
 }
 
+TileView makeIdentity(KernelBuilder &b, const std::string &name, DType dtype) {
+  const int64_t P = b.profile().partitions;
+  TileView t = b.sbuf(name, dtype, P, {P});
+  b.memset(t, 1.0f, Engine::POOL);
+  b.affineSelect(t, t, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1, /*offset=*/0, 0.0f);
+  b.affineSelect(t, t, /*partitionMultiplier=*/-1, /*freeMultiplier=*/1, /*offset=*/0, 0.0f);
+  return t;
+}
+
 TileView LoweringContext::identity(DType dtype) {
   if (auto it = identities_.find(dtype); it != identities_.end()) return it->second;
-  const int64_t P = profile().partitions;
-  TileView t = builder_.sbuf(fmt::format("identity.{}", dtypeName(dtype)), dtype, P, {P});
-  builder_.memset(t, 1.0f, Engine::POOL);
-  builder_.affineSelect(t, t, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1, /*offset=*/0, 0.0f);
-  builder_.affineSelect(t, t, /*partitionMultiplier=*/-1, /*freeMultiplier=*/1, /*offset=*/0, 0.0f);
-  identities_[dtype] = t;
-  return t;
+  return identities_[dtype] = makeIdentity(builder_, fmt::format("identity.{}", dtypeName(dtype)), dtype);
 }
 
 Status LoweringContext::unsupported(const Node &node, const std::string &reason) const {
