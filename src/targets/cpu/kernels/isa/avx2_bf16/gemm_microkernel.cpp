@@ -11,11 +11,11 @@
 #include <utility>
 
 #include "targets/cpu/kernels/gemm_microkernel.h"
+#include "targets/cpu/kernels/isa/avx2/gemm_tile_store.h"
 
 namespace tessel::cpu {
 namespace {
 
-constexpr int kLanes = 8;  // floats per ymm register.
 
 /// The lower (K even) and upper (K odd) bf16 of each pair word, as floats.
 inline __attribute__((always_inline)) __m256 evenHalf(__m256i words) {
@@ -57,27 +57,7 @@ void microkernel(const MicrokernelArgs &args) {
     }
     b += kNr;
   }
-  const __m256 lo = _mm256_set1_ps(args.lo), hi = _mm256_set1_ps(args.hi);
-  const __m256i laneIndex = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  __m256i mask[kVecs];
-#pragma GCC unroll 8
-  for (int j = 0; j < kVecs; ++j) mask[j] = _mm256_cmpgt_epi32(_mm256_set1_epi32(args.cols - j * kLanes), laneIndex);
-#pragma GCC unroll 32
-  for (int i = 0; i < kMr; ++i) {
-    float *c = args.c + i * args.ldc;
-#pragma GCC unroll 8
-    for (int j = 0; j < kVecs; ++j) {
-      __m256 v = acc[i][j];
-      if (args.accumulate) v = _mm256_add_ps(v, _mm256_maskload_ps(c + j * kLanes, mask[j]));
-      if (args.bias != nullptr) v = _mm256_add_ps(v, _mm256_maskload_ps(args.bias + j * kLanes, mask[j]));
-      if (args.rowBias != nullptr) v = _mm256_add_ps(v, _mm256_broadcast_ss(args.rowBias + i));
-      if (args.residual != nullptr) {
-        v = _mm256_add_ps(v, _mm256_maskload_ps(args.residual + i * args.ldr + j * kLanes, mask[j]));
-      }
-      if (args.clamp) v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
-      _mm256_maskstore_ps(c + j * kLanes, mask[j], v);
-    }
-  }
+  storeTile<kMr, kVecs>(acc, args);
 }
 
 /// Kernels for 1 .. mr rows, so a ragged bottom edge (and a decode step's M = 1) costs only its rows.
