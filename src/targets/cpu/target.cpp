@@ -98,16 +98,15 @@ std::string planReport(const CpuExecutable &plan) {
           "precision: auto-cast bf16: {} of {} matmul/conv steps take bf16 operands (sums and everything else "
           "float32)\n",
           summary.bf16Nodes.size(), summary.castableSteps);
-      if (!summary.castEverywhere && bf16ThroughputRatio() == 0.0) {
-        text += fmt::format(
-            "  this host has no bf16 dot product ({} widens the pairs to float32 FMAs), so only products of at "
-            "most {} rows, bound by their weights, take bf16\n",
-            selectedGemmKernel(GemmOperands::Bf16)->name, selectedGemmKernel(GemmOperands::Bf16)->mr);
-      } else if (!summary.castEverywhere) {
-        text += fmt::format(
-            "  this host's bf16 dot product runs at {:.2f}x its fp32 FMA rate (measured), so only products of at "
-            "most {} rows, bound by their weights, take bf16\n",
-            bf16ThroughputRatio(), selectedGemmKernel(GemmOperands::Bf16)->mr);
+      if (!summary.castEverywhere) {
+        const GemmKernel &bf16 = *selectedGemmKernel(GemmOperands::Bf16);
+        const std::string why =
+            bf16ThroughputRatio() == 0.0
+                ? fmt::format("this host has no bf16 dot product ({} widens the pairs to float32 FMAs)", bf16.name)
+                : fmt::format("this host's bf16 dot product runs at {:.2f}x its fp32 FMA rate (measured)",
+                              bf16ThroughputRatio());
+        text += fmt::format("  {}, so only products of at most {} rows, bound by their weights, take bf16\n", why,
+                            bf16.mr);
       }
     }
   }

@@ -68,7 +68,7 @@ void layerNormTutorialTile(KernelBuilder &b, bool v2, const TileView &xt, const 
   auto scalarTile = [&](const char *name) { return b.sbuf(name, DType::F32, partitions, {1}).partitionSlice(0, rows); };
   TileView mean = scalarTile("mean"), var = scalarTile("var");
   if (v2) {
-    const int64_t statsChunk = static_cast<int64_t>(isaLimitsFor(b.profile()).bnStatsMaxFree);
+    const int64_t statsChunk = static_cast<int64_t>(b.limits().bnStatsMaxFree);
     const std::vector<Span> chunks = splitRange(cols, statsChunk);
     TileView stats = b.sbuf("stats", DType::F32, partitions, {6 * static_cast<int64_t>(chunks.size())}).partitionSlice(0, rows);
     for (size_t j = 0; j < chunks.size(); ++j)
@@ -111,7 +111,7 @@ Status buildLayerNorm(KernelBuilder &b, const KernelParams &params) {
   HbmView beta = b.input("beta", dtype, {cols});
   HbmView out = b.output("out", dtype, {rows, cols});
   const int64_t partitions = rowTile(b.profile(), rows);
-  const int64_t statsChunk = static_cast<int64_t>(isaLimitsFor(b.profile()).bnStatsMaxFree);
+  const int64_t statsChunk = static_cast<int64_t>(b.limits().bnStatsMaxFree);
   const std::vector<Span> statChunks = splitRange(cols, statsChunk);
   const int64_t statsWidth = 6 * static_cast<int64_t>(statChunks.size());  // bn_stats writes 6 per chunk.
   TileView gammaTile = loadBroadcastVector(b, "gamma", gamma, partitions, cols, dtype);

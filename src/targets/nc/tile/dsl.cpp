@@ -268,7 +268,7 @@ HbmView HbmView::pattern(int64_t offset, const std::vector<FreeDim> &dims) const
 // ---- KernelBuilder: declarations ------------------------------------------------------------------
 
 KernelBuilder::KernelBuilder(std::string name, const MachineProfile &profile)
-    : name_(std::move(name)), profile_(profile) {
+    : name_(std::move(name)), profile_(profile), limits_(isaLimitsFor(profile)) {
   kernel_.name = name_;
 }
 
@@ -313,8 +313,7 @@ HbmView KernelBuilder::output(const std::string &name, DType dtype, const std::v
 namespace {
 
 /// Shared by sbuf() and psum(): the whole-tile view of a new tile, or an error message.
-std::string checkTileDecl(const MachineProfile &profile, const TileDecl &decl) {
-  const IsaLimits limits = isaLimitsFor(profile);
+std::string checkTileDecl(const MachineProfile &profile, const IsaLimits &limits, const TileDecl &decl) {
   bool positive = std::all_of(decl.freeShape.begin(), decl.freeShape.end(), [](int64_t n) { return n >= 1; });
   if (!partitionsInRange(limits, 0, decl.partitions))
     return fmt::format("tile '{}': {} partitions; must be 1..{} (T1)", decl.name, decl.partitions, profile.partitions);
@@ -348,7 +347,7 @@ TileView KernelBuilder::psum(const std::string &name, DType dtype, int64_t parti
 TileView KernelBuilder::newTile(const TileDecl &decl) {
   TileView view;
   view.builder_ = this;
-  if (std::string error = checkTileDecl(profile_, decl); !error.empty()) {
+  if (std::string error = checkTileDecl(profile_, limits_, decl); !error.empty()) {
     fail(error);
     return view;
   }
@@ -428,10 +427,9 @@ bool engineReaches(const IsaLimits &limits, Engine engine, MemSpace space) {
 
 bool KernelBuilder::checkEngine(TileOpKind kind, Opcode opcode, std::optional<Engine> engine,
                                 std::initializer_list<const TileView *> operands) {
-  const IsaLimits limits = isaLimitsFor(profile_);
   auto reachesAll = [&](Engine e) {
     return std::all_of(operands.begin(), operands.end(),
-                       [&](const TileView *v) { return v == nullptr || engineReaches(limits, e, v->space()); });
+                       [&](const TileView *v) { return v == nullptr || engineReaches(limits_, e, v->space()); });
   };
   if (engine) {
     if (!(allowedEngines(opcode) & engineBit(*engine))) {
@@ -512,10 +510,9 @@ void KernelBuilder::matmul(const TileView &dst, const TileView &stationary, cons
   if (moving.partitions() != k)
     return fail(fmt::format("{}: contraction K differs: stationary {} vs moving {} (T4)", p, shapeText(stationary),
                             shapeText(moving)));
-  const IsaLimits limits = isaLimitsFor(profile_);
-  if (!matmulFits(limits, k, m, n))
+  if (!matmulFits(limits_, k, m, n))
     return fail(fmt::format("{}: K = {}, M = {}, N = {}; limits K <= {}, M <= {}, N <= {} (T3)", p, k, m, n,
-                            limits.matmulMaxK, limits.matmulMaxStationaryFree, limits.matmulMaxMovingFree));
+                            limits_.matmulMaxK, limits_.matmulMaxStationaryFree, limits_.matmulMaxMovingFree));
   if (dst.partitions() != m || dst.freeSize() != n)
     return fail(fmt::format("{}: dst {} must be [M, N] = [{}, {}]", p, shapeText(dst), m, n));
   TileOp op = makeOp(kind, Opcode::NcMatmul, Engine::PE, {toOperand(dst), toOperand(stationary), toOperand(moving)});
@@ -529,7 +526,7 @@ void KernelBuilder::transpose(const TileView &dst, const TileView &src) {
   std::string p = opPrefix(kind);
   // PE writes PSUM; a transpose into SBUF runs on DVE (32x32 blocks, T9).
   bool onPe = dst.space() == MemSpace::PSUM;
-  const int64_t limit = transposeLimit(isaLimitsFor(profile_), onPe);
+  const int64_t limit = transposeLimit(limits_, onPe);
   if (onPe && src.space() != MemSpace::SBUF)
     return fail(fmt::format("{}: PE transpose reads SBUF; src is in {}", p, memSpaceName(src.space())));
   if (dst.dtype() != src.dtype())
@@ -559,7 +556,7 @@ void KernelBuilder::activation(const TileView &dst, const TileView &src, ActFunc
         args.accum->dtype() != DType::F32)
       return fail(fmt::format("{}: accum must be an f32 [P, 1] view with dst's {} partitions; got {} {}", p,
                               dst.partitions(), dtypeName(args.accum->dtype()), shapeText(*args.accum)));
-    if (!actReduceOpSupported(isaLimitsFor(profile_), args.accumOp))
+    if (!actReduceOpSupported(limits_, args.accumOp))
       return fail(fmt::format("{}: ACT reduce op {} not supported on {}; supported: {} (T15)", p,
                               aluOpName(args.accumOp), profile_.name, fmt::join(profile_.act.reduceOps, ", ")));
   }
@@ -571,7 +568,7 @@ void KernelBuilder::activation(const TileView &dst, const TileView &src, ActFunc
       biasView = *view;
     } else {
       biasImmediate = std::get<float>(*args.bias);
-      if (!actTakesImmediateBias(isaLimitsFor(profile_), biasImmediate)) {
+      if (!actTakesImmediateBias(limits_, biasImmediate)) {
         TileView constant = sbuf(fmt::format("bias.op{}", kernel_.ops.size()), DType::F32, dst.partitions(), {1});
         memset(constant, biasImmediate, std::nullopt);
         biasView = constant;
@@ -807,10 +804,9 @@ void KernelBuilder::affineSelect(const TileView &dst, const TileView &src, float
 void KernelBuilder::bnStats(const TileView &dst, const TileView &src) {
   const TileOpKind kind = TileOpKind::BnStats;
   if (!checkTile(kind, "dst", dst) || !checkTile(kind, "src", src)) return;
-  const IsaLimits limits = isaLimitsFor(profile_);
-  if (!bnStatsFits(limits, static_cast<uint64_t>(src.freeSize())))
+  if (!bnStatsFits(limits_, static_cast<uint64_t>(src.freeSize())))
     return fail(fmt::format("{}: src {} has {} elements per partition; at most {} (T8)", opPrefix(kind),
-                            shapeText(src), src.freeSize(), limits.bnStatsMaxFree));
+                            shapeText(src), src.freeSize(), limits_.bnStatsMaxFree));
   if (dst.partitions() != src.partitions() || dst.freeSize() != 6)
     return fail(fmt::format("{}: dst {} must be [{}, 6]", opPrefix(kind), shapeText(dst), src.partitions()));
   record(makeOp(kind, Opcode::BnStats, Engine::DVE, {toOperand(dst), toOperand(src)}));

@@ -21,6 +21,7 @@
 
 #include "support/diagnostic.h"
 #include "targets/nc/isa/instruction.h"
+#include "targets/nc/isa/verifier.h"
 #include "targets/nc/machine/engine.h"
 #include "targets/nc/machine/profile.h"
 #include "targets/nc/tile/tile_ir.h"
@@ -131,6 +132,8 @@ class KernelBuilder {
   KernelBuilder &operator=(const KernelBuilder &) = delete;
 
   const MachineProfile &profile() const { return profile_; }
+  /// The profile's tile-rule limits (isaLimitsFor), computed once.
+  const IsaLimits &limits() const { return limits_; }
   /// The kernel recorded so far (tiles, tensors, ops).
   const Kernel &kernel() const { return kernel_; }
 
@@ -200,6 +203,7 @@ class KernelBuilder {
  private:
   std::string name_;
   const MachineProfile &profile_;
+  const IsaLimits limits_;  // isaLimitsFor(profile_), read by every op's checks.
   Kernel kernel_;
   std::optional<Diagnostic> error_;
 
