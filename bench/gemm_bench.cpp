@@ -14,6 +14,9 @@
 //   Layer/<name>/bf16/...        the linear layers with the bf16 variant
 //   S8GemmPacked/<variant>/<n>   the int8 GEMM (gemm_s8.h), u8 A times s8 B pre-packed, square n
 //   Layer/<name>/u8s8/...        the linear layers on the int8 GEMM (MatMulInteger)
+//   Layer/decode_m1_*            a decode step's products (M = 1, weights larger than the caches),
+//                                bound by memory: every layer also reports weight_GBps, the packed
+//                                constant operand's bytes per second
 //
 // Counters: GFLOPS (integer ops for the int8 GEMM: a multiply-add is two), and peak_fraction =
 // achieved / (threads x the measured one-core peak of the best loop of the same operand type). Single-threaded rates are per CPU second (thread CPU time for the peak, Google
@@ -152,6 +155,8 @@ constexpr LayerShape kLayerShapes[] = {
     {"linear_m128_3072x768", {128, 3072, 768}, false}, {"linear_m128_768x3072", {128, 768, 3072}, false},
     {"conv_64x12544x147", {64, 12544, 147}, true},    {"conv_128x3136x576", {128, 3136, 576}, true},
     {"conv_512x49x4608", {512, 49, 4608}, true},      {"conv_2048x49x512", {2048, 49, 512}, true},
+    // A 1B-class decoder's decode step: the MLP's up and down projections, 64 MiB of fp32 weights each.
+    {"decode_m1_2048x8192", {1, 8192, 2048}, false},  {"decode_m1_8192x2048", {1, 2048, 8192}, false},
 };
 
 void benchLayer(benchmark::State &state, const LayerShape *layer, const GemmKernel *kernel, int threads) {
@@ -179,6 +184,9 @@ void benchLayer(benchmark::State &state, const LayerShape *layer, const GemmKern
     benchmark::ClobberMemory();
   }
   setThroughputCounters(state, 2.0 * double(s.m) * double(s.n) * double(s.k), kernel->operands, threads);
+  const double weightBytes = layer->weightsOnLeft ? double(packedASize(*kernel, s.m, s.k))
+                                                  : double(packedBSize(*kernel, s.k, s.n));
+  state.counters["weight_GBps"] = benchmark::Counter(weightBytes / kGiga, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 /// The int8 GEMM on an m x k u8 A (zero point 128) and a pre-packed k x n s8 B (zero point 0), the

@@ -43,6 +43,10 @@ constexpr int64_t kL1BytesForBPanel = 64 * 1024;
 constexpr int64_t kL2BytesForABlock = 384 * 1024;   // The MC x KC block of A.
 constexpr int64_t kL2BytesForBBlock = 512 * 1024;  // The KC x NC block of B.
 constexpr int64_t kMaxKc = 512;                     // Longer K blocks gain nothing measurable.
+// One panel of A rows (at most mr: a decode step's M = 1) has no A block to keep in cache, and B
+// is read once whatever KC is: K is blocked only past this, so each B panel streams whole, the
+// panels one after another, and C is written once.
+constexpr int64_t kMaxRowKc = 8192;
 constexpr int64_t kAlignBytes = 64;                 // Cache line; also the zmm width.
 // Packing one float of B (a strided load and a store) costs about this many multiply-adds, in the
 // thread split's cost model (gemm_grid.h).
@@ -64,7 +68,8 @@ Blocking chooseBlocking(const GemmKernel &kernel, const GemmShape &shape) {
   // Packed B holds kPack values per word, so a panel of the same bytes covers kPack times the K.
   const int64_t bBytes = bytes / kernel.kPack;
   Blocking blocking;
-  blocking.kc = std::clamp<int64_t>(kL1BytesForBPanel / (kernel.nr * bBytes), 1, kMaxKc * kernel.kPack);
+  blocking.kc = shape.m <= kernel.mr ? kMaxRowKc
+                             : std::clamp<int64_t>(kL1BytesForBPanel / (kernel.nr * bBytes), 1, kMaxKc * kernel.kPack);
   // Split K evenly rather than leaving a thin last block.
   const int64_t k = std::max<int64_t>(shape.k, 1);
   blocking.kc = roundUp(ceilDiv(k, ceilDiv(k, blocking.kc)), kernel.kPack);
@@ -266,11 +271,13 @@ EpiloguePlan planEpilogue(const Activation &activation) {
 
 /// C = epilogue(A*B) for one rectangle of C (shape is the rectangle; the operands, C, bias and
 /// residual already point at its top-left corner).
-void runTask(const GemmKernel &kernel, const GemmShape &shape, const Operand &aOp, const Operand &bOp, float *c,
-             int64_t ldc, const GemmEpilogue &epilogue, const EpiloguePlan &plan, const TaskBuffers &buffers) {
+/// `blocking` is the one the task's buffers were carved for (chosen for the grid's whole-tile part,
+/// which a last, ragged task may be smaller than).
+void runTask(const GemmKernel &kernel, const GemmShape &shape, const Blocking &blocking, const Operand &aOp,
+             const Operand &bOp, float *c, int64_t ldc, const GemmEpilogue &epilogue, const EpiloguePlan &plan,
+             const TaskBuffers &buffers) {
   const int64_t mr = kernel.mr;
   const int64_t nr = kernel.nr;
-  const Blocking blocking = chooseBlocking(kernel, shape);
 
   MicrokernelArgs args;
   for (int64_t jc = 0; jc < shape.n; jc += blocking.nc) {
@@ -445,6 +452,7 @@ void runGemm(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
     }
   }
   const EpiloguePlan plan = planEpilogue(epilogue.activation);
+  const Blocking blocking = chooseBlocking(kernel, grid.part(shape));
 
   auto runOne = [&](int64_t task) {
     const int64_t row0 = (task / grid.taskCols) * grid.rowsPerTask;
@@ -468,7 +476,7 @@ void runGemm(const GemmKernel &kernel, const GemmShape &shape, const Operand &aO
     if (local.bias != nullptr) local.bias += local.biasPerRow ? row0 : col0;
     if (local.residual != nullptr) local.residual += row0 * local.ldr + col0;
     const TaskBuffers buffers = carveTaskBuffers(kernel, grid.part(shape), packing, base + size_t(task) * taskBytes);
-    runTask(kernel, part, a, b, c + row0 * ldc + col0, ldc, local, plan, buffers);
+    runTask(kernel, part, blocking, a, b, c + row0 * ldc + col0, ldc, local, plan, buffers);
   };
   if (grid.tasks() == 1 || pool == nullptr) {
     for (int64_t task = 0; task < grid.tasks(); ++task) runOne(task);

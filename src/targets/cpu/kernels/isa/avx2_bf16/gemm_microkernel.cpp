@@ -60,10 +60,58 @@ void microkernel(const MicrokernelArgs &args) {
   storeTile<kMr, kVecs>(acc, args);
 }
 
+/// One row of C (a decode step's M = 1). A pair step is two dependent FMAs per B vector, so one
+/// chain of accumulators would wait on their latency every step: the pair steps run over kChains
+/// independent sets, summed at the end.
+template <int kNr>
+void rowMicrokernel(const MicrokernelArgs &args) {
+  constexpr int kVecs = kNr / kLanes;
+  constexpr int kChains = 4;
+  __m256 acc[kChains][kVecs];
+#pragma GCC unroll 4
+  for (int s = 0; s < kChains; ++s) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) acc[s][j] = _mm256_setzero_ps();
+  }
+  const uint32_t *row = args.aPairs[0];
+  const int64_t pairs = (args.k + 1) / 2;
+  const float *b = args.b;
+  auto step = [&](__m256(&sums)[kVecs], int64_t p, const float *bStep) __attribute__((always_inline)) {
+    const __m256i pair = _mm256_set1_epi32(int(row[p]));
+    const __m256 a0 = evenHalf(pair), a1 = oddHalf(pair);
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) {
+      const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bStep + j * kLanes));
+      sums[j] = _mm256_fmadd_ps(a1, oddHalf(words), _mm256_fmadd_ps(a0, evenHalf(words), sums[j]));
+    }
+  };
+  int64_t p = 0;
+  for (; p + kChains <= pairs; p += kChains, b += kChains * kNr) {
+#pragma GCC unroll 4
+    for (int s = 0; s < kChains; ++s) step(acc[s], p + s, b + s * kNr);
+  }
+  for (; p < pairs; ++p, b += kNr) step(acc[0], p, b);
+  __m256 sum[1][kVecs];
+#pragma GCC unroll 8
+  for (int j = 0; j < kVecs; ++j) {
+    sum[0][j] = _mm256_add_ps(_mm256_add_ps(acc[0][j], acc[1][j]), _mm256_add_ps(acc[2][j], acc[3][j]));
+  }
+  storeTile<1, kVecs>(sum, args);
+}
+
+template <int kNr, int kRows>
+void rowsKernel(const MicrokernelArgs &args) {
+  if constexpr (kRows == 1) {
+    rowMicrokernel<kNr>(args);
+  } else {
+    microkernel<kRows, kNr>(args);
+  }
+}
+
 /// Kernels for 1 .. mr rows, so a ragged bottom edge (and a decode step's M = 1) costs only its rows.
 template <int kNr, int... kRows>
 constexpr std::array<GemmMicrokernel, sizeof...(kRows)> rowKernels(std::integer_sequence<int, kRows...>) {
-  return {&microkernel<kRows + 1, kNr>...};
+  return {&rowsKernel<kNr, kRows + 1>...};
 }
 
 template <int kMr, int kNr>
