@@ -302,6 +302,32 @@ TEST_P(GemmVariantTest, ThreadedMatchesSingleThreaded) {
   }
 }
 
+// At most one panel of rows (a decode step's M = 1) K is blocked only past 8192, so each B panel
+// streams whole: long and odd K, one row and a full panel, on every path, split over threads with
+// exactly the scratch sgemmScratchBytes asks for, and past 8192 so the one row also accumulates
+// over K blocks. 2 mr + 1 rows split over two tasks leaves the second one row: its buffers were
+// carved for the first task's blocking, which it must run with.
+TEST_P(GemmVariantTest, OneRowPanelStreamsLongK) {
+  ThreadPool pool(2);
+  const int64_t mr = kernel().mr;
+  const GemmShape shapes[] = {{1, 100, 3001}, {mr, 70, 3001}, {1, 40, 9001}, {2, 33, 8200}, {2 * mr + 1, 16, 3001}};
+  int index = 0;
+  for (const GemmShape &s : shapes) {
+    for (const Path path : pathsOf(kernel())) {
+      const EpilogueMode mode = EpilogueMode(index++ % kEpilogueModes);
+      SCOPED_TRACE(testing::Message() << pathName(path) << " M=" << s.m << " N=" << s.n << " K=" << s.k
+                                      << " epilogue=" << int(mode));
+      Problem problem(s, mode, kernel().operands);
+      const GemmPacking packing{path == Path::PackedA, path == Path::PackedB || path == Path::Indirect};
+      std::vector<std::byte> scratch(sgemmScratchBytes(kernel(), s, pool.size(), packing) + 64);
+      const size_t offset = (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+      const std::span<std::byte> aligned(scratch.data() + offset, scratch.size() - 64);
+      problem.expectMatches(problem.run(kernel(), path, &pool, aligned));
+      problem.expectMatches(problem.run(kernel(), path));
+    }
+  }
+}
+
 // Packing from transposed storage (Gemm's transA / transB) equals packing the transpose.
 TEST_P(GemmVariantTest, PacksTransposedOperands) {
   const GemmShape s{kernel().mr * 2 + 1, kernel().nr + 3, 19};
