@@ -240,6 +240,24 @@ void checkShape(const GemmKernel &kernel, const GemmShape &s, EpilogueMode mode)
   }
 }
 
+/// Caller scratch of exactly the bytes sgemmScratchBytes asks for on `threads` threads, 64-byte
+/// aligned as the entry points require.
+class ExactScratch {
+ public:
+  ExactScratch(const GemmKernel &kernel, const GemmShape &s, int threads, Path path)
+      : bytes_(sgemmScratchBytes(kernel, s, threads,
+                                 {path == Path::PackedA, path == Path::PackedB || path == Path::Indirect})),
+        storage_(bytes_ + 64) {}
+  std::span<std::byte> span() {
+    const size_t offset = (64 - reinterpret_cast<uintptr_t>(storage_.data()) % 64) % 64;
+    return {storage_.data() + offset, bytes_};
+  }
+
+ private:
+  size_t bytes_;
+  std::vector<std::byte> storage_;
+};
+
 class GemmVariantTest : public testing::TestWithParam<size_t> {
  protected:
   const GemmKernel &kernel() const { return gemmKernels()[GetParam()]; }
@@ -290,11 +308,8 @@ TEST_P(GemmVariantTest, ThreadedMatchesSingleThreaded) {
       const std::vector<float> single = problem.run(kernel(), path);
       problem.expectMatches(single);
       EXPECT_EQ(problem.run(kernel(), path, &pool), single);
-      const GemmPacking packing{path == Path::PackedA, path == Path::PackedB || path == Path::Indirect};
-      std::vector<std::byte> scratch(sgemmScratchBytes(kernel(), s, pool.size(), packing) + 64);
-      // Scratch must be 64-byte aligned.
-      const size_t offset = (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
-      const std::span<std::byte> aligned(scratch.data() + offset, scratch.size() - 64);
+      ExactScratch scratch(kernel(), s, pool.size(), path);
+      const std::span<std::byte> aligned = scratch.span();
       EXPECT_EQ(problem.run(kernel(), path, &pool, aligned), single);
       // Too little scratch for three tasks: fewer tasks, same bits.
       EXPECT_EQ(problem.run(kernel(), path, &pool, aligned.first(aligned.size() / 2)), single);
@@ -318,11 +333,8 @@ TEST_P(GemmVariantTest, OneRowPanelStreamsLongK) {
       SCOPED_TRACE(testing::Message() << pathName(path) << " M=" << s.m << " N=" << s.n << " K=" << s.k
                                       << " epilogue=" << int(mode));
       Problem problem(s, mode, kernel().operands);
-      const GemmPacking packing{path == Path::PackedA, path == Path::PackedB || path == Path::Indirect};
-      std::vector<std::byte> scratch(sgemmScratchBytes(kernel(), s, pool.size(), packing) + 64);
-      const size_t offset = (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
-      const std::span<std::byte> aligned(scratch.data() + offset, scratch.size() - 64);
-      problem.expectMatches(problem.run(kernel(), path, &pool, aligned));
+      ExactScratch scratch(kernel(), s, pool.size(), path);
+      problem.expectMatches(problem.run(kernel(), path, &pool, scratch.span()));
       problem.expectMatches(problem.run(kernel(), path));
     }
   }
