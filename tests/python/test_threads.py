@@ -39,8 +39,9 @@ def test_a_run_releases_the_gil():
     import tessel
     from conftest import SMALL_CNN
 
-    exe = tessel.compile(SMALL_CNN, target="cpu", batch=256, threads=1)
-    x = np.zeros((256, 1, 28, 28), np.float32)
+    # A batch large enough that one run lasts many GIL switch intervals (5 ms) on a slow host too.
+    exe = tessel.compile(SMALL_CNN, target="cpu", batch=1024, threads=1)
+    x = np.zeros((1024, 1, 28, 28), np.float32)
     exe(x)  # Warm: the timed run is the run alone.
     took = {}
 
