@@ -295,8 +295,9 @@ TEST(O3Numerics, BertEncoderLayerFusesEndToEnd) {
   unsigned seed = 20;
   for (const char *name : {"wq", "wk", "wv", "wo"}) text += constant(name, {8, 8}, seed++, -0.5, 0.5);
   for (const char *name : {"bq", "bk", "bv", "bo", "b2", "g1", "c1", "g2", "c2"}) text += constant(name, {8}, seed++);
-  text += constant("w1", {8, 12}, seed++, -0.5, 0.5) + constant("b1", {12}, seed++) +
-          constant("w2", {12, 8}, seed++, -0.5, 0.5);
+  text += constant("w1", {8, 12}, seed++, -0.5, 0.5);
+  text += constant("b1", {12}, seed++);
+  text += constant("w2", {12, 8}, seed++, -0.5, 0.5);
   text += "  const %heads = dense<i64[4]: 2, 5, 2, 4>\n  const %hidden = dense<i64[3]: 2, 5, 8>\n"
           "  const %two = dense<f32[]: 2>\n  const %eps = dense<f32[]: 1e-12>\n"
           "  const %sqrt2 = dense<f32[]: 1.4142135>\n  const %one = dense<f32[]: 1>\n"

@@ -140,7 +140,7 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_option("--batch", args->batch, "Size of a dynamic leading (batch) dim of the inputs");
   cmd->add_option("--threads", args->threads, "Threads the plan is partitioned for (0 = all cores)")
       ->capture_default_str();
-  cmd->add_option("--emit", args->emit, "Print what a compiler stage decided: partition, memory, lowering, schedule or asm (nc)");
+  cmd->add_option("--emit", args->emit, "Print what a compiler stage decided: partition, layout, memory, lowering, schedule or asm (nc)");
   cmd->add_flag("--report", args->report, "Print the plan: kernels per op (cpu) or stages and transfers (nc), fallbacks and why, memory");
   cmd->callback([args] { compileModel(*args); });
 }

@@ -45,12 +45,6 @@ double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-std::string bytesText(uint64_t bytes) {
-  if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
-  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1ull << 20));
-  return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
-}
-
 /// Bytes the constants of the device nodes will take in HBM, before lowering (weights in the cast type).
 uint64_t estimateConstantBytes(const Graph &graph, const LoweringOptions &options) {
   const uint64_t castBytes =
@@ -125,6 +119,9 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
   });
   for (; index < stage.nodes.size(); ++index) {
     const Node *node = stage.nodes[index];
+    const std::string label = node->name().empty() ? fmt::format("#{} {}", nodeNames.size(), node->opType())
+                                                   : fmt::format("{} ({})", node->name(), node->opType());
+    ctx.beginNode(label);
     const OpLowering *lowering = findOpLowering(*node);
     Status emitted = lowering ? lowering->emit(ctx, *node) : ctx.unsupported(*node, "no lowering");
     if (emitted.ok() && builder.failed()) emitted = builder.finish().status();  // A tile op it recorded.
@@ -137,8 +134,6 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
       }
       return diag;
     }
-    const std::string label = node->name().empty() ? fmt::format("#{} {}", nodeNames.size(), node->opType())
-                                                   : fmt::format("{} ({})", node->name(), node->opType());
     auto [it, added] = nodeIds.try_emplace(label, static_cast<int32_t>(nodeNames.size()));
     if (added) nodeNames.push_back(label);
     opNode.resize(builder.kernel().ops.size(), it->second);
@@ -170,6 +165,7 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
       ++program.spilledActivations;
     }
   }
+  ctx.beginNode("stage outputs");
   for (const Value *out : stage.outputs) {
     tile::HbmView hbm = builder.output(out->name(), DType::F32, hbmShape(staticShape(out)));
     auto t = ctx.activation(out);
@@ -200,6 +196,7 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
     program.constantImage.emplace_back(program.hbmTensors[static_cast<size_t>(c.tensor)].offsetBytes, std::move(bytes));
   }
   for (const Node *node : stage.nodes) program.modelFlops += modelFlops(*node);
+  program.layout = ctx.layoutNotes();
   return program;
 }
 
@@ -227,6 +224,12 @@ size_t bisectFailure(const Stage &stage, size_t stageIndex, const MachineProfile
 }
 
 }  // namespace
+
+std::string bytesText(uint64_t bytes) {
+  if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
+  if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1ull << 20));
+  return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+}
 
 tile::ConstantLayout DeviceProgram::constantLayout() const {
   std::set<uint64_t> constantOffsets;
@@ -436,31 +439,6 @@ bool NcExecutable::nodeOnDevice(size_t index) const {
   return true;
 }
 
-std::string NcExecutable::report() const {
-  std::string text = fmt::format("target {}; auto-cast {} ({}); {} stages\n", profile_.name,
-                                 options_.lowering.autoCast == AutoCast::None   ? "none"
-                                 : options_.lowering.autoCast == AutoCast::All ? "all"
-                                                                                : "matmul",
-                                 dtypeName(options_.lowering.castType), stages_.size());
-  for (const std::string &line : stageText_) text += "  " + line + "\n";
-  for (size_t p = 0; p < programs_.size(); ++p) {
-    const DeviceProgram &prog = programs_[p];
-    text += fmt::format(
-        "device program {}: {} instructions; SBUF peak {} per partition of {} ({:.0f}%); PSUM peak {} of {}; HBM {} "
-        "({} constants) of {}; {} activations spilled; scheduler estimate {:.3f} us\n",
-        p, prog.program.size(), bytesText(prog.peakSbufBytesPerPartition), bytesText(profile_.sbuf.bytesPerPartition),
-        100.0 * static_cast<double>(prog.peakSbufBytesPerPartition) / static_cast<double>(profile_.sbuf.bytesPerPartition),
-        bytesText(prog.peakPsumBytesPerPartition), bytesText(profile_.psum.bytesPerPartition), bytesText(prog.hbmBytes),
-        bytesText(prog.constantBytes), bytesText(profile_.hbm.bytesPerCore), prog.spilledActivations,
-        prog.estimatedNs / 1000.0);
-  }
-  if (programs_.empty()) text += "no device program: every node runs on the host (the fallbacks say why)\n";
-  for (const std::string &plan : hostStagePlans()) text += fmt::format("host stage on {}\n", plan);
-  text += fmt::format("host fallbacks: {}\n", fallbacks_.size());
-  for (const Fallback &f : fallbacks_) text += fmt::format("  {} ({}): {}\n", f.node, f.opType, f.reason);
-  return text;
-}
-
 Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnly) const {
   const Graph &graph = *model_.graph;
   std::map<std::string, RuntimeValue> env;
@@ -642,6 +620,9 @@ Expected<nlohmann::json> NcExecutable::describe(ArtifactWriter &writer) const {
     p["spilled"] = prog.spilledActivations;
     p["estimatedNs"] = prog.estimatedNs;
     p["modelFlops"] = prog.modelFlops;
+    nlohmann::json layout = nlohmann::json::array();
+    for (const LayoutNote &note : prog.layout) layout.push_back({note.node, note.text});
+    p["layout"] = layout;
     programs.push_back(p);
   }
   header["programs"] = programs;
@@ -711,6 +692,8 @@ Expected<std::unique_ptr<NcExecutable>> NcExecutable::fromDescription(const nloh
       prog.spilledActivations = p.at("spilled").get<int>();
       prog.estimatedNs = p.at("estimatedNs").get<double>();
       prog.modelFlops = p.at("modelFlops").get<double>();
+      for (const nlohmann::json &note : p.at("layout"))
+        prog.layout.push_back(LayoutNote{note.at(0).get<std::string>(), note.at(1).get<std::string>()});
       exe->programs_.push_back(std::move(prog));
     }
     exe->planHostStages();

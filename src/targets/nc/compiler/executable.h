@@ -51,6 +51,7 @@ struct DeviceProgram {
   int spilledActivations = 0;                  // Activations moved to HBM between their uses.
   double estimatedNs = 0;                      // The list scheduler's estimate.
   double modelFlops = 0;                       // The stage's matmul, convolution and attention FLOPs.
+  std::vector<LayoutNote> layout;              // Where lowering placed each activation (--emit=layout).
 
   /// Where its constants are in HBM, by name (for the same program of another bucket).
   tile::ConstantLayout constantLayout() const;
@@ -96,8 +97,8 @@ class NcExecutable {
   /// Per host stage, in order: "cpu target (N steps)" or why it runs on the reference interpreter.
   std::vector<std::string> hostStagePlans() const;
 
-  /// What one compiler stage decided, as text: "partition", "memory", "lowering", "schedule" or
-  /// "asm" (stage_printers.cpp).
+  /// What one compiler stage decided, as text: "partition", "layout", "memory", "lowering",
+  /// "schedule" or "asm" (stage_printers.cpp).
   Expected<std::string> emit(const std::string &stage) const;
 
   /// The compile report: stages and transfers, fallbacks, memory use per device stage.
@@ -145,6 +146,9 @@ class NcExecutable {
   double compileSeconds_ = 0;
   mutable std::vector<HostPlan> hostPlans_;  // Per stage (empty for device stages); run() uses their arenas.
 };
+
+/// A byte count for people: "12.0 KiB", "3.4 MiB", "1.25 GiB".
+std::string bytesText(uint64_t bytes);
 
 /// Optimizes `model` (static input shapes) at options.optLevel, partitions it, lowers and compiles
 /// every device stage. A node whose device lowering or kernel compile fails (SBUF does not fit, a

@@ -269,6 +269,7 @@ Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
     const std::vector<int64_t> shape = staticShape(value);
     HbmView hbm = constantHbm(value->name(), DType::F32, shape, constantFloats(value));
     DeviceTensor t = loadStandard(value->name(), hbm, shape, defaultAxis(shape), activationDtype());
+    noteLayout(fmt::format("load constant {}: {}", value->name(), describe(t)));
     activations_[value] = t;
     return t;
   }
@@ -276,6 +277,7 @@ Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
     const std::vector<int64_t> shape = staticShape(value);
     DeviceTensor t = loadStandard(value->name() + "/reload", spilled->second, shape, defaultAxis(shape),
                                   activationDtype());
+    noteLayout(fmt::format("reload spilled {}: {}", value->name(), describe(t)));
     activations_[value] = t;
     return t;
   }
@@ -287,6 +289,7 @@ Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
   const int64_t axis = defaultAxis(shape);
   DeviceTensor t = allocateStandard(builder_, value->name(), shape, activationDtype(), axis);
   loadIntoStandard(*this, t, input->second, axis);
+  noteLayout(fmt::format("load input {} (default axis {} on partitions): {}", value->name(), axis, describe(t)));
   activations_[value] = t;
   return t;
 }
@@ -339,6 +342,8 @@ Expected<DeviceTensor> LoweringContext::standard(const Value *value, int64_t axi
   if (isUnloadedInput(value)) {
     const std::vector<int64_t> shape = staticShape(value);
     DeviceTensor t = loadStandard(value->name(), inputs_.at(value), shape, axis, activationDtype());
+    noteLayout(fmt::format("load input {} (axis {} on partitions, as its first reader wants): {}", value->name(),
+                           normalizeAxis(axis, t.rank()), describe(t)));
     activations_[value] = t;
     return t;
   }
@@ -348,14 +353,23 @@ Expected<DeviceTensor> LoweringContext::standard(const Value *value, int64_t axi
   auto key = std::make_pair(value, axis);
   if (auto it = standardCache_.find(key); it != standardCache_.end()) return it->second;
   DeviceTensor out;
+  const char *how = "";
   if (auto moved = standardByCopy(t, axis)) {
     out = *moved;
+    const bool sameTiles = !out.blocks.empty() && std::any_of(t.blocks.begin(), t.blocks.end(), [&](const TileView &b) {
+      return b.tile() == out.blocks[0].tile();
+    });
+    how = sameTiles ? "taking its blocks as they are, no copy" : "an engine copy of the free pattern";
   } else if (auto input = inputs_.find(value); input != inputs_.end()) {
     out = allocateStandard(builder_, value->name(), t.shape, t.dtype, axis);
     loadIntoStandard(*this, out, input->second, axis);
+    how = "a second load of the stage input";
   } else {
     TESSEL_ASSIGN_OR_RETURN(out, relayout(t, axis, value->name()));
+    how = "a round trip through HBM";
   }
+  noteLayout(fmt::format("relayout {} to axis {} on partitions by {}: {} -> {}", value->name(), axis, how, describe(t),
+                         describe(out)));
   standardCache_[key] = out;
   return out;
 }
@@ -367,6 +381,7 @@ Expected<DeviceTensor> LoweringContext::standardAs(const Value *value, int64_t a
   auto key = std::make_tuple(value, axis, dtype);
   if (auto it = castCache_.find(key); it != castCache_.end()) return it->second;
   DeviceTensor out = allocateStandard(builder_, value->name() + "/cast", t.shape, dtype, axis);
+  noteLayout(fmt::format("cast copy of {} to {}", value->name(), dtypeName(dtype)));
   out.shardedCores = t.shardedCores;
   for (size_t k = 0; k < t.blocks.size(); ++k)  // A split tensor: only this core's blocks hold data.
     if (t.shardedCores == 1 || static_cast<int>(k) % t.shardedCores == options_.core) builder_.copy(out.blocks[k], t.blocks[k]);
@@ -374,7 +389,11 @@ Expected<DeviceTensor> LoweringContext::standardAs(const Value *value, int64_t a
   return out;
 }
 
-void LoweringContext::define(const Value *value, DeviceTensor tensor) { activations_[value] = std::move(tensor); }
+void LoweringContext::define(const Value *value, DeviceTensor tensor) {
+  noteLayout(fmt::format("{}: {}{}", value->name(), describe(tensor),
+                         tensor.shardedCores > 1 ? fmt::format(", split over {} cores", tensor.shardedCores) : ""));
+  activations_[value] = std::move(tensor);
+}
 
 DeviceTensor LoweringContext::allocate(const Value *value, int64_t partitionAxis, std::optional<DType> dtype) {
   const std::vector<int64_t> shape = staticShape(value);
@@ -486,7 +505,7 @@ std::vector<float> LoweringContext::constantFloats(const Value *value) const {
 HbmView LoweringContext::constantHbm(const std::string &name, DType dtype, const std::vector<int64_t> &shape,
                                      std::vector<float> values) {
   HbmView view = builder_.constant(name, dtype, hbmShape(shape));
-  constants_.push_back(ConstantData{view.tensor(), dtype, std::move(values)});
+  constants_.push_back(ConstantData{view.tensor(), dtype, std::move(values), nullptr});
   return view;
 }
 

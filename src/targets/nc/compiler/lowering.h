@@ -57,6 +57,12 @@ struct LoweringOptions {
   ConstantCache *constantCache = nullptr;  // Shared with the compiles of the other buckets.
 };
 
+/// One layout decision of a device program, under the node that made it.
+struct LayoutNote {
+  std::string node;
+  std::string text;
+};
+
 /// What an emitter sees: the builder of the segment's program, the activations recorded so far, and
 /// the constants it may place in HBM.
 class LoweringContext {
@@ -129,6 +135,12 @@ class LoweringContext {
   Status unsupported(const Node &node, const std::string &reason) const;
 
   // --- Used by the driver ----------------------------------------------------------------------
+  /// The node whose emit comes next, as `--emit=layout` names it ("stage outputs" for the final stores).
+  void beginNode(std::string label) { currentNode_ = std::move(label); }
+  /// Where each activation went, in the order lowering decided it: the loads of stage inputs with
+  /// the axis on partitions, each node output's placement, and every relayout, cast copy and reload
+  /// with how it is done (`--emit=layout`).
+  const std::vector<LayoutNote> &layoutNotes() const { return layoutNotes_; }
   /// A segment input, fed in HBM row-major as `dtype`.
   void bindInput(const Value *value, DType dtype);
   /// Whether a value is read after the node being lowered (by a later node, or as a segment output).
@@ -144,6 +156,7 @@ class LoweringContext {
 
  private:
   std::optional<DeviceTensor> standardByCopy(const DeviceTensor &tensor, int64_t axis);
+  void noteLayout(std::string text) { layoutNotes_.push_back(LayoutNote{currentNode_, std::move(text)}); }
   Expected<DeviceTensor> relayout(const DeviceTensor &tensor, int64_t axis, const std::string &name);
 
   tile::KernelBuilder &builder_;
@@ -159,6 +172,8 @@ class LoweringContext {
   std::vector<ConstantData> constants_;
   std::function<bool(const Value *)> readAfter_;
   int scratchCount_ = 0;
+  std::string currentNode_;
+  std::vector<LayoutNote> layoutNotes_;
   struct VectorPool {
     tile::TileView tile;
     size_t constant = 0;   // Index into constants_ of its HBM data.

@@ -1,7 +1,9 @@
 // What each compiler stage decided, as text (`tessel compile --emit=STAGE`): the partition into host
-// and device stages, the memory of each device program, the lowering of each node into
+// and device stages, the layout of each activation (which axis on partitions, every relayout and
+// how it is done), the memory of each device program, the lowering of each node into
 // instructions, each engine's order of work (the schedule), and the programs as assembly. The
-// printers read only the executable, so an artifact prints the same as the compile that wrote it.
+// printers read only the executable, so an artifact prints the same as the compile that wrote it;
+// the compile report (`--report`) is made of the same parts.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -20,6 +22,17 @@ namespace {
 std::string nodeLabel(const NcExecutable &exe, int32_t node) {
   return node >= 0 && static_cast<size_t>(node) < exe.nodeNames().size() ? exe.nodeNames()[static_cast<size_t>(node)]
                                                                          : "(host <-> device transfer)";
+}
+
+std::string printFallbacks(const NcExecutable &exe) {
+  std::string text = fmt::format("host fallbacks: {}\n", exe.fallbacks().size());
+  for (const Fallback &f : exe.fallbacks()) text += fmt::format("  {} ({}): {}\n", f.node, f.opType, f.reason);
+  return text;
+}
+
+int64_t relayoutCount(const DeviceProgram &prog) {
+  return std::count_if(prog.layout.begin(), prog.layout.end(),
+                       [](const LayoutNote &n) { return n.text.starts_with("relayout "); });
 }
 
 std::string printPartition(const NcExecutable &exe, const std::vector<NcExecutable::StageRef> &stages) {
@@ -48,8 +61,23 @@ std::string printPartition(const NcExecutable &exe, const std::vector<NcExecutab
           text += fmt::format("  {} ({})\n", nodes[static_cast<size_t>(index)]->name(), nodes[static_cast<size_t>(index)]->opType());
     }
   }
-  text += fmt::format("host fallbacks: {}\n", exe.fallbacks().size());
-  for (const Fallback &f : exe.fallbacks()) text += fmt::format("  {} ({}): {}\n", f.node, f.opType, f.reason);
+  return text + printFallbacks(exe);
+}
+
+std::string printLayout(const NcExecutable &exe) {
+  std::string text;
+  for (size_t p = 0; p < exe.programs().size(); ++p) {
+    const DeviceProgram &prog = exe.programs()[p];
+    const int64_t relayouts = relayoutCount(prog);
+    text += fmt::format("program {}: {} relayout{}\n", p, relayouts, relayouts == 1 ? "" : "s");
+    const std::string *node = nullptr;
+    for (const LayoutNote &note : prog.layout) {
+      if (!node || *node != note.node) text += fmt::format("  {}\n", note.node);
+      node = &note.node;
+      text += fmt::format("    {}\n", note.text);
+    }
+  }
+  if (exe.programs().empty()) text += "no device program\n";
   return text;
 }
 
@@ -138,15 +166,38 @@ std::string printAsm(const NcExecutable &exe) {
 
 }  // namespace
 
+std::string NcExecutable::report() const {
+  std::string text = fmt::format("target {}; auto-cast {} ({}); {} stages\n", profile_.name,
+                                 options_.lowering.autoCast == AutoCast::None   ? "none"
+                                 : options_.lowering.autoCast == AutoCast::All ? "all"
+                                                                                : "matmul",
+                                 dtypeName(options_.lowering.castType), stages_.size());
+  for (const std::string &line : stageText_) text += "  " + line + "\n";
+  for (size_t p = 0; p < programs_.size(); ++p) {
+    const DeviceProgram &prog = programs_[p];
+    text += fmt::format(
+        "device program {}: {} instructions; SBUF peak {} per partition of {} ({:.0f}%); PSUM peak {} of {}; HBM {} "
+        "({} constants) of {}; {} activations spilled; {} relayouts; scheduler estimate {:.3f} us\n",
+        p, prog.program.size(), bytesText(prog.peakSbufBytesPerPartition), bytesText(profile_.sbuf.bytesPerPartition),
+        100.0 * static_cast<double>(prog.peakSbufBytesPerPartition) / static_cast<double>(profile_.sbuf.bytesPerPartition),
+        bytesText(prog.peakPsumBytesPerPartition), bytesText(profile_.psum.bytesPerPartition), bytesText(prog.hbmBytes),
+        bytesText(prog.constantBytes), bytesText(profile_.hbm.bytesPerCore), prog.spilledActivations,
+        relayoutCount(prog), prog.estimatedNs / 1000.0);
+  }
+  if (programs_.empty()) text += "no device program: every node runs on the host (the fallbacks say why)\n";
+  for (const std::string &plan : hostStagePlans()) text += fmt::format("host stage on {}\n", plan);
+  return text + printFallbacks(*this);
+}
+
 Expected<std::string> NcExecutable::emit(const std::string &stage) const {
   if (stage == "partition") return printPartition(*this, stages_);
+  if (stage == "layout") return printLayout(*this);
   if (stage == "memory") return printMemory(*this);
   if (stage == "lowering") return printLowering(*this);
   if (stage == "schedule") return printSchedule(*this);
   if (stage == "asm") return printAsm(*this);
   return makeError(ErrorCode::InvalidArgument,
-                   "--emit={}: the accelerator prints partition, memory, lowering, schedule or asm "
-                   "(the layout is chosen inside lowering and has no printer yet)",
+                   "--emit={}: the accelerator prints partition, layout, memory, lowering, schedule or asm",
                    stage);
 }
 
