@@ -225,11 +225,21 @@ std::vector<float> packDenseWeights(const std::vector<float> &w, const ConvShape
   return packed;
 }
 
+/// How a block of c channels is stacked on the partitions for a depthwise convolution on the PE:
+/// `replicas` copies of the padded image, `stride` partitions apart (partitions() of them in all).
+struct ReplicaStack {
+  int64_t replicas = 1, stride = 0, channels = 0;
+  int64_t partitions() const { return (replicas - 1) * stride + channels; }
+  /// Partitions between replicas that no copy writes (the stationary's zero rows meet them).
+  bool hasGaps() const { return replicas > 1 && stride > channels; }
+};
+
 /// Y stored as the padded input of the convolution `reader` (shape r) reads: per block of 128 channels
-/// a tile of `partitions(block channels)` partitions (room for the reader's replicas), zero padding
-/// already set, Y in the interior of the first block of partitions.
+/// a tile with room for the reader's replicas (`stack`), zero padding already set, Y in the interior
+/// of the first block of partitions. The replicas are copies of that block, padding included, made by
+/// the reader; only the partitions between them, when there are any, are zeroed here.
 DeviceTensor allocatePaddedInput(KernelBuilder &b, const std::string &name, const ConvShape &r, DType dtype,
-                                 const std::function<int64_t(int64_t)> &partitions) {
+                                 const std::function<ReplicaStack(int64_t)> &stack) {
   const int64_t Wp = r.W + r.padLeft + r.padRight, Hp = r.H + r.padTop + r.padBottom;
   DeviceTensor t;
   t.shape = {r.N, r.C, r.H, r.W};
@@ -238,12 +248,13 @@ DeviceTensor allocatePaddedInput(KernelBuilder &b, const std::string &name, cons
   t.freeBase = r.padTop * Wp + r.padLeft;
   t.freeSize = r.N * Hp * Wp;
   for (const Span &ch : splitRange(r.C, b.profile().partitions)) {
-    const int64_t count = partitions(ch.count);
-    TileView tile = b.sbuf(fmt::format("{}#{}", name, ch.start / b.profile().partitions), dtype, count, {t.freeSize});
-    if (count > ch.count) {
-      b.memset(tile, 0.0f);  // Also the rows between replicas.
+    const ReplicaStack replicas = stack(ch.count);
+    TileView tile = b.sbuf(fmt::format("{}#{}", name, ch.start / b.profile().partitions), dtype, replicas.partitions(),
+                           {t.freeSize});
+    if (replicas.hasGaps()) {
+      b.memset(tile, 0.0f);
     } else {
-      zeroPadding(b, tile, r);
+      zeroPadding(b, tile.partitionSlice(0, ch.count), r);
     }
     t.blocks.push_back(tile);
   }
@@ -619,6 +630,12 @@ int64_t foldedColumnTaps(const MachineProfile &profile, const ConvShape &s, int6
   return savedNs > copyNs ? replicas : 1;
 }
 
+/// The replica stack of a block of c channels of a depthwise convolution on the PE.
+ReplicaStack replicaStackFor(const MachineProfile &profile, const ConvShape &s, int64_t c, DType dtype) {
+  const int64_t replicas = foldedColumnTaps(profile, s, c, dtype);
+  return ReplicaStack{replicas, replicas > 1 ? replicaStride(c) : c, c};
+}
+
 /// Depthwise on the PE: tap t is a matmul with stationary diag(W[:, t]) over the channel block, so the
 /// taps accumulate in PSUM like a dense convolution's and the vector engines only evict. The
 /// diagonals are made on chip: an identity times each tap's per-partition weight, rounded to the
@@ -639,11 +656,11 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
   const std::vector<Span> channelTiles = splitRange(s.C, P);
   for (size_t i = 0; i < channelTiles.size(); ++i) {
     const Span &ch = channelTiles[i];
-    const int64_t c = ch.count, replicas = foldedColumnTaps(ctx.profile(), s, c, dtype);
-    const int64_t stride = replicas > 1 ? replicaStride(c) : c;
+    const ReplicaStack stack = replicaStackFor(ctx.profile(), s, ch.count, dtype);
+    const int64_t c = ch.count, replicas = stack.replicas, stride = stack.stride;
     const int64_t groupsPerRow = ceilDiv(s.KW, replicas), groups = s.KH * groupsPerRow;
     auto span = [&](int64_t count) { return (count - 1) * stride + c; };  // Partitions of `count` replicas.
-    const int64_t partitions = span(replicas);
+    const int64_t partitions = stack.partitions();
     const bool padded = stored && isPaddedInput(*stored, s, dtype, i, partitions);
     if (!padded && !x) {
       Expected<DeviceTensor> e = s.padded() ? ctx.standard(node.input(0), 1) : ctx.standardAs(node.input(0), 1, dtype);
@@ -655,7 +672,7 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
     TileView weights = b.sbuf(node.name() + "/w", DType::F32, partitions, {s.taps()});
     for (int64_t r = 0; r < replicas; ++r) b.load(weights.partitionSlice(r * stride, c), wHbm.rows(ch.start, c));
     TileView diagonals = b.sbuf(node.name() + "/diag", dtype, partitions, {groups * c});
-    if (stride > c) b.memset(diagonals, 0.0f);
+    if (stack.hasGaps()) b.memset(diagonals, 0.0f);
     if (replicas == 1) {
       emitDiagonals(b, diagonals, identity.partitionSlice(0, c).cols(0, c), weights, s.KH, s.KW);
     } else {
@@ -677,7 +694,7 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
       input = denseInput(b, node, s, *x, ch, dtype);
     } else {
       input = b.sbuf(node.name() + "/xpad", dtype, partitions, {s.N * imageSize});
-      if (stride > c) b.memset(input, 0.0f);  // The rows between replicas meet zero stationary rows.
+      if (stack.hasGaps()) b.memset(input, 0.0f);  // The rows between replicas meet zero stationary rows.
       fillPadded(b, input.partitionSlice(0, c), s, x->partitions(ch.start, c));
     }
     if (replicas > 1) {
@@ -753,8 +770,7 @@ Status emitConv(LoweringContext &ctx, const Node &node) {
     const DType dtype = ctx.matmulDtype();
     const MachineProfile &profile = ctx.profile();
     o.out = allocatePaddedInput(ctx.builder(), y->name() + "/padded", *r, dtype, [&](int64_t c) {
-      const int64_t replicas = r->depthwise() ? foldedColumnTaps(profile, *r, c, dtype) : 1;
-      return replicas > 1 ? (replicas - 1) * replicaStride(c) + c : c;
+      return r->depthwise() ? replicaStackFor(profile, *r, c, dtype) : ReplicaStack{1, c, c};
     });
   } else {
     o.out = ctx.allocate(y, 1, ctx.matmulDtype());
