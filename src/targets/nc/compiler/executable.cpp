@@ -621,7 +621,7 @@ Expected<nlohmann::json> NcExecutable::describe(ArtifactWriter &writer) const {
     p["estimatedNs"] = prog.estimatedNs;
     p["modelFlops"] = prog.modelFlops;
     nlohmann::json layout = nlohmann::json::array();
-    for (const LayoutNote &note : prog.layout) layout.push_back({note.node, note.text});
+    for (const LayoutNote &note : prog.layout) layout.push_back({note.node, note.text, note.relayout});
     p["layout"] = layout;
     programs.push_back(p);
   }
@@ -693,7 +693,7 @@ Expected<std::unique_ptr<NcExecutable>> NcExecutable::fromDescription(const nloh
       prog.estimatedNs = p.at("estimatedNs").get<double>();
       prog.modelFlops = p.at("modelFlops").get<double>();
       for (const nlohmann::json &note : p.at("layout"))
-        prog.layout.push_back(LayoutNote{note.at(0).get<std::string>(), note.at(1).get<std::string>()});
+        prog.layout.push_back(LayoutNote{note.at(0).get<std::string>(), note.at(1).get<std::string>(), note.at(2).get<bool>()});
       exe->programs_.push_back(std::move(prog));
     }
     exe->planHostStages();

@@ -369,7 +369,8 @@ Expected<DeviceTensor> LoweringContext::standard(const Value *value, int64_t axi
     how = "a round trip through HBM";
   }
   noteLayout(fmt::format("relayout {} to axis {} on partitions by {}: {} -> {}", value->name(), axis, how, describe(t),
-                         describe(out)));
+                         describe(out)),
+             /*relayout=*/true);
   standardCache_[key] = out;
   return out;
 }

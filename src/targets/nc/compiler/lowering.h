@@ -61,6 +61,7 @@ struct LoweringOptions {
 struct LayoutNote {
   std::string node;
   std::string text;
+  bool relayout = false;  // The note is a relayout (counted by --emit=layout and --report).
 };
 
 /// What an emitter sees: the builder of the segment's program, the activations recorded so far, and
@@ -156,7 +157,9 @@ class LoweringContext {
 
  private:
   std::optional<DeviceTensor> standardByCopy(const DeviceTensor &tensor, int64_t axis);
-  void noteLayout(std::string text) { layoutNotes_.push_back(LayoutNote{currentNode_, std::move(text)}); }
+  void noteLayout(std::string text, bool relayout = false) {
+    layoutNotes_.push_back(LayoutNote{currentNode_, std::move(text), relayout});
+  }
   Expected<DeviceTensor> relayout(const DeviceTensor &tensor, int64_t axis, const std::string &name);
 
   tile::KernelBuilder &builder_;

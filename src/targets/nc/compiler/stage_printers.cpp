@@ -32,7 +32,7 @@ std::string printFallbacks(const NcExecutable &exe) {
 
 int64_t relayoutCount(const DeviceProgram &prog) {
   return std::count_if(prog.layout.begin(), prog.layout.end(),
-                       [](const LayoutNote &n) { return n.text.starts_with("relayout "); });
+                       [](const LayoutNote &n) { return n.relayout; });
 }
 
 std::string printPartition(const NcExecutable &exe, const std::vector<NcExecutable::StageRef> &stages) {
