@@ -12,6 +12,7 @@
 #include "passes/fold_shapes.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/fuse_epilogues.h"
+#include "passes/fuse_qdq.h"
 #include "passes/infer_shapes.h"
 #include "passes/promote_half.h"
 #include "passes/recognize_attention.h"

@@ -31,6 +31,10 @@ const PipelineSpec kO1Pipeline = {
 // initializers, shapes are inferred).
 const PipelineSpec kO2Pipeline = [] {
   PipelineSpec spec = kO1Pipeline;
+  // Before -O1's fold-constants, which would fold the weights' DequantizeLinear into float weights:
+  // a QDQ model's products become integer ops (a rewrite within float32 rounding of the QDQ
+  // arithmetic, so not at -O1, which changes no result).
+  spec.insert(spec.begin() + 1, PipelineStep{"fuse-qdq"});
   spec.insert(spec.end(), {
       // A second folding round: the types -O1's last inference made static (an Expand whose shape
       // folded, say) let the Shape chains after them fold too, such as the Slice bounds of torch's

@@ -96,6 +96,28 @@ void centerQuantized(const QuantizeKernels &kernels, const void *x, bool isSigne
   });
 }
 
+void quantizeLinear(const QuantizeKernels &kernels, const float *x, float scale, float zeroPoint, bool isSigned,
+                    void *y, int64_t n, ThreadPool *pool) {
+  parallelRanges(pool, n, kElementGrain, [&](int64_t begin, int64_t end) {
+    if (isSigned) {
+      kernels.quantizeS8(x + begin, scale, zeroPoint, static_cast<int8_t *>(y) + begin, end - begin);
+    } else {
+      kernels.quantizeU8(x + begin, scale, zeroPoint, static_cast<uint8_t *>(y) + begin, end - begin);
+    }
+  });
+}
+
+void dequantizeLinear(const QuantizeKernels &kernels, const void *x, bool isSigned, float scale, float zeroPoint,
+                      float *y, int64_t n, ThreadPool *pool) {
+  parallelRanges(pool, n, kElementGrain, [&](int64_t begin, int64_t end) {
+    if (isSigned) {
+      kernels.dequantizeS8(static_cast<const int8_t *>(x) + begin, scale, zeroPoint, y + begin, end - begin);
+    } else {
+      kernels.dequantizeU8(static_cast<const uint8_t *>(x) + begin, scale, zeroPoint, y + begin, end - begin);
+    }
+  });
+}
+
 void int32FromFloat(const QuantizeKernels &kernels, std::byte *data, int64_t n, ThreadPool *pool) {
   parallelRanges(pool, n, kElementGrain,
                  [&](int64_t begin, int64_t end) { kernels.int32FromFloat(data + begin * 4, end - begin); });

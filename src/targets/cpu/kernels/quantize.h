@@ -24,6 +24,20 @@ struct QuantizeKernels {
   /// y[i] = clamp(round_half_to_even(x[i] / scale) + zeroPoint, 0, 255), the division in float32.
   /// Precondition: scale > 0, zeroPoint an integer in [0, 255].
   void (*quantizeU8)(const float *x, float scale, float zeroPoint, uint8_t *y, int64_t n);
+  /// The same into s8: clamp(..., -128, 127). Precondition: zeroPoint an integer in [-128, 127].
+  void (*quantizeS8)(const float *x, float scale, float zeroPoint, int8_t *y, int64_t n);
+  /// y[i] = (float(x[i]) - zeroPoint) * scale: DequantizeLinear, one rounding as the reference has.
+  void (*dequantizeU8)(const uint8_t *x, float scale, float zeroPoint, float *y, int64_t n);
+  void (*dequantizeS8)(const int8_t *x, float scale, float zeroPoint, float *y, int64_t n);
+  /// y[i] = clamp(round_half_to_even(float(acc[i] + bias) * multiplier) + zeroPoint, 0, 255): an int32
+  /// product requantized to u8 (QLinearConv, QLinearMatMul), the multiplier x_scale * w_scale / y_scale.
+  void (*requantizeU8)(const int32_t *acc, int32_t bias, float multiplier, float zeroPoint, uint8_t *y, int64_t n);
+  void (*requantizeS8)(const int32_t *acc, int32_t bias, float multiplier, float zeroPoint, int8_t *y, int64_t n);
+  /// The same with one bias and multiplier per element: a row of a matmul with per-column scales.
+  void (*requantizeColumnsU8)(const int32_t *acc, const int32_t *bias, const float *multiplier, float zeroPoint,
+                              uint8_t *y, int64_t n);
+  void (*requantizeColumnsS8)(const int32_t *acc, const int32_t *bias, const float *multiplier, float zeroPoint,
+                              int8_t *y, int64_t n);
   /// y[i] = float(x[i]) - zeroPoint (exact: both are small integers).
   void (*centerU8)(const uint8_t *x, float zeroPoint, float *y, int64_t n);
   void (*centerS8)(const int8_t *x, float zeroPoint, float *y, int64_t n);
@@ -53,6 +67,15 @@ void dynamicQuantizeU8(const QuantizeKernels &kernels, const float *x, int64_t n
 /// y[i] = float(x[i]) - zeroPoint for u8 (`isSigned` false) or s8 x, threaded.
 void centerQuantized(const QuantizeKernels &kernels, const void *x, bool isSigned, float zeroPoint, float *y,
                      int64_t n, ThreadPool *pool);
+
+/// QuantizeLinear of n floats into u8 (`isSigned` false) or s8 with one scale and zero point,
+/// threaded.
+void quantizeLinear(const QuantizeKernels &kernels, const float *x, float scale, float zeroPoint, bool isSigned,
+                    void *y, int64_t n, ThreadPool *pool);
+
+/// DequantizeLinear of n u8 or s8 values with one scale and zero point, threaded.
+void dequantizeLinear(const QuantizeKernels &kernels, const void *x, bool isSigned, float scale, float zeroPoint,
+                      float *y, int64_t n, ThreadPool *pool);
 
 /// int32FromFloat over n elements, threaded.
 void int32FromFloat(const QuantizeKernels &kernels, std::byte *data, int64_t n, ThreadPool *pool);

@@ -47,6 +47,54 @@ void quantizeU8Loop(const float *x, float scale, float zeroPoint, uint8_t *y, in
   }
 }
 
+void quantizeS8Loop(const float *x, float scale, float zeroPoint, int8_t *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float q = minFloat(maxFloat(x[i] / scale, -512.0f), 512.0f);  // As quantizeU8Loop.
+    const float v = minFloat(maxFloat(roundHalfEven(q) + zeroPoint, -128.0f), 127.0f);
+    y[i] = int8_t(int32_t(v));
+  }
+}
+
+void dequantizeU8Loop(const uint8_t *x, float scale, float zeroPoint, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (float(x[i]) - zeroPoint) * scale;
+}
+
+void dequantizeS8Loop(const int8_t *x, float scale, float zeroPoint, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = (float(x[i]) - zeroPoint) * scale;
+}
+
+/// round_half_to_even(float(acc + bias) * multiplier) + zeroPoint clamped to [lo, hi]; the
+/// product is clamped to +-1024 first, past where any zero point saturates.
+inline float requantized(int32_t acc, int32_t bias, float multiplier, float zeroPoint, float lo, float hi) {
+  // The sum wraps as the int32 accumulators do; the exact sum fits whenever the reference's does.
+  const float v = float(int32_t(uint32_t(acc) + uint32_t(bias))) * multiplier;
+  return minFloat(maxFloat(roundHalfEven(minFloat(maxFloat(v, -1024.0f), 1024.0f)) + zeroPoint, lo), hi);
+}
+
+void requantizeU8Loop(const int32_t *acc, int32_t bias, float multiplier, float zeroPoint, uint8_t *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = uint8_t(int32_t(requantized(acc[i], bias, multiplier, zeroPoint, 0.0f, 255.0f)));
+}
+
+void requantizeS8Loop(const int32_t *acc, int32_t bias, float multiplier, float zeroPoint, int8_t *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = int8_t(int32_t(requantized(acc[i], bias, multiplier, zeroPoint, -128.0f, 127.0f)));
+  }
+}
+
+void requantizeColumnsU8Loop(const int32_t *acc, const int32_t *bias, const float *multiplier, float zeroPoint,
+                             uint8_t *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = uint8_t(int32_t(requantized(acc[i], bias[i], multiplier[i], zeroPoint, 0.0f, 255.0f)));
+  }
+}
+
+void requantizeColumnsS8Loop(const int32_t *acc, const int32_t *bias, const float *multiplier, float zeroPoint,
+                             int8_t *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = int8_t(int32_t(requantized(acc[i], bias[i], multiplier[i], zeroPoint, -128.0f, 127.0f)));
+  }
+}
+
 void centerU8Loop(const uint8_t *x, float zeroPoint, float *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = float(x[i]) - zeroPoint;
 }

@@ -1,9 +1,13 @@
 // The spatial part of a Conv2dShape from the window geometry the reference computes (1-D windows
-// have width only), shared by the Conv and ConvTranspose lowerings.
+// have width only), shared by the Conv and ConvTranspose lowerings; and the whole shape of the
+// integer convolutions (ConvInteger, QLinearConv).
 #pragma once
+
+#include <string_view>
 
 #include "ops/reference/nn_common.h"
 #include "targets/cpu/kernels/conv.h"
+#include "targets/cpu/step.h"
 
 namespace tessel::cpu {
 
@@ -24,5 +28,9 @@ inline void setSpatialSizes(const ref::WindowGeometry &g, Conv2dShape &s) {
     s.padTop = g.padBegin[0];
   }
 }
+
+/// Reads and checks the geometry of an integer convolution whose X and W are inputs `x` and `w`
+/// (NCHW; a 1-D conv gets height 1). Errors name `op`. Precondition: X has rank 3 or 4.
+Expected<Conv2dShape> readQuantizedConvShape(const LowerContext &ctx, size_t x, size_t w, std::string_view op);
 
 }  // namespace tessel::cpu

@@ -1,5 +1,6 @@
-// cpu lowering of the dynamic-quantization ops (what onnxruntime's quantize_dynamic writes):
-// DynamicQuantizeLinear on the two-pass loop of kernels/quantize.h, MatMulInteger on the int8
+// cpu lowering of the quantization ops: QuantizeLinear and DequantizeLinear (per tensor or per
+// axis, constant parameters) on the loops of kernels/quantize.h, and the dynamic-quantization ops
+// (what onnxruntime's quantize_dynamic writes): DynamicQuantizeLinear on the two-pass loop of kernels/quantize.h, MatMulInteger on the int8
 // GEMM (kernels/gemm_s8.h) where the host has one and K is within its int32 bound, group-1
 // ConvInteger there too as the transposed product (kernels/conv_s8.h: patches times W^T, the
 // weights packed once as the GEMM's B), and otherwise (no VNNI, K past the bound, grouped and
@@ -180,37 +181,6 @@ void runExactProducts(const float *high, const float *low, int shift, std::byte 
 
 constexpr size_t kConvX = 0, kConvW = 1, kConvXZero = 2, kConvWZero = 3;
 
-/// Reads and checks ConvInteger's geometry (NCHW; a 1-D conv gets height 1).
-Expected<Conv2dShape> readConvIntegerShape(const LowerContext &ctx) {
-  const std::vector<int64_t> x = ctx.inputSizes(kConvX), w = ctx.inputSizes(kConvW);
-  if (w.size() != x.size()) {
-    return makeError(ErrorCode::ShapeMismatch, "ConvInteger: W has shape {}; expected rank {} like X {}",
-                     formatSizes(w), x.size(), formatSizes(x));
-  }
-  Conv2dShape s;
-  s.batch = x[0];
-  s.inChannels = x[1];
-  s.outChannels = w[0];
-  s.group = ctx.node().attrInt("group", 1);
-  if (s.group <= 0 || s.inChannels % s.group != 0 || s.outChannels % s.group != 0 || w[1] != s.inChannels / s.group) {
-    return makeError(ErrorCode::ShapeMismatch, "ConvInteger: group {} does not fit X {} and W {}", s.group,
-                     formatSizes(x), formatSizes(w));
-  }
-  const std::vector<int64_t> inSpatial(x.begin() + 2, x.end()), weightSpatial(w.begin() + 2, w.end());
-  auto kernel = ref::readKernelShape(ctx.node(), inSpatial.size(), weightSpatial);
-  if (!kernel.ok()) return makeError(kernel.diag().code, "ConvInteger: {}", kernel.diag().message);
-  auto window = ref::forwardWindow(ctx.node(), inSpatial, *kernel, /*ceilMode=*/false);
-  if (!window.ok()) return makeError(window.diag().code, "ConvInteger: {}", window.diag().message);
-  std::vector<int64_t> expectedOut = {s.batch, s.outChannels};
-  expectedOut.insert(expectedOut.end(), window->outSizes.begin(), window->outSizes.end());
-  if (ctx.outputSizes(0) != expectedOut) {
-    return makeError(ErrorCode::ShapeMismatch, "ConvInteger: output is {}; X, W and the attributes give {}",
-                     formatSizes(ctx.outputSizes(0)), formatSizes(expectedOut));
-  }
-  setSpatialSizes(*window, s);
-  return s;
-}
-
 class ConvIntegerStep final : public Step {
  public:
   /// `plan` null: the depthwise kernel. `low` null: the weights are not split.
@@ -315,7 +285,7 @@ Expected<std::unique_ptr<Step>> lowerConvInteger(LowerContext &ctx) {
   }
   ActivationZeroPoint xZero;
   if (!readActivationZeroPoint(ctx, kConvXZero, xType, xZero)) return std::unique_ptr<Step>();
-  TESSEL_ASSIGN_OR_RETURN(Conv2dShape shape, readConvIntegerShape(ctx));
+  TESSEL_ASSIGN_OR_RETURN(Conv2dShape shape, readQuantizedConvShape(ctx, kConvX, kConvW, "ConvInteger"));
   if (shape.batch == 0 || shape.inChannels == 0 || shape.outChannels == 0) return std::unique_ptr<Step>();
   bool covered = false;
   const std::vector<double> wZero = readWeightZeroPoints(ctx, kConvWZero, wType, shape.outChannels, &covered);
@@ -586,6 +556,111 @@ Expected<std::unique_ptr<Step>> lowerDynamicQuantizeLinear(LowerContext &ctx) {
                      formatSizes(ctx.outputSizes(2)), formatSizes(ctx.inputSizes(0)));
   }
   return std::unique_ptr<Step>(std::make_unique<DynamicQuantizeStep>(count));
+}
+
+// ---- QuantizeLinear, DequantizeLinear --------------------------------------------------------
+
+namespace {
+
+/// One scale and zero point for the whole tensor, or one per index of `axis` (opset 13): the
+/// tensor as [outer, channels, inner] runs of `inner` elements sharing a channel's parameters.
+struct LinearQuantization {
+  std::vector<float> scale, zeroPoint;
+  int64_t outer = 1, channels = 1, inner = 1;
+  bool isSigned = false;  // The quantized side is s8 (else u8).
+};
+
+/// Reads the constant scale (input 1) and zero point (input 2) of a QuantizeLinear or
+/// DequantizeLinear over a tensor of `sizes` whose quantized side has type `quantized`; nullopt
+/// (the reference kernel runs it) when they are fed or of other types or shapes.
+std::optional<LinearQuantization> readLinearQuantization(const LowerContext &ctx, const std::vector<int64_t> &sizes,
+                                                         DType quantized) {
+  const Tensor *scale = ctx.constantInput(1);
+  if (scale == nullptr || scale->dtype() != DType::Float32 || !isQuantizedType(quantized)) return std::nullopt;
+  LinearQuantization q;
+  q.isSigned = quantized == DType::Int8;
+  q.inner = product(sizes);
+  if (scale->numel() != 1) {
+    int64_t axis = ctx.node().attrInt("axis", 1);
+    if (axis < 0) axis += int64_t(sizes.size());
+    if (ctx.opset() < 13 || scale->rank() != 1 || axis < 0 || axis >= int64_t(sizes.size()) ||
+        scale->size(0) != sizes[size_t(axis)]) {
+      return std::nullopt;
+    }
+    q.outer = product({sizes.begin(), sizes.begin() + axis});
+    q.channels = sizes[size_t(axis)];
+    q.inner = product({sizes.begin() + axis + 1, sizes.end()});
+  }
+  q.scale.assign(scale->data<float>(), scale->data<float>() + scale->numel());
+  q.zeroPoint.assign(q.scale.size(), 0.0f);
+  if (ctx.numInputs() > 2 && ctx.hasInput(2)) {
+    const Tensor *zero = ctx.constantInput(2);
+    if (zero == nullptr || zero->dtype() != quantized || zero->numel() != scale->numel()) return std::nullopt;
+    for (int64_t i = 0; i < zero->numel(); ++i) q.zeroPoint[size_t(i)] = float(zero->scalarAsDouble(i));
+  }
+  for (float s : q.scale) {
+    if (!(s > 0.0f) || !std::isfinite(s)) return std::nullopt;  // The reference reports or defines it.
+  }
+  return q;
+}
+
+/// QuantizeLinear (float32 -> u8/s8) or DequantizeLinear (u8/s8 -> float32), per tensor or per axis.
+class LinearQuantizeStep final : public Step {
+ public:
+  LinearQuantizeStep(LinearQuantization q, bool dequantize) : q_(std::move(q)), dequantize_(dequantize) {}
+
+  Status run(const StepIo &io) const override {
+    const QuantizeKernels &k = quantizeKernels();
+    const void *x = io.inputs[0];
+    void *y = io.outputs[0];
+    // One byte per quantized element, four per float.
+    auto run = [&](int64_t offset, int64_t n, size_t c, ThreadPool *pool) {
+      if (dequantize_) {
+        dequantizeLinear(k, static_cast<const std::byte *>(x) + offset, q_.isSigned, q_.scale[c], q_.zeroPoint[c],
+                         static_cast<float *>(y) + offset, n, pool);
+      } else {
+        quantizeLinear(k, static_cast<const float *>(x) + offset, q_.scale[c], q_.zeroPoint[c], q_.isSigned,
+                       static_cast<std::byte *>(y) + offset, n, pool);
+      }
+    };
+    if (q_.channels == 1) {
+      run(0, q_.outer * q_.inner, 0, io.pool);
+      return Status::success();
+    }
+    parallelRanges(io.pool, q_.outer * q_.channels, std::max<int64_t>(1, kCentreGrain / std::max<int64_t>(q_.inner, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t r = begin; r < end; ++r) run(r * q_.inner, q_.inner, size_t(r % q_.channels), nullptr);
+                   });
+    return Status::success();
+  }
+  std::string kernelName() const override {
+    return fmt::format("{}_{} {}", dequantize_ ? "dequantize" : "quantize", q_.isSigned ? "s8" : "u8",
+                       quantizeKernels().name);
+  }
+
+ private:
+  LinearQuantization q_;
+  bool dequantize_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Step>> lowerQuantizeLinear(LowerContext &ctx) {
+  if (ctx.numInputs() < 2 || !ctx.hasInput(0) || !ctx.hasInput(1) || ctx.inputDType(0) != DType::Float32) {
+    return std::unique_ptr<Step>();
+  }
+  std::optional<LinearQuantization> q = readLinearQuantization(ctx, ctx.inputSizes(0), ctx.outputDType(0));
+  if (!q) return std::unique_ptr<Step>();
+  return std::unique_ptr<Step>(std::make_unique<LinearQuantizeStep>(std::move(*q), /*dequantize=*/false));
+}
+
+Expected<std::unique_ptr<Step>> lowerDequantizeLinear(LowerContext &ctx) {
+  if (ctx.numInputs() < 2 || !ctx.hasInput(0) || !ctx.hasInput(1) || ctx.outputDType(0) != DType::Float32) {
+    return std::unique_ptr<Step>();
+  }
+  std::optional<LinearQuantization> q = readLinearQuantization(ctx, ctx.inputSizes(0), ctx.inputDType(0));
+  if (!q) return std::unique_ptr<Step>();
+  return std::unique_ptr<Step>(std::make_unique<LinearQuantizeStep>(std::move(*q), /*dequantize=*/true));
 }
 
 }  // namespace tessel::cpu

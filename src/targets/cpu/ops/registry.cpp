@@ -49,7 +49,6 @@ constexpr std::string_view kRefSequence = "sequences and optionals are lists the
 constexpr std::string_view kRefString = "string tensors run on the reference kernel";
 constexpr std::string_view kRefRandom = "a random generator: the reference kernel's stream is the one defined";
 constexpr std::string_view kRefTraining = "a training-update op; the reference kernel runs it";
-constexpr std::string_view kRefQuantized = "integer (quantized) arithmetic has no cpu kernel yet";
 constexpr std::string_view kRefFoldedByPasses =
     "folded into its neighbouring convolution or matmul by the graph passes; one with no such "
     "neighbour runs on the reference kernel";

@@ -261,10 +261,11 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
                      exe->profile_.name, exe->profile_.chip.coresPerChip);
   }
 
-  // The pass pipeline minus assign-layout, a cpu layout choice (the accelerator picks layouts per
-  // tensor while lowering).
+  // The pass pipeline minus two cpu choices: assign-layout (the accelerator picks layouts per
+  // tensor while lowering) and fuse-qdq (the int8 products are the cpu's VNNI kernels; the
+  // accelerator computes a QDQ model's products in float, its weights folded).
   for (const PipelineStep &step : pipelineForLevel(options.optLevel)) {
-    if (step.pass == "assign-layout") continue;
+    if (step.pass == "assign-layout" || step.pass == "fuse-qdq") continue;
     const Clock::time_point t0 = Clock::now();
     PassManager manager;
     TESSEL_RETURN_IF_ERROR(manager.addPass(step.pass));

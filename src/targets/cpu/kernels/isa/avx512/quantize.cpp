@@ -9,6 +9,8 @@ namespace tessel::cpu {
 
 extern const QuantizeKernels kQuantizeAvx512;
 const QuantizeKernels kQuantizeAvx512 = {"quantize__avx512", Isa::Avx512 | Isa::Fma, &rangeLoop, &quantizeU8Loop,
+    &quantizeS8Loop, &dequantizeU8Loop, &dequantizeS8Loop, &requantizeU8Loop, &requantizeS8Loop,
+    &requantizeColumnsU8Loop, &requantizeColumnsS8Loop,
     &centerU8Loop, &centerS8Loop, &int32FromFloatLoop, &int32FromSplitSumsLoop};
 
 }  // namespace tessel::cpu

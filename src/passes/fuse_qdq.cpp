@@ -1,0 +1,283 @@
+// QDQ fusion (see fuse_qdq.h): per Conv or MatMul, read the DequantizeLinear nodes around it, then
+// rewrite it as a QLinear op when a QuantizeLinear takes its output, else as an integer product
+// rescaled to float.
+#include "passes/fuse_qdq.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <unordered_set>
+
+#include "ops/reference/helpers.h"
+#include "passes/constant_values.h"
+#include "passes/fusion_utils.h"
+
+namespace tessel {
+
+namespace {
+
+using passes::constantValueOf;
+
+bool isQuantizedType(DType dtype) { return dtype == DType::UInt8 || dtype == DType::Int8; }
+
+/// A DequantizeLinear (or, for the output, QuantizeLinear) with constant parameters: its
+/// quantized side, scales and zero points (one each, or one per index of `axis`).
+struct QuantParams {
+  Node *node = nullptr;
+  Value *quantized = nullptr;  // DequantizeLinear's input; QuantizeLinear's output.
+  DType dtype = DType::Undefined;
+  Value *scale = nullptr;
+  Value *zeroPoint = nullptr;  // Null when absent (zero, of type u8 unless the data says otherwise).
+  std::vector<double> scales, zeros;
+  int64_t axis = -1;  // Normalized; -1 when per tensor.
+};
+
+/// Reads the scale (input 1) and zero point (input 2) of a quantization node whose quantized side
+/// is `quantized` (of rank `rank`); nullopt when they are not constants of the expected types.
+std::optional<QuantParams> readParams(const Model &model, Node *node, Value *quantized, size_t rank) {
+  QuantParams p;
+  p.node = node;
+  p.quantized = quantized;
+  p.dtype = quantized->type().isTensor() ? quantized->type().dtype() : DType::Undefined;
+  p.scale = node->input(1);
+  p.zeroPoint = node->input(2);
+  if (!p.scale) return std::nullopt;
+  std::optional<Tensor> scale = constantValueOf(model, *p.scale);
+  if (!scale || scale->dtype() != DType::Float32 || scale->numel() == 0) return std::nullopt;
+  p.scales = ref::toDoubles(*scale);
+  for (double s : p.scales) {
+    if (!(s > 0.0) || !std::isfinite(s)) return std::nullopt;
+  }
+  p.zeros.assign(p.scales.size(), 0.0);
+  if (p.zeroPoint) {
+    std::optional<Tensor> zero = constantValueOf(model, *p.zeroPoint);
+    if (!zero || zero->numel() != scale->numel()) return std::nullopt;
+    if (p.dtype == DType::Undefined) p.dtype = zero->dtype();
+    if (zero->dtype() != p.dtype) return std::nullopt;
+    p.zeros = ref::toDoubles(*zero);
+  }
+  if (scale->numel() > 1) {
+    if (scale->rank() != 1) return std::nullopt;
+    p.axis = node->attrInt("axis", 1);
+    if (p.axis < 0) p.axis += int64_t(rank);
+    if (p.axis < 0 || p.axis >= int64_t(rank)) return std::nullopt;
+  }
+  return p;
+}
+
+/// The DequantizeLinear producing `value`, when its parameters are constant and its input is u8
+/// or s8 (or int32, `allowInt32`, for a bias).
+std::optional<QuantParams> dequantizeOf(const Model &model, Value *value, bool allowInt32 = false) {
+  Node *dq = passes::producerIs(value, "DequantizeLinear");
+  if (!dq || !dq->input(0) || !value->type().isTensor() || !value->type().shape().rankKnown()) return std::nullopt;
+  std::optional<QuantParams> p = readParams(model, dq, dq->input(0), value->type().shape().rank());
+  if (!p || !(isQuantizedType(p->dtype) || (allowInt32 && p->dtype == DType::Int32))) return std::nullopt;
+  return p;
+}
+
+/// The per-tensor QuantizeLinear reading `value` (through a Relu its zero point makes redundant),
+/// with the nodes it takes, when it is the value's only reader.
+struct OutputQuantization {
+  QuantParams params;
+  std::vector<Node *> nodes;  // The Relu, if any, and the QuantizeLinear.
+};
+
+std::optional<OutputQuantization> outputQuantizationOf(const Model &model, Value *value,
+                                                       const std::unordered_set<const Value *> &returned) {
+  const Graph &graph = *model.graph;
+  OutputQuantization out;
+  Node *user = passes::singleUser(graph, value);
+  if (user && passes::isOnnxOp(user, "Relu") && !returned.count(user->output(0))) {
+    out.nodes.push_back(user);
+    user = passes::singleUser(graph, user->output(0));
+  }
+  if (!user || !passes::isOnnxOp(user, "QuantizeLinear") || user->input(0) != (out.nodes.empty() ? value : out.nodes[0]->output(0))) {
+    return std::nullopt;
+  }
+  std::optional<QuantParams> p = readParams(model, user, user->output(0), 0);
+  if (!p) return std::nullopt;
+  if (!p->zeroPoint) p->dtype = DType::UInt8;
+  if (!isQuantizedType(p->dtype) || p->scales.size() != 1) return std::nullopt;
+  // Quantizing saturates at the type's minimum; when that is the zero point, Relu changes nothing.
+  const double typeMin = p->dtype == DType::Int8 ? -128.0 : 0.0;
+  if (!out.nodes.empty() && p->zeros[0] != typeMin) return std::nullopt;
+  out.nodes.push_back(user);
+  out.params = std::move(*p);
+  return out;
+}
+
+/// The zero point input of `p`, made a constant 0 of its type when absent.
+Value *zeroPointValue(Graph &graph, const QuantParams &p) {
+  if (p.zeroPoint) return p.zeroPoint;
+  return passes::addConstant(graph, p.quantized->name() + "_zero_point", ref::fromDoubles(p.dtype, {}, {0.0}));
+}
+
+/// Per output channel (column) j of `outputs`: the float32 scale of the integer product.
+std::vector<double> productScales(const QuantParams &x, const QuantParams &w, int64_t outputs) {
+  std::vector<double> scales(static_cast<size_t>(outputs));
+  for (size_t j = 0; j < scales.size(); ++j) {
+    scales[j] = double(float(x.scales[0]) * float(w.scales[w.scales.size() == 1 ? 0 : j]));
+  }
+  return scales;
+}
+
+/// The Conv's bias as float values (a float constant, or a DequantizeLinear of a constant), or
+/// nullopt when it is fed; empty when there is none.
+std::optional<std::vector<double>> biasValues(const Model &model, Value *bias, int64_t channels) {
+  if (!bias) return std::vector<double>{};
+  if (std::optional<QuantParams> dq = dequantizeOf(model, bias, /*allowInt32=*/true)) {
+    std::optional<Tensor> q = constantValueOf(model, *dq->quantized);
+    if (!q || q->numel() != channels) return std::nullopt;
+    std::vector<double> values = ref::toDoubles(*q);
+    for (size_t c = 0; c < values.size(); ++c) {
+      const size_t i = dq->scales.size() == 1 ? 0 : c;
+      values[c] = double(float((values[c] - dq->zeros[i]) * dq->scales[i]));
+    }
+    return values;
+  }
+  std::optional<Tensor> b = constantValueOf(model, *bias);
+  if (!b || !isFloatingPoint(b->dtype()) || b->numel() != channels) return std::nullopt;
+  return ref::toDoubles(*b);
+}
+
+/// A Conv or MatMul with its operands' DequantizeLinear nodes, ready to rewrite.
+struct Match {
+  Node *op = nullptr;
+  bool conv = false;
+  QuantParams x, w;
+  std::optional<QuantParams> biasDq;
+  std::vector<double> bias;  // Float values per output channel; empty without a bias.
+  int64_t outputs = 0;       // Output channels (Conv) or columns (MatMul).
+};
+
+std::optional<Match> matchProduct(const Model &model, Node *op) {
+  Match m;
+  m.op = op;
+  m.conv = passes::isOnnxOp(op, "Conv");
+  if (!m.conv && !passes::isOnnxOp(op, "MatMul")) return std::nullopt;
+  if (!op->input(0) || !op->input(1) || !op->output(0)) return std::nullopt;
+  std::optional<QuantParams> x = dequantizeOf(model, op->input(0));
+  std::optional<QuantParams> w = dequantizeOf(model, op->input(1));
+  if (!x || !w || x->scales.size() != 1) return std::nullopt;
+  std::optional<Tensor> weights = constantValueOf(model, *w->quantized);
+  if (!weights) return std::nullopt;
+  if (m.conv) {
+    if (weights->rank() < 3 || (w->axis != -1 && w->axis != 0)) return std::nullopt;
+    m.outputs = weights->size(0);
+    std::optional<std::vector<double>> bias = biasValues(model, op->input(2), m.outputs);
+    if (!bias) return std::nullopt;
+    m.bias = std::move(*bias);
+    if (op->input(2)) m.biasDq = dequantizeOf(model, op->input(2), /*allowInt32=*/true);
+  } else {
+    if (weights->rank() != 2 || (w->axis != -1 && w->axis != 1)) return std::nullopt;
+    m.outputs = weights->size(1);
+  }
+  if (w->scales.size() != 1 && int64_t(w->scales.size()) != m.outputs) return std::nullopt;
+  m.x = std::move(*x);
+  m.w = std::move(*w);
+  return m;
+}
+
+/// The nodes of the match that become unread once it is rewritten (erased if so).
+std::vector<Node *> matchedNodes(const Match &m) {
+  std::vector<Node *> nodes = {m.op, m.x.node, m.w.node};
+  if (m.biasDq) nodes.push_back(m.biasDq->node);
+  return nodes;
+}
+
+/// Rule A: Q(op(DQ(x), DQ(w), bias)) -> QLinearConv / QLinearMatMul.
+void rewriteAsQLinear(Graph &graph, const Match &m, const OutputQuantization &out) {
+  std::vector<Value *> inputs = {m.x.quantized,           m.x.scale, zeroPointValue(graph, m.x), m.w.quantized,
+                                 m.w.scale,               zeroPointValue(graph, m.w), out.params.scale,
+                                 zeroPointValue(graph, out.params)};
+  if (m.conv && !m.bias.empty()) {
+    const std::vector<double> scales = productScales(m.x, m.w, m.outputs);
+    // An int32 bias already at the product's scale is taken as it is; any other is rounded to it.
+    bool asIs = m.biasDq && m.biasDq->dtype == DType::Int32;
+    for (size_t c = 0; asIs && c < scales.size(); ++c) {
+      asIs = m.biasDq->zeros[m.biasDq->zeros.size() == 1 ? 0 : c] == 0.0 &&
+             float(m.biasDq->scales[m.biasDq->scales.size() == 1 ? 0 : c]) == float(scales[c]);
+    }
+    if (asIs) {
+      inputs.push_back(m.biasDq->quantized);
+    } else {
+      std::vector<double> q(m.bias.size());
+      for (size_t c = 0; c < q.size(); ++c) {
+        q[c] = std::clamp(std::nearbyint(m.bias[c] / scales[c]), double(std::numeric_limits<int32_t>::min()),
+                          double(std::numeric_limits<int32_t>::max()));
+      }
+      inputs.push_back(passes::addConstant(graph, m.op->output(0)->name() + "_bias_quantized",
+                                           ref::fromDoubles(DType::Int32, {m.outputs}, q)));
+    }
+  }
+  std::vector<Node *> pattern = out.nodes;
+  for (Node *n : matchedNodes(m)) pattern.push_back(n);
+  passes::replacePattern(graph, out.params.quantized, m.conv ? "QLinearConv" : "QLinearMatMul", "", inputs,
+                         m.conv ? m.op->attributes() : std::vector<std::pair<std::string, Attribute>>{}, pattern);
+}
+
+/// Rule B: op(DQ(x), DQ(w), bias) -> Cast(ConvInteger / MatMulInteger) * scale (+ bias).
+void rewriteAsIntegerProduct(Graph &graph, const Match &m) {
+  Value *y = m.op->output(0);
+  const Shape &shape = y->type().shape();
+  const std::string base = m.op->name().empty() ? y->name() : m.op->name();
+  const size_t rank = shape.rank();
+  Node *product = graph.addNode(m.conv ? "ConvInteger" : "MatMulInteger",
+                                {m.x.quantized, m.w.quantized, zeroPointValue(graph, m.x), zeroPointValue(graph, m.w)},
+                                {graph.uniqueName(y->name() + "_int32")}, graph.uniqueName(base + "_integer"));
+  if (m.conv) {
+    for (const auto &[name, value] : m.op->attributes()) product->setAttr(name, value);
+  }
+  product->output(0)->setType(Type::tensor(DType::Int32, shape));
+  Node *cast = graph.addNode("Cast", {product->output(0)}, {graph.uniqueName(y->name() + "_float")},
+                             graph.uniqueName(base + "_cast"));
+  cast->setAttr("to", int64_t(DType::Float32));
+  cast->output(0)->setType(Type::tensor(DType::Float32, shape));
+  // Per output channel, a Conv's constants broadcast as [C, 1, ...] over its [N, C, spatial...].
+  std::vector<int64_t> channelShape = {m.outputs};
+  if (m.conv) channelShape.insert(channelShape.end(), rank - 2, 1);
+  const std::vector<double> scales = productScales(m.x, m.w, m.outputs);
+  Value *scale = passes::addConstant(graph, y->name() + "_product_scale",
+                                     ref::fromDoubles(DType::Float32, channelShape, scales));
+  std::vector<Node *> pattern = matchedNodes(m);
+  if (m.bias.empty()) {
+    passes::replacePattern(graph, y, "Mul", "", {cast->output(0), scale}, {}, pattern);
+    return;
+  }
+  Node *mul = graph.addNode("Mul", {cast->output(0), scale}, {graph.uniqueName(y->name() + "_scaled")},
+                            graph.uniqueName(base + "_scale"));
+  mul->output(0)->setType(Type::tensor(DType::Float32, shape));
+  Value *bias = passes::addConstant(graph, y->name() + "_bias", ref::fromDoubles(DType::Float32, channelShape, m.bias));
+  passes::replacePattern(graph, y, "Add", "", {mul->output(0), bias}, {}, pattern);
+}
+
+}  // namespace
+
+Expected<bool> fuseQdq(Model &model) {
+  Graph &graph = *model.graph;
+  if (model.opsetFor("") < 10) return false;
+  std::vector<Node *> products;
+  for (const auto &node : graph.nodes()) {
+    if (passes::isOnnxOp(node.get(), "Conv") || passes::isOnnxOp(node.get(), "MatMul")) products.push_back(node.get());
+  }
+  const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(graph);
+  bool changed = false;
+  for (Node *op : products) {
+    std::optional<Match> m = matchProduct(model, op);
+    if (!m || !op->output(0)->type().isTensor() || !op->output(0)->type().shape().rankKnown() ||
+        returned.count(op->output(0))) {
+      continue;
+    }
+    if (std::optional<OutputQuantization> out = outputQuantizationOf(model, op->output(0), returned)) {
+      rewriteAsQLinear(graph, *m, *out);
+    } else {
+      rewriteAsIntegerProduct(graph, *m);
+    }
+    changed = true;
+  }
+  if (changed) TESSEL_RETURN_IF_ERROR(graph.sortTopologically());
+  return changed;
+}
+
+}  // namespace tessel

@@ -1,0 +1,26 @@
+// QDQ fusion: the DequantizeLinear -> Conv/MatMul (-> QuantizeLinear) patterns of a QDQ model (what
+// onnxruntime's quantize_static and `tessel quantize` write) become integer ops that run on int8
+// kernels.
+#pragma once
+
+#include "ir/graph.h"
+#include "support/diagnostic.h"
+
+namespace tessel {
+
+/// For each Conv or 2-D-weight MatMul whose data input is DequantizeLinear(xq) (per tensor) and
+/// whose weight is DequantizeLinear of a constant u8/s8 tensor (per tensor, or per output channel:
+/// Conv axis 0, MatMul axis 1), all scales and zero points constant:
+///  - when its output is read only by a per-tensor QuantizeLinear (directly, or through a Relu the
+///    quantization makes redundant: the zero point is the type's minimum), the three become
+///    QLinearConv / QLinearMatMul, with the Conv's bias as int32 at scale x_scale * w_scale (an
+///    int32 DequantizeLinear at that scale as it is, a float bias rounded to it);
+///  - otherwise it becomes ConvInteger / MatMulInteger -> Cast(float) -> Mul(x_scale * w_scale)
+///    (-> Add(bias)), the products in int32 and the rest in float.
+/// Results agree with the QDQ graph's float arithmetic to within float32 rounding before the
+/// output's quantization (so within one quantization step after it). Must run before
+/// fold-constants, which would fold the weights' DequantizeLinear into float weights. Returns
+/// whether any pattern was rewritten.
+Expected<bool> fuseQdq(Model &model);
+
+}  // namespace tessel

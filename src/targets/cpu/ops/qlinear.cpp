@@ -1,0 +1,379 @@
+// cpu lowering of the quantized linear ops, QLinearConv and QLinearMatMul (what a QDQ model's
+// DequantizeLinear -> Conv/MatMul -> QuantizeLinear becomes after passes/fuse_qdq, and what
+// onnxruntime's QOperator format writes). Each is an int32 product of the centred operands
+// followed by one requantization per output: y = round((acc + bias) * x_scale * w_scale / y_scale)
+// + y_zero_point, saturated, the multiplier in float32 as onnxruntime computes it.
+//
+// The product runs on the int8 GEMM (kernels/gemm_s8.h: VNNI) where the host has one: a group-1
+// convolution as the transposed product of kernels/conv_s8.h, a matmul with B packed once. Elsewhere
+// (no VNNI, grouped and depthwise convolutions, K past the int32 bound) the centred integers run
+// on the f32 convolution and GEMM kernels and the sums are converted to int32: exact while a sum
+// stays below 2^24, and otherwise off by float32's rounding of the sum, which moves a result only
+// where it lies within that rounding of a half step. Covered: u8/s8 operands, constant weights,
+// scales and zero points (per tensor, or per output channel / column for the weights), a constant
+// int32 bias; anything else runs on the reference kernel.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "targets/cpu/kernels/conv.h"
+#include "targets/cpu/kernels/conv_s8.h"
+#include "targets/cpu/kernels/depthwise_conv.h"
+#include "targets/cpu/kernels/elementwise.h"
+#include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/gemm_s8.h"
+#include "targets/cpu/kernels/quantize.h"
+#include "targets/cpu/ops/conv_geometry.h"
+#include "targets/cpu/step.h"
+
+namespace tessel::cpu {
+namespace {
+
+constexpr size_t kAlign = 64;
+size_t alignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// Both ops number their inputs alike: x (QLinearMatMul's a), its scale and zero point, w (b), its
+// scale and zero point, y's scale and zero point, and QLinearConv's bias.
+constexpr size_t kX = 0, kXScale = 1, kXZero = 2, kW = 3, kWScale = 4, kWZero = 5, kYScale = 6, kYZero = 7, kBias = 8;
+
+// Output elements per requantization task.
+constexpr int64_t kRequantizeGrain = 16384;
+
+bool isQuantizedType(DType dtype) { return dtype == DType::UInt8 || dtype == DType::Int8; }
+
+/// The constant scales and zero points of a QLinear op, and how each output j is requantized.
+struct QLinearParams {
+  bool xSigned = false, wSigned = false, ySigned = false;
+  int32_t xZero = 0;
+  std::vector<int32_t> wZero;       // One per output channel (column).
+  std::vector<float> multiplier;    // x_scale * w_scale[j] / y_scale, per output channel (column).
+  float yZero = 0.0f;
+};
+
+/// A constant float32 scale of `count` values (or one, repeated), each positive and finite.
+std::optional<std::vector<float>> readScales(const LowerContext &ctx, size_t index, int64_t count) {
+  const Tensor *t = ctx.constantInput(index);
+  if (t == nullptr || t->dtype() != DType::Float32 || (t->numel() != 1 && t->numel() != count)) return std::nullopt;
+  std::vector<float> scales(static_cast<size_t>(count));
+  for (int64_t j = 0; j < count; ++j) {
+    scales[size_t(j)] = t->data<float>()[t->numel() == 1 ? 0 : j];
+    if (!(scales[size_t(j)] > 0.0f) || !std::isfinite(scales[size_t(j)])) return std::nullopt;
+  }
+  return scales;
+}
+
+/// A constant zero point of type `dtype` of `count` values (or one, repeated).
+std::optional<std::vector<int32_t>> readZeroPoints(const LowerContext &ctx, size_t index, DType dtype, int64_t count) {
+  const Tensor *t = ctx.constantInput(index);
+  if (t == nullptr || t->dtype() != dtype || (t->numel() != 1 && t->numel() != count)) return std::nullopt;
+  std::vector<int32_t> zero(static_cast<size_t>(count));
+  for (int64_t j = 0; j < count; ++j) zero[size_t(j)] = int32_t(t->scalarAsDouble(t->numel() == 1 ? 0 : j));
+  return zero;
+}
+
+/// The parameters of a QLinear op with `outputs` output channels (columns); nullopt when one is
+/// fed, of another type, or of a shape the kernels do not cover.
+std::optional<QLinearParams> readQLinearParams(const LowerContext &ctx, int64_t outputs) {
+  if (ctx.numInputs() < 8) return std::nullopt;
+  for (size_t i = 0; i < 8; ++i) {
+    if (!ctx.hasInput(i)) return std::nullopt;
+  }
+  const DType xType = ctx.inputDType(kX), wType = ctx.inputDType(kW), yType = ctx.outputDType(0);
+  if (!isQuantizedType(xType) || !isQuantizedType(wType) || !isQuantizedType(yType)) return std::nullopt;
+  const auto xScale = readScales(ctx, kXScale, 1), yScale = readScales(ctx, kYScale, 1);
+  const auto wScale = readScales(ctx, kWScale, outputs);
+  const auto xZero = readZeroPoints(ctx, kXZero, xType, 1), yZero = readZeroPoints(ctx, kYZero, yType, 1);
+  auto wZero = readZeroPoints(ctx, kWZero, wType, outputs);
+  if (!xScale || !yScale || !wScale || !xZero || !yZero || !wZero) return std::nullopt;
+  if (ctx.constantInput(kXScale)->numel() != 1 || ctx.constantInput(kXZero)->numel() != 1) return std::nullopt;
+  QLinearParams p;
+  p.xSigned = xType == DType::Int8;
+  p.wSigned = wType == DType::Int8;
+  p.ySigned = yType == DType::Int8;
+  p.xZero = (*xZero)[0];
+  p.wZero = std::move(*wZero);
+  p.yZero = float((*yZero)[0]);
+  p.multiplier.resize(size_t(outputs));
+  for (size_t j = 0; j < p.multiplier.size(); ++j) p.multiplier[j] = (*xScale)[0] * (*wScale)[j] / (*yScale)[0];
+  return p;
+}
+
+/// W (u8 or s8) minus its zero point per output, as floats: element i feeds output i / perOutput
+/// (a conv's [Cout, ...] weights) or i % outputs (a matmul's [K, N] B).
+std::vector<float> centredWeights(const Tensor &w, const std::vector<int32_t> &zero, int64_t perOutput) {
+  std::vector<float> centred(size_t(w.numel()));
+  const int64_t outputs = int64_t(zero.size());
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const int64_t j = perOutput > 0 ? i / perOutput : i % outputs;
+    centred[size_t(i)] = float(w.scalarAsDouble(i) - zero[size_t(j)]);
+  }
+  return centred;
+}
+
+// ---- QLinearConv ------------------------------------------------------------------------------
+
+/// How a QLinearConv's int32 product is computed.
+enum class ConvProduct { S8Gemm, F32Gemm, F32Depthwise };
+
+class QLinearConvStep final : public Step {
+ public:
+  QLinearConvStep(const Conv2dShape &shape, ConvProduct product, const ConvS8Plan &s8Plan, const ConvGemmPlan &f32Plan,
+                  const std::byte *weights, QLinearParams params, std::vector<int32_t> bias)
+      : shape_(shape),
+        product_(product),
+        s8Plan_(s8Plan),
+        f32Plan_(f32Plan),
+        weights_(weights),
+        params_(std::move(params)),
+        bias_(std::move(bias)) {
+    accBytes_ = alignUp(size_t(outputCount()) * sizeof(int32_t));
+    centredBytes_ = product_ == ConvProduct::S8Gemm ? 0 : alignUp(size_t(inputCount()) * sizeof(float));
+  }
+
+  Status run(const StepIo &io) const override {
+    auto *scratch = static_cast<std::byte *>(io.scratch);
+    auto *acc = reinterpret_cast<int32_t *>(scratch);
+    std::byte *rest = scratch + accBytes_;
+    if (product_ == ConvProduct::S8Gemm) {
+      convS8(s8Plan_, io.inputs[kX], params_.xSigned, params_.xZero, weights_, acc, io.pool,
+             {rest, convS8ScratchBytes(s8Plan_)});
+    } else {
+      const QuantizeKernels &q = quantizeKernels();
+      auto *centred = reinterpret_cast<float *>(rest);
+      centerQuantized(q, io.inputs[kX], params_.xSigned, float(params_.xZero), centred, inputCount(), io.pool);
+      auto *sums = reinterpret_cast<float *>(acc);  // The f32 sums land where the int32s go.
+      const auto *w = reinterpret_cast<const float *>(weights_);
+      if (product_ == ConvProduct::F32Depthwise) {
+        depthwiseConv2d(shape_, centred, w, {}, sums, io.pool);
+      } else {
+        convGemm(f32Plan_, centred, w, {}, sums, rest + centredBytes_, io.pool);
+      }
+      int32FromFloat(q, reinterpret_cast<std::byte *>(acc), outputCount(), io.pool);
+    }
+    requantize(acc, io.outputs[0], io.pool);
+    return Status::success();
+  }
+  size_t scratchBytes() const override {
+    switch (product_) {
+      case ConvProduct::S8Gemm: return accBytes_ + convS8ScratchBytes(s8Plan_);
+      case ConvProduct::F32Gemm: return accBytes_ + centredBytes_ + convGemmScratchBytes(f32Plan_);
+      case ConvProduct::F32Depthwise: return accBytes_ + centredBytes_;
+    }
+    return 0;
+  }
+  std::string kernelName() const override {
+    switch (product_) {
+      case ConvProduct::S8Gemm:
+        return fmt::format("qlinear_conv {}{}", s8Plan_.kernel->name, s8Plan_.direct ? " 1x1" : " patches");
+      case ConvProduct::F32Gemm: return fmt::format("qlinear_conv_as_f32 {}", convGemmKernelName(f32Plan_));
+      case ConvProduct::F32Depthwise: return fmt::format("qlinear_conv_as_f32 {}", depthwiseConvKernelName());
+    }
+    return {};
+  }
+
+ private:
+  int64_t inputCount() const { return shape_.batch * shape_.inChannels * shape_.inPlane(); }
+  int64_t outputCount() const { return shape_.batch * shape_.outChannels * shape_.outPlane(); }
+
+  /// Each output plane (one image, one channel) with its channel's bias and multiplier.
+  void requantize(const int32_t *acc, void *y, ThreadPool *pool) const {
+    const QuantizeKernels &q = quantizeKernels();
+    const int64_t plane = shape_.outPlane(), channels = shape_.outChannels;
+    parallelRanges(pool, shape_.batch * channels, std::max<int64_t>(1, kRequantizeGrain / std::max<int64_t>(plane, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t p = begin; p < end; ++p) {
+                       const size_t c = size_t(p % channels);
+                       const int64_t offset = p * plane;
+                       if (params_.ySigned) {
+                         q.requantizeS8(acc + offset, bias_[c], params_.multiplier[c], params_.yZero,
+                                        static_cast<int8_t *>(y) + offset, plane);
+                       } else {
+                         q.requantizeU8(acc + offset, bias_[c], params_.multiplier[c], params_.yZero,
+                                        static_cast<uint8_t *>(y) + offset, plane);
+                       }
+                     }
+                   });
+  }
+
+  Conv2dShape shape_;
+  ConvProduct product_;
+  ConvS8Plan s8Plan_;
+  ConvGemmPlan f32Plan_;
+  const std::byte *weights_;
+  QLinearParams params_;
+  std::vector<int32_t> bias_;
+  size_t accBytes_ = 0, centredBytes_ = 0;
+};
+
+// ---- QLinearMatMul ----------------------------------------------------------------------------
+
+class QLinearMatMulStep final : public Step {
+ public:
+  /// `s8` null: the f32 GEMM `f32` with B centred and packed in `weights`.
+  QLinearMatMulStep(const GemmShape &shape, const S8GemmKernel *s8, const GemmKernel *f32, const std::byte *weights,
+                    QLinearParams params, int threads)
+      : shape_(shape), s8_(s8), f32_(f32), weights_(weights), params_(std::move(params)) {
+    zeroBias_.assign(size_t(shape_.n), 0);
+    accBytes_ = alignUp(size_t(shape_.m * shape_.n) * sizeof(int32_t));
+    if (s8_ == nullptr) {
+      centredBytes_ = alignUp(size_t(shape_.m * shape_.k) * sizeof(float));
+      gemmBytes_ = sgemmScratchBytes(*f32_, shape_, threads, {.a = false, .b = true});
+    } else {
+      gemmBytes_ = s8GemmScratchBytes(shape_);
+    }
+  }
+
+  Status run(const StepIo &io) const override {
+    auto *scratch = static_cast<std::byte *>(io.scratch);
+    auto *acc = reinterpret_cast<int32_t *>(scratch);
+    std::byte *rest = scratch + accBytes_;
+    if (s8_ != nullptr) {
+      const S8GemmA a{io.inputs[kX], shape_.k, params_.xSigned, &params_.xZero, 1};
+      s8GemmPacked(shape_, a, PackedS8BView{s8_, shape_.k, shape_.n, weights_}, acc, shape_.n, io.pool,
+                   {rest, gemmBytes_});
+    } else {
+      const QuantizeKernels &q = quantizeKernels();
+      auto *centred = reinterpret_cast<float *>(rest);
+      centerQuantized(q, io.inputs[kX], params_.xSigned, float(params_.xZero), centred, shape_.m * shape_.k, io.pool);
+      sgemmPacked(shape_, centred, shape_.k,
+                  PackedBView{f32_, shape_.k, shape_.n, reinterpret_cast<const float *>(weights_)},
+                  reinterpret_cast<float *>(acc), shape_.n, {}, io.pool, {rest + centredBytes_, gemmBytes_});
+      int32FromFloat(q, reinterpret_cast<std::byte *>(acc), shape_.m * shape_.n, io.pool);
+    }
+    requantize(acc, io.outputs[0], io.pool);
+    return Status::success();
+  }
+  size_t scratchBytes() const override { return accBytes_ + centredBytes_ + gemmBytes_; }
+  std::string kernelName() const override {
+    return s8_ != nullptr ? fmt::format("qlinear_matmul {}", s8_->name)
+                          : fmt::format("qlinear_matmul_as_f32 {}", f32_->name);
+  }
+
+ private:
+  /// Row by row, each column with its own multiplier.
+  void requantize(const int32_t *acc, void *y, ThreadPool *pool) const {
+    const QuantizeKernels &q = quantizeKernels();
+    const int64_t n = shape_.n;
+    parallelRanges(pool, shape_.m, std::max<int64_t>(1, kRequantizeGrain / n), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        if (params_.ySigned) {
+          q.requantizeColumnsS8(acc + r * n, zeroBias_.data(), params_.multiplier.data(), params_.yZero,
+                                static_cast<int8_t *>(y) + r * n, n);
+        } else {
+          q.requantizeColumnsU8(acc + r * n, zeroBias_.data(), params_.multiplier.data(), params_.yZero,
+                                static_cast<uint8_t *>(y) + r * n, n);
+        }
+      }
+    });
+  }
+
+  GemmShape shape_;
+  const S8GemmKernel *s8_;
+  const GemmKernel *f32_;
+  const std::byte *weights_;
+  QLinearParams params_;
+  std::vector<int32_t> zeroBias_;
+  size_t accBytes_ = 0, centredBytes_ = 0, gemmBytes_ = 0;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<Step>> lowerQLinearConv(LowerContext &ctx) {
+  if (ctx.numInputs() < 8 || !ctx.hasInput(kX) || !ctx.hasInput(kW)) return std::unique_ptr<Step>();
+  const Tensor *w = ctx.constantInput(kW);
+  const size_t rank = ctx.inputSizes(kX).size();
+  if (w == nullptr || rank < 3 || rank > 4) return std::unique_ptr<Step>();
+  TESSEL_ASSIGN_OR_RETURN(Conv2dShape shape, readQuantizedConvShape(ctx, kX, kW, "QLinearConv"));
+  if (shape.batch == 0 || shape.inChannels == 0 || shape.outChannels == 0) return std::unique_ptr<Step>();
+  std::optional<QLinearParams> params = readQLinearParams(ctx, shape.outChannels);
+  if (!params) return std::unique_ptr<Step>();
+  std::vector<int32_t> bias(size_t(shape.outChannels), 0);
+  if (ctx.numInputs() > kBias && ctx.hasInput(kBias)) {
+    const Tensor *b = ctx.constantInput(kBias);
+    if (b == nullptr || b->dtype() != DType::Int32 || b->numel() != shape.outChannels) return std::unique_ptr<Step>();
+    std::memcpy(bias.data(), b->rawData(), bias.size() * sizeof(int32_t));
+  }
+
+  const S8GemmKernel *s8Kernel = selectedS8GemmKernel();
+  if (s8Kernel != nullptr && shape.group == 1 && shape.columnRows() <= kS8GemmMaxK) {
+    const ConvS8Plan plan = planConvS8(shape, *s8Kernel);
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                            ctx.packed(fmt::format("weights_packed_b.{}", plan.kernel->name),
+                                       convS8PackedWeightsBytes(plan), [&](std::byte *dst) {
+                                         packConvS8Weights(plan, w->rawData(), params->wSigned, params->wZero.data(),
+                                                           dst);
+                                       }));
+    ctx.releaseConstantInput(kW);
+    return std::unique_ptr<Step>(std::make_unique<QLinearConvStep>(shape, ConvProduct::S8Gemm, plan, ConvGemmPlan{},
+                                                                   packed, std::move(*params), std::move(bias)));
+  }
+
+  const std::vector<float> centred = centredWeights(*w, params->wZero, shape.columnRows());
+  const bool depthwise = isDepthwise(shape);
+  const ConvGemmPlan plan = depthwise ? ConvGemmPlan{} : planConvGemm(shape, ctx.threads());
+  const std::byte *stored = nullptr;
+  if (depthwise) {
+    const size_t bytes = centred.size() * sizeof(float);
+    TESSEL_ASSIGN_OR_RETURN(stored, ctx.packed("depthwise_weights_centred", alignUp(bytes), [&](std::byte *dst) {
+                              std::memcpy(dst, centred.data(), bytes);
+                            }));
+  } else {
+    TESSEL_ASSIGN_OR_RETURN(stored, ctx.packed(fmt::format("weights_centred_packed_a.{}", plan.kernel->name),
+                                               convPackedWeightsBytes(plan), [&](std::byte *dst) {
+                                                 packConvWeights(plan, centred.data(), reinterpret_cast<float *>(dst));
+                                               }));
+  }
+  ctx.releaseConstantInput(kW);
+  return std::unique_ptr<Step>(std::make_unique<QLinearConvStep>(
+      shape, depthwise ? ConvProduct::F32Depthwise : ConvProduct::F32Gemm, ConvS8Plan{}, plan, stored,
+      std::move(*params), std::move(bias)));
+}
+
+Expected<std::unique_ptr<Step>> lowerQLinearMatMul(LowerContext &ctx) {
+  if (ctx.numInputs() < 8 || !ctx.hasInput(kX) || !ctx.hasInput(kW)) return std::unique_ptr<Step>();
+  const Tensor *b = ctx.constantInput(kW);
+  const std::vector<int64_t> aSizes = ctx.inputSizes(kX);
+  // Fed or batched B and a 1-D A stay on the reference kernel.
+  if (b == nullptr || b->rank() != 2 || aSizes.size() < 2) return std::unique_ptr<Step>();
+  const int64_t k = b->size(0), n = b->size(1);
+  if (aSizes.back() != k) {
+    return makeError(ErrorCode::ShapeMismatch, "QLinearMatMul: A [{}] and B [{},{}] have inner dimensions {} and {}",
+                     fmt::join(aSizes, ","), k, n, aSizes.back(), k);
+  }
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < aSizes.size(); ++i) rows *= aSizes[i];
+  if (rows == 0 || k == 0 || n == 0) return std::unique_ptr<Step>();
+  std::optional<QLinearParams> params = readQLinearParams(ctx, n);
+  if (!params) return std::unique_ptr<Step>();
+  const GemmShape shape{rows, n, k};
+
+  const S8GemmKernel *s8Kernel = selectedS8GemmKernel();
+  if (s8Kernel != nullptr && k <= kS8GemmMaxK) {
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                            ctx.packed(fmt::format("b_packed_b.{}", s8Kernel->name), packedS8BSize(*s8Kernel, k, n),
+                                       [&](std::byte *dst) {
+                                         packS8BInto(*s8Kernel, k, n, b->rawData(), params->wSigned,
+                                                     params->wZero.data(), dst);
+                                       }));
+    ctx.releaseConstantInput(kW);
+    return std::unique_ptr<Step>(std::make_unique<QLinearMatMulStep>(shape, s8Kernel, nullptr, packed,
+                                                                     std::move(*params), std::max(ctx.threads(), 1)));
+  }
+  const GemmKernel &kernel = selectedGemmKernel();
+  const std::vector<float> centred = centredWeights(*b, params->wZero, /*perOutput=*/0);
+  TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                          ctx.packed(fmt::format("b_centred_packed_b.{}", kernel.name), packedBSize(kernel, k, n),
+                                     [&](std::byte *dst) {
+                                       packBInto(kernel, k, n, centred.data(), n, reinterpret_cast<float *>(dst));
+                                     }));
+  ctx.releaseConstantInput(kW);
+  return std::unique_ptr<Step>(std::make_unique<QLinearMatMulStep>(shape, nullptr, &kernel, packed, std::move(*params),
+                                                                   std::max(ctx.threads(), 1)));
+}
+
+}  // namespace tessel::cpu

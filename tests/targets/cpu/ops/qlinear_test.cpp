@@ -1,0 +1,233 @@
+// The static-quantization ops on the cpu target against the reference interpreter: QuantizeLinear
+// and DequantizeLinear bit for bit (u8 and s8, per tensor and per axis, odd sizes, threads);
+// QLinearConv (u8/s8 on each side, per-channel weight scales and zero points, an int32 bias,
+// pads, strides, 1x1 and KxK, batches, groups and depthwise) and QLinearMatMul (per-column weight
+// scales, A of rank 2 and 3) within one quantization step, the requantization's float32
+// multiplier against the reference's double arithmetic; and a QDQ model through -O3 (fuse-qdq)
+// within one step of its float QDQ arithmetic. The products run on the int8 GEMM where the host
+// has one (AVX512_VNNI) and on the f32 kernels otherwise: run with TESSEL_CPU_ISA=avx512_bf16 to
+// test that path on such a host.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "../cpu_test_util.h"
+#include "targets/cpu/kernels/gemm_s8.h"
+
+namespace tessel::cpu {
+namespace {
+
+using testing::CpuCheck;
+using testing::expectCpuMatchesReference;
+
+std::string sizesText(const std::vector<int64_t> &sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
+
+int64_t product(const std::vector<int64_t> &sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+/// `count` values from a fixed sequence, uniform over [lo, hi].
+std::vector<int> sequence(int64_t count, uint32_t seed, int lo, int hi) {
+  uint32_t state = seed * 2654435761u + 1;
+  std::vector<int> values;
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    values.push_back(lo + int((state >> 8) % uint32_t(hi - lo + 1)));
+  }
+  return values;
+}
+
+std::string constant(const std::string &name, const std::string &dtype, const std::vector<int64_t> &sizes,
+                     const std::string &values) {
+  return fmt::format("  const %{} = dense<{}{}: {}>\n", name, dtype, sizesText(sizes), values);
+}
+
+std::string model(const std::string &inputs, const std::string &outputs, const std::string &body) {
+  return fmt::format("model opset(ai.onnx=13) ir_version=8 {{\nfunc @main({}) -> ({}) {{\n{}}}\n}}\n", inputs,
+                     outputs, body);
+}
+
+/// Checks `ir` on the cpu target against the reference within `atol` and returns the kernels its
+/// steps ran.
+std::vector<std::string> check(const std::string &ir, double atol, int optLevel = 0, int threads = 2) {
+  SCOPED_TRACE(ir.substr(0, 800));
+  CpuCheck c;
+  c.threads = threads;
+  c.rtol = 0.0;
+  c.atol = atol;
+  c.optLevel = optLevel;
+  expectCpuMatchesReference(ir, c);
+  auto parsed = parseModel(ir, "test.tsl.txt");
+  EXPECT_TRUE(parsed.ok());
+  if (!parsed.ok()) return {};
+  auto executable = compileCpu(std::move(*parsed), {optLevel, threads});
+  EXPECT_TRUE(executable.ok()) << executable.diag().str();
+  if (!executable.ok()) return {};
+  EXPECT_EQ((*executable)->summary().fallbackSteps, 0);
+  (*executable)->setProfiling(true);
+  EXPECT_TRUE((*executable)->run(testing::randomFeeds((*executable)->model(), 1)).ok());
+  std::vector<std::string> kernels;
+  for (const StepProfile &step : (*executable)->profile()) kernels.push_back(step.opType + " " + step.kernel);
+  return kernels;
+}
+
+bool ran(const std::vector<std::string> &kernels, const std::string &text) {
+  for (const std::string &k : kernels) {
+    if (k.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool int8Gemm() { return selectedS8GemmKernel() != nullptr; }
+
+TEST(CpuQuantizeLinear, PerTensorAndPerAxisBitForBit) {
+  const std::vector<int64_t> sizes = {2, 5, 7, 9};
+  for (const char *type : {"u8", "i8"}) {
+    const bool u8 = std::string(type) == "u8";
+    // Scales that put many inputs (uniform in [-1, 1]) past the type's range, so both clamps act.
+    std::string body = constant("s", "f32", {}, "0.0051") + constant("z", type, {}, u8 ? "131" : "-3") +
+                       constant("sa", "f32", {5}, "0.004, 0.01, 0.0073, 0.02, 0.0009") +
+                       constant("za", type, {5}, u8 ? "0, 255, 128, 17, 90" : "0, -128, 127, 17, -90");
+    body += "  %y = QuantizeLinear(%x, %s, %z)\n  %ya = QuantizeLinear(%x, %sa, %za) {axis = 1}\n  return %y, %ya\n";
+    const std::string ir = model(fmt::format("%x: f32{}", sizesText(sizes)), "%y: ?, %ya: ?", body);
+    for (int threads : {1, 2}) {
+      const auto kernels = check(ir, 0.0, 0, threads);
+      EXPECT_TRUE(ran(kernels, u8 ? "quantize_u8" : "quantize_s8")) << fmt::format("{}", fmt::join(kernels, "; "));
+    }
+  }
+}
+
+TEST(CpuDequantizeLinear, PerTensorAndPerAxisBitForBit) {
+  for (const char *type : {"u8", "i8"}) {
+    const std::string zeros = std::string(type) == "u8" ? "0, 255, 128, 17, 90, 3, 1" : "0, -128, 127, 17, -90, 3, 1";
+    const std::string body = constant("s", "f32", {}, "0.0173") + constant("z", type, {}, "7") +
+                             constant("sa", "f32", {7}, "0.004, 0.01, 0.0073, 0.02, 0.0009, 3.5, 1e-6") +
+                             constant("za", type, {7}, zeros) +
+                             "  %y = DequantizeLinear(%x, %s, %z)\n"
+                             "  %ya = DequantizeLinear(%x, %sa, %za) {axis = -1}\n"
+                             "  return %y, %ya\n";
+    const std::string ir = model(fmt::format("%x: {}[3,100,7]", type), "%y: ?, %ya: ?", body);
+    EXPECT_TRUE(ran(check(ir, 0.0), std::string("dequantize_") + (type[0] == 'u' ? "u8" : "s8")));
+  }
+}
+
+struct QLinearConvCase {
+  std::vector<int64_t> x, w;  // [N, C, H, W], [M, C/group, KH, KW]
+  std::string attributes;
+  std::string xType = "u8", wType = "i8", yType = "u8";
+  bool perChannel = true, bias = true;
+};
+
+/// A QLinearConv whose output scale puts typical sums in the middle of y's range.
+std::string qlinearConvModel(const QLinearConvCase &c) {
+  const int64_t m = c.w[0], k = product(c.w) / m;
+  const bool wSigned = c.wType == "i8";
+  const int wLo = wSigned ? -128 : 0, wHi = wSigned ? 127 : 255;
+  std::string body = constant("w", c.wType, c.w, fmt::format("{}", fmt::join(sequence(product(c.w), 7, wLo, wHi), ", ")));
+  body += constant("xs", "f32", {}, "0.02") + constant("xz", c.xType, {}, c.xType == "u8" ? "120" : "-5");
+  std::vector<double> wScales;
+  for (int64_t j = 0; j < (c.perChannel ? m : 1); ++j) wScales.push_back(0.008 + 0.0005 * double(j % 9));
+  const std::vector<int64_t> paramSizes = c.perChannel ? std::vector<int64_t>{m} : std::vector<int64_t>{};
+  body += constant("ws", "f32", paramSizes, fmt::format("{}", fmt::join(wScales, ", ")));
+  const auto wZeros = sequence(c.perChannel ? m : 1, 5, wSigned ? -6 : 120, wSigned ? 6 : 136);
+  body += constant("wz", c.wType, paramSizes, fmt::format("{}", fmt::join(wZeros, ", ")));
+  // The sums' spread: sqrt(K) * 74 * 74 (uniform operands); a quarter of the way to saturation.
+  const double yScale = 0.02 * 0.01 * std::sqrt(double(k)) * 74.0 * 74.0 / 40.0;
+  body += constant("ys", "f32", {}, fmt::format("{}", yScale)) +
+          constant("yz", c.yType, {}, c.yType == "u8" ? "128" : "0");
+  std::string args = "%x, %xs, %xz, %w, %ws, %wz, %ys, %yz";
+  if (c.bias) {
+    body += constant("b", "i32", {m}, fmt::format("{}", fmt::join(sequence(m, 11, -40000, 40000), ", ")));
+    args += ", %b";
+  }
+  body += fmt::format("  %y = QLinearConv({}) {{{}}}\n  return %y\n", args, c.attributes);
+  return model(fmt::format("%x: {}{}", c.xType, sizesText(c.x)), "%y: ?", body);
+}
+
+TEST(CpuQLinearConv, WithinOneStepOfTheReference) {
+  const std::string s8 = int8Gemm() ? "qlinear_conv u8s8_gemm" : "qlinear_conv_as_f32";
+  std::vector<std::pair<QLinearConvCase, std::string>> cases = {
+      {{{1, 5, 9, 7}, {6, 5, 3, 3}, "pads = [1, 1, 1, 1]"}, s8},
+      {{{2, 16, 8, 8}, {24, 16, 1, 1}, ""}, s8},
+      {{{1, 7, 11, 10}, {9, 7, 3, 3}, "strides = [2, 2], pads = [0, 1, 1, 0]", "i8", "u8", "i8", false, false}, s8},
+      {{{1, 3, 12, 12}, {8, 3, 5, 5}, "pads = [2, 2, 2, 2], dilations = [1, 1]", "u8", "i8", "u8", false, true}, s8},
+      {{{1, 8, 9, 9}, {8, 4, 3, 3}, "group = 2, pads = [1, 1, 1, 1]"}, "qlinear_conv_as_f32"},
+      {{{1, 12, 10, 10}, {12, 1, 3, 3}, "group = 12, pads = [1, 1, 1, 1], strides = [2, 2]"},
+       "qlinear_conv_as_f32 f32_depthwise"},
+  };
+  for (const auto &[c, kernel] : cases) {
+    const auto kernels = check(qlinearConvModel(c), 1.0);
+    EXPECT_TRUE(ran(kernels, kernel)) << kernel << " not in " << fmt::format("{}", fmt::join(kernels, "; "));
+  }
+}
+
+TEST(CpuQLinearMatMul, WithinOneStepOfTheReference) {
+  for (const auto &[a, n, perColumn, bType, yType] :
+       std::vector<std::tuple<std::vector<int64_t>, int64_t, bool, std::string, std::string>>{
+           {{5, 37}, 19, true, "i8", "u8"}, {{2, 7, 300}, 64, false, "u8", "i8"}, {{70, 64}, 130, true, "i8", "i8"}}) {
+    const int64_t k = a.back();
+    const bool bSigned = bType == "i8";
+    std::string body = constant("b", bType, {k, n},
+                                fmt::format("{}", fmt::join(sequence(k * n, 9, bSigned ? -128 : 0, bSigned ? 127 : 255), ", ")));
+    std::vector<double> bScales;
+    for (int64_t j = 0; j < (perColumn ? n : 1); ++j) bScales.push_back(0.008 + 0.0007 * double(j % 7));
+    const std::vector<int64_t> paramSizes = perColumn ? std::vector<int64_t>{n} : std::vector<int64_t>{};
+    body += constant("as", "f32", {}, "0.02") + constant("az", "u8", {}, "121") +
+            constant("bs", "f32", paramSizes, fmt::format("{}", fmt::join(bScales, ", "))) +
+            constant("bz", bType, paramSizes,
+                     fmt::format("{}", fmt::join(sequence(perColumn ? n : 1, 2, bSigned ? -4 : 124, bSigned ? 4 : 132), ", "))) +
+            constant("ys", "f32", {}, fmt::format("{}", 0.02 * 0.01 * std::sqrt(double(k)) * 74.0 * 74.0 / 40.0)) +
+            constant("yz", yType, {}, yType == "u8" ? "128" : "0") +
+            "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n";
+    const auto kernels = check(model(fmt::format("%a: u8{}", sizesText(a)), "%y: ?", body), 1.0);
+    EXPECT_TRUE(ran(kernels, int8Gemm() ? "qlinear_matmul u8s8_gemm" : "qlinear_matmul_as_f32"))
+        << fmt::format("{}", fmt::join(kernels, "; "));
+  }
+}
+
+TEST(CpuQdqModel, FusedAtO3WithinOneStepOfTheQdqArithmetic) {
+  // x -> Q -> DQ -> Conv(DQ(w), DQ(bias)) -> Relu -> Q -> Reshape -> DQ -> MatMul(DQ(w2)): the Conv
+  // becomes QLinearConv (the Relu dropped: y's zero point is 0), the MatMul MatMulInteger * scale.
+  std::string body = constant("xs", "f32", {}, "0.008") + constant("xz", "u8", {}, "128") +
+                     constant("w", "i8", {8, 3, 3, 3}, fmt::format("{}", fmt::join(sequence(216, 4, -127, 127), ", "))) +
+                     constant("ws", "f32", {8}, "0.002, 0.003, 0.0025, 0.004, 0.001, 0.0031, 0.0022, 0.0028") +
+                     constant("wz", "i8", {8}, "0, 0, 0, 0, 0, 0, 0, 0") +
+                     constant("b", "i32", {8}, "100, -200, 3000, -50, 0, 7, -900, 40") +
+                     constant("bs", "f32", {8}, "0.000016, 0.000024, 0.00002, 0.000032, 0.000008, 0.0000248, "
+                                                "0.0000176, 0.0000224") +
+                     constant("bz", "i32", {8}, "0, 0, 0, 0, 0, 0, 0, 0") +
+                     constant("ys", "f32", {}, "0.01") + constant("yz", "u8", {}, "0") +
+                     constant("w2", "i8", {512, 10}, fmt::format("{}", fmt::join(sequence(5120, 6, -127, 127), ", "))) +
+                     constant("w2s", "f32", {}, "0.001") + constant("w2z", "i8", {}, "0") +
+                     constant("shape", "i64", {2}, "1, 512") +
+                     "  %xq = QuantizeLinear(%x, %xs, %xz)\n"
+                     "  %xd = DequantizeLinear(%xq, %xs, %xz)\n"
+                     "  %wd = DequantizeLinear(%w, %ws, %wz) {axis = 0}\n"
+                     "  %bd = DequantizeLinear(%b, %bs, %bz) {axis = 0}\n"
+                     "  %c = Conv(%xd, %wd, %bd) {pads = [1, 1, 1, 1]}\n"
+                     "  %r = Relu(%c)\n"
+                     "  %rq = QuantizeLinear(%r, %ys, %yz)\n"
+                     "  %f = Reshape(%rq, %shape)\n"
+                     "  %fd = DequantizeLinear(%f, %ys, %yz)\n"
+                     "  %w2d = DequantizeLinear(%w2, %w2s, %w2z)\n"
+                     "  %y = MatMul(%fd, %w2d)\n"
+                     "  return %y\n";
+  const std::string ir = model("%x: f32[1,3,8,8]", "%y: ?", body);
+  // One step of the Conv's output moves y by at most 0.01 * sum_k |w2 * 0.001| ~ 0.33 (the step
+  // changes a few elements, each by one); the outputs themselves range over about +-2.
+  const auto kernels = check(ir, 0.05, /*optLevel=*/3);
+  EXPECT_TRUE(ran(kernels, int8Gemm() ? "qlinear_conv u8s8_gemm" : "qlinear_conv_as_f32"))
+      << fmt::format("{}", fmt::join(kernels, "; "));
+  EXPECT_TRUE(ran(kernels, "matmul_integer")) << fmt::format("{}", fmt::join(kernels, "; "));
+  EXPECT_FALSE(ran(kernels, "Relu")) << fmt::format("{}", fmt::join(kernels, "; "));
+}
+
+}  // namespace
+}  // namespace tessel::cpu
