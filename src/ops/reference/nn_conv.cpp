@@ -268,9 +268,8 @@ Status refQLinearConv(KernelContext &ctx) {
   subtractPerChannel(wc, wZero);
   std::vector<double> y = convolve(shapes, xc, wc, bias);
   const DType outType = ctx.tensor(7).dtype();
-  if (outType != x.dtype()) {
-    return makeError(ErrorCode::TypeMismatch, "y_zero_point is {}; expected x's type {}", dtypeName(outType),
-                     dtypeName(x.dtype()));
+  if (outType != DType::UInt8 && outType != DType::Int8) {  // y's type (T3) need not be x's (T1).
+    return makeError(ErrorCode::TypeMismatch, "y_zero_point is {}; expected u8 or i8", dtypeName(outType));
   }
   const bool isSigned = outType == DType::Int8;
   const double lo = isSigned ? -128.0 : 0.0;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "targets/cpu/kernels/elementwise.h"
+#include "targets/cpu/kernels/quantize.h"
 
 namespace tessel::cpu {
 namespace {
@@ -20,6 +21,7 @@ int64_t alignUp(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; 
 int64_t paddedBytes(const ConvS8Plan &p) { return alignUp(p.paddedHeight * p.paddedWidth * p.shape.inChannels); }
 int64_t patchBytes(const ConvS8Plan &p) { return p.direct ? 0 : alignUp(p.chunkRows * p.k()); }
 int64_t resultBytes(const ConvS8Plan &p) { return alignUp(p.chunkRows * p.shape.outChannels * 4); }
+int64_t requantizedBytes(const ConvS8Plan &p) { return alignUp(p.chunkRows * p.shape.outChannels); }
 GemmShape chunkShape(const ConvS8Plan &p, int64_t rows) { return GemmShape{rows, p.shape.outChannels, p.k()}; }
 
 /// One image [C, H, W] copied to [paddedHeight, paddedWidth, C], the padding filled with `fill`.
@@ -105,24 +107,39 @@ void packConvS8Weights(const ConvS8Plan &plan, const void *w, bool wSigned, cons
 }
 
 size_t convS8ScratchBytes(const ConvS8Plan &plan) {
-  return size_t(paddedBytes(plan) + patchBytes(plan) + resultBytes(plan)) +
+  return size_t(paddedBytes(plan) + patchBytes(plan) + resultBytes(plan) + requantizedBytes(plan)) +
          s8GemmScratchBytes(chunkShape(plan, plan.chunkRows));
 }
 
-void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, const std::byte *packedW, int32_t *y,
-            ThreadPool *pool, std::span<std::byte> scratch) {
+namespace {
+
+/// Rows [r0, r1) of a chunk's [rows, n] `source` (int32 sums or their one-byte requantized values)
+/// into columns p0 + r of each channel's plane of `dst`.
+template <class T>
+void transposeInto(const T *source, int64_t r0, int64_t r1, int64_t n, T *dst, int64_t plane, int64_t p0) {
+  for (int64_t oc = 0; oc < n; ++oc) {
+    T *out = dst + oc * plane + p0;
+    for (int64_t r = r0; r < r1; ++r) out[r] = source[r * n + oc];
+  }
+}
+
+}  // namespace
+
+void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, const std::byte *packedW, void *y,
+            const ConvS8Requantization *requantize, ThreadPool *pool, std::span<std::byte> scratch) {
   const Conv2dShape &s = plan.shape;
   const int64_t k = plan.k(), n = s.outChannels, plane = s.outPlane();
   auto *padded = reinterpret_cast<uint8_t *>(scratch.data());
   auto *patches = padded + paddedBytes(plan);
   auto *result = reinterpret_cast<int32_t *>(patches + patchBytes(plan));
-  const std::span<std::byte> gemmScratch = scratch.subspan(size_t(paddedBytes(plan) + patchBytes(plan) +
-                                                                  resultBytes(plan)));
+  auto *requantized = reinterpret_cast<uint8_t *>(result) + resultBytes(plan);
+  const std::span<std::byte> gemmScratch = scratch.subspan(
+      size_t(paddedBytes(plan) + patchBytes(plan) + resultBytes(plan) + requantizedBytes(plan)));
   const PackedS8BView b{plan.kernel, k, n, packedW};
+  const QuantizeKernels &q = quantizeKernels();
   const auto fill = static_cast<uint8_t>(xZero);  // The zero point's own bits, u8 or s8.
   for (int64_t image = 0; image < s.batch; ++image) {
     copyChannelsLast(plan, static_cast<const uint8_t *>(x) + image * s.inChannels * s.inPlane(), fill, padded, pool);
-    int32_t *yImage = y + image * n * plane;
     for (int64_t p0 = 0; p0 < plane; p0 += plan.chunkRows) {
       const int64_t rows = std::min(plan.chunkRows, plane - p0);
       const uint8_t *a = padded + p0 * s.inChannels;
@@ -132,17 +149,28 @@ void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, 
       }
       const S8GemmA operand{a, plan.direct ? s.inChannels : k, xSigned, &xZero, 1};
       s8GemmPacked(chunkShape(plan, rows), operand, b, result, n, pool, gemmScratch);
-      // result [rows, Cout] to columns [p0, p0 + rows) of each channel's plane, a block of pixels
-      // (one line of each channel's output) at a time.
+      // result [rows, Cout] (requantized row by row first, when asked) to columns [p0, p0 + rows)
+      // of each channel's plane, a block of pixels (one line of each channel's output) at a time.
       const int64_t blocks = (rows + kTransposeBlock - 1) / kTransposeBlock;
       parallelRanges(pool, blocks, std::max<int64_t>(1, kGrainBytes / (kTransposeBlock * n * 4)),
                      [&](int64_t begin, int64_t end) {
                        for (int64_t block = begin; block < end; ++block) {
                          const int64_t r0 = block * kTransposeBlock, r1 = std::min(rows, r0 + kTransposeBlock);
-                         for (int64_t oc = 0; oc < n; ++oc) {
-                           int32_t *dst = yImage + oc * plane + p0;
-                           for (int64_t r = r0; r < r1; ++r) dst[r] = result[r * n + oc];
+                         if (requantize == nullptr) {
+                           transposeInto(result, r0, r1, n, static_cast<int32_t *>(y) + image * n * plane, plane, p0);
+                           continue;
                          }
+                         for (int64_t r = r0; r < r1; ++r) {
+                           if (requantize->ySigned) {
+                             q.requantizeColumnsS8(result + r * n, requantize->bias, requantize->multiplier,
+                                                   requantize->zeroPoint, reinterpret_cast<int8_t *>(requantized) + r * n,
+                                                   n);
+                           } else {
+                             q.requantizeColumnsU8(result + r * n, requantize->bias, requantize->multiplier,
+                                                   requantize->zeroPoint, requantized + r * n, n);
+                           }
+                         }
+                         transposeInto(requantized, r0, r1, n, static_cast<uint8_t *>(y) + image * n * plane, plane, p0);
                        }
                      });
     }

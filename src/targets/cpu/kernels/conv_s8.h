@@ -43,9 +43,19 @@ void packConvS8Weights(const ConvS8Plan &plan, const void *w, bool wSigned, cons
 /// Scratch bytes convS8 needs (64-byte aligned), the same for any number of threads.
 size_t convS8ScratchBytes(const ConvS8Plan &plan);
 
-/// y [N, Cout, OH, OW] int32 = (x - xZero) conv (w - wZero), exact, for x [N, Cin, H, W] (u8, or
-/// s8 when `xSigned`) and weights packed by packConvS8Weights.
-void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, const std::byte *packedW, int32_t *y,
-            ThreadPool *pool, std::span<std::byte> scratch);
+/// How convS8 requantizes its int32 sums to u8 or s8 (QLinearConv), per output channel c:
+/// round((sum + bias[c]) * multiplier[c]) + zeroPoint, saturated.
+struct ConvS8Requantization {
+  const int32_t *bias = nullptr;
+  const float *multiplier = nullptr;
+  float zeroPoint = 0.0f;
+  bool ySigned = false;
+};
+
+/// y [N, Cout, OH, OW] = (x - xZero) conv (w - wZero), exact, for x [N, Cin, H, W] (u8, or s8 when
+/// `xSigned`) and weights packed by packConvS8Weights: int32 when `requantize` is null, else u8 or
+/// s8 requantized chunk by chunk while the sums are in cache.
+void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, const std::byte *packedW, void *y,
+            const ConvS8Requantization *requantize, ThreadPool *pool, std::span<std::byte> scratch);
 
 }  // namespace tessel::cpu

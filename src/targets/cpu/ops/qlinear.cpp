@@ -131,30 +131,32 @@ class QLinearConvStep final : public Step {
         weights_(weights),
         params_(std::move(params)),
         bias_(std::move(bias)) {
-    accBytes_ = alignUp(size_t(outputCount()) * sizeof(int32_t));
+    // The int8 GEMM requantizes chunk by chunk; the f32 kernels need the whole sums and a float X.
+    accBytes_ = product_ == ConvProduct::S8Gemm ? 0 : alignUp(size_t(outputCount()) * sizeof(int32_t));
     centredBytes_ = product_ == ConvProduct::S8Gemm ? 0 : alignUp(size_t(inputCount()) * sizeof(float));
   }
 
   Status run(const StepIo &io) const override {
     auto *scratch = static_cast<std::byte *>(io.scratch);
+    if (product_ == ConvProduct::S8Gemm) {
+      const ConvS8Requantization requantize{bias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned};
+      convS8(s8Plan_, io.inputs[kX], params_.xSigned, params_.xZero, weights_, io.outputs[0], &requantize, io.pool,
+             {scratch, convS8ScratchBytes(s8Plan_)});
+      return Status::success();
+    }
+    const QuantizeKernels &q = quantizeKernels();
     auto *acc = reinterpret_cast<int32_t *>(scratch);
     std::byte *rest = scratch + accBytes_;
-    if (product_ == ConvProduct::S8Gemm) {
-      convS8(s8Plan_, io.inputs[kX], params_.xSigned, params_.xZero, weights_, acc, io.pool,
-             {rest, convS8ScratchBytes(s8Plan_)});
+    auto *centred = reinterpret_cast<float *>(rest);
+    centerQuantized(q, io.inputs[kX], params_.xSigned, float(params_.xZero), centred, inputCount(), io.pool);
+    auto *sums = reinterpret_cast<float *>(acc);  // The f32 sums land where the int32s go.
+    const auto *w = reinterpret_cast<const float *>(weights_);
+    if (product_ == ConvProduct::F32Depthwise) {
+      depthwiseConv2d(shape_, centred, w, {}, sums, io.pool);
     } else {
-      const QuantizeKernels &q = quantizeKernels();
-      auto *centred = reinterpret_cast<float *>(rest);
-      centerQuantized(q, io.inputs[kX], params_.xSigned, float(params_.xZero), centred, inputCount(), io.pool);
-      auto *sums = reinterpret_cast<float *>(acc);  // The f32 sums land where the int32s go.
-      const auto *w = reinterpret_cast<const float *>(weights_);
-      if (product_ == ConvProduct::F32Depthwise) {
-        depthwiseConv2d(shape_, centred, w, {}, sums, io.pool);
-      } else {
-        convGemm(f32Plan_, centred, w, {}, sums, rest + centredBytes_, io.pool);
-      }
-      int32FromFloat(q, reinterpret_cast<std::byte *>(acc), outputCount(), io.pool);
+      convGemm(f32Plan_, centred, w, {}, sums, rest + centredBytes_, io.pool);
     }
+    int32FromFloat(q, reinterpret_cast<std::byte *>(acc), outputCount(), io.pool);
     requantize(acc, io.outputs[0], io.pool);
     return Status::success();
   }

@@ -238,7 +238,7 @@ class ConvIntegerS8Step final : public Step {
 
   Status run(const StepIo &io) const override {
     convS8(plan_, io.inputs[kConvX], xZero_.isSigned, int32_t(xZero_.resolve(io)), packed_,
-           static_cast<int32_t *>(io.outputs[0]), io.pool,
+           io.outputs[0], /*requantize=*/nullptr, io.pool,
            {static_cast<std::byte *>(io.scratch), convS8ScratchBytes(plan_)});
     return Status::success();
   }

@@ -62,6 +62,7 @@ std::vector<std::string> check(const std::string &ir, double atol, int optLevel 
   c.threads = threads;
   c.rtol = 0.0;
   c.atol = atol;
+  c.integerTolerance = atol >= 1.0 ? atol : 0.0;
   c.optLevel = optLevel;
   expectCpuMatchesReference(ir, c);
   auto parsed = parseModel(ir, "test.tsl.txt");
@@ -158,6 +159,8 @@ TEST(CpuQLinearConv, WithinOneStepOfTheReference) {
       {{{2, 16, 8, 8}, {24, 16, 1, 1}, ""}, s8},
       {{{1, 7, 11, 10}, {9, 7, 3, 3}, "strides = [2, 2], pads = [0, 1, 1, 0]", "i8", "u8", "i8", false, false}, s8},
       {{{1, 3, 12, 12}, {8, 3, 5, 5}, "pads = [2, 2, 2, 2], dilations = [1, 1]", "u8", "i8", "u8", false, true}, s8},
+      // Two chunks of pixels on the int8 GEMM (its chunks hold about 1 MiB of patches).
+      {{{1, 64, 48, 48}, {16, 64, 3, 3}, "pads = [1, 1, 1, 1]", "u8", "i8", "i8"}, s8},
       {{{1, 8, 9, 9}, {8, 4, 3, 3}, "group = 2, pads = [1, 1, 1, 1]"}, "qlinear_conv_as_f32"},
       {{{1, 12, 10, 10}, {12, 1, 3, 3}, "group = 12, pads = [1, 1, 1, 1], strides = [2, 2]"},
        "qlinear_conv_as_f32 f32_depthwise"},
