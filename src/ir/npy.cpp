@@ -2,6 +2,7 @@
 // to 64 bytes, then the raw data.
 #include "ir/npy.h"
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -166,6 +167,13 @@ Status writeNpy(const std::string &path, const Tensor &tensor) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) return makeFileError(ErrorCode::IoError, path, "cannot write .npy file");
   return Status::success();
+}
+
+std::string npyFileName(const std::string &valueName) {
+  std::string safe = valueName;
+  for (char &c : safe)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  return safe + ".npy";
 }
 
 }  // namespace tessel

@@ -17,5 +17,9 @@ Expected<Tensor> parseNpy(const std::string &bytes, const std::string &path);
 Status writeNpy(const std::string &path, const Tensor &tensor);
 /// Serializes to .npy bytes.
 Expected<std::string> serializeNpy(const Tensor &tensor);
+/// The file a value is read from or written to in a folder of .npy files (`tessel run --output-dir`,
+/// `tessel bench --inputs`, `tessel quantize --calibration`): NAME.npy, with characters a file name
+/// should not hold replaced by '_'.
+std::string npyFileName(const std::string &valueName);
 
 }  // namespace tessel

@@ -32,10 +32,7 @@ void addCompileCommand(CLI::App &app);
 void addBenchCommand(CLI::App &app);
 void addProfileCommand(CLI::App &app);
 void addGenerateCommand(CLI::App &app);
-
-/// The file `tessel run --output-dir` and `tessel bench --outputs` write a value to: NAME.npy, with
-/// characters a file name should not hold replaced by '_'.
-std::string npyFileName(const std::string &valueName);
+void addQuantizeCommand(CLI::App &app);
 
 /// Timed runs (bench, generate): one sample per run in ms; sort() before reading the statistics.
 struct Latency {

@@ -1,5 +1,4 @@
 // tessel: the command-line tool. `tessel --help` lists the subcommands.
-#include <cctype>
 #include <cstdio>
 
 #include "commands.h"
@@ -14,13 +13,6 @@ int &exitCode() {
 void reportError(const std::string &message) {
   std::fprintf(stderr, "tessel: error: %s\n", message.c_str());
   exitCode() = 1;
-}
-
-std::string npyFileName(const std::string &valueName) {
-  std::string safe = valueName;
-  for (char &c : safe)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
-  return safe + ".npy";
 }
 
 }  // namespace tessel::cli
@@ -40,6 +32,7 @@ int main(int argc, char **argv) {
   tessel::cli::addBenchCommand(app);
   tessel::cli::addProfileCommand(app);
   tessel::cli::addGenerateCommand(app);
+  tessel::cli::addQuantizeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -97,8 +97,12 @@ TEST(AutoCast, WhereBf16IsSlowOnlyFewRowProductsCast) {
   ASSERT_EQ(run.plan->summary().bf16Nodes.size(), 1u);
   EXPECT_EQ(run.plan->summary().castableSteps, 2);
   for (const StepProfile &step : run.plan->profile()) {
-    if (step.opType.find("MatMul") != std::string::npos) EXPECT_NE(step.kernel.find("bf16"), std::string::npos) << step.kernel;
-    if (step.opType == "FusedConv") EXPECT_EQ(step.kernel.find("bf16"), std::string::npos) << step.kernel;
+    if (step.opType.find("MatMul") != std::string::npos) {
+      EXPECT_NE(step.kernel.find("bf16"), std::string::npos) << step.kernel;
+    }
+    if (step.opType == "FusedConv") {
+      EXPECT_EQ(step.kernel.find("bf16"), std::string::npos) << step.kernel;
+    }
   }
 }
 
