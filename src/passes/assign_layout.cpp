@@ -32,6 +32,14 @@ bool isRank4F32(const Value *value) {
   return shape.rankKnown() && shape.rank() == 4;
 }
 
+/// Whether `value` is a rank-4 u8 or s8 tensor (a quantized activation).
+bool isRank4Quantized(const Value *value) {
+  if (!value || !value->type().isTensor()) return false;
+  const DType dtype = value->type().dtype();
+  const Shape &shape = value->type().shape();
+  return (dtype == DType::UInt8 || dtype == DType::Int8) && shape.rankKnown() && shape.rank() == 4;
+}
+
 /// `type` (a rank-4 tensor) with its dims reordered: dim i of the result is dim perm[i] of `type`.
 Type permutedType(const Type &type, const std::vector<int64_t> &perm) {
   std::vector<Dim> dims;
@@ -73,6 +81,9 @@ bool isLayoutFreeElementwise(const Node &node) {
   return (node.domain().empty() || node.domain() == "ai.onnx") && kOnnx.count(node.opType()) > 0;
 }
 
+/// A QuantizeLinear or DequantizeLinear with one scale and zero point: elementwise on any layout.
+bool isPerTensorQuantization(const Node &node);
+
 /// Whether `value` is known to hold one element (it broadcasts the same in any layout).
 bool isOneElement(const Value *value) {
   std::optional<std::vector<int64_t>> sizes = passes::staticSizes(value);
@@ -81,6 +92,12 @@ bool isOneElement(const Value *value) {
     if (size != 1) return false;
   }
   return true;
+}
+
+bool isPerTensorQuantization(const Node &node) {
+  if (!passes::isOnnxOp(&node, "QuantizeLinear") && !passes::isOnnxOp(&node, "DequantizeLinear")) return false;
+  if (node.outputs().size() != 1 || !node.input(0) || !isOneElement(node.input(1))) return false;
+  return !node.input(2) || isOneElement(node.input(2));
 }
 
 /// `tensor` (rank <= 4, broadcasting against a rank-4 NCHW value) as the rank-4 NHWC constant that
@@ -117,6 +134,12 @@ class LayoutAssigner {
     for (Node *node : order) {
       if (isConvertibleConv(*node)) {
         convertConv(node);
+        changed = true;
+      } else if (isConvertibleQLinearConv(*node)) {
+        replaceWithChannelsLast(node, "QLinearConv", quantizedConvInputs(node));
+        changed = true;
+      } else if (isConvertibleQuantization(*node)) {
+        replaceWithChannelsLast(node, node->opType(), quantizationInputs(node), "", /*markChannelsLast=*/false);
         changed = true;
       } else if (isConvertiblePool(*node)) {
         convertPool(node);
@@ -161,6 +184,42 @@ class LayoutAssigner {
     // Depthwise with multiplier 1 is the only grouped form with a channels-last kernel.
     const Dim &cin = x->type().shape()[1];
     return cin.isStatic() && group == cin.size && weight.size(0) == group && weight.size(1) == 1;
+  }
+
+  /// ONNX's QLinearConv of a rank-4 activation with constant rank-4 weights, group 1 or depthwise.
+  bool isConvertibleQLinearConv(const Node &node) const {
+    if (!passes::isOnnxOp(&node, "QLinearConv") || node.inputs().size() < 8) return false;
+    const Value *x = node.input(0), *y = node.output(0);
+    if (!isRank4Quantized(x) || !isRank4Quantized(y) || returned_.count(y)) return false;
+    const std::optional<Tensor> weight = node.input(3) ? passes::constantValueOf(model_, *node.input(3)) : std::nullopt;
+    if (!weight || weight->rank() != 4) return false;
+    const int64_t group = node.attrInt("group", 1);
+    if (group == 1) return true;
+    const Dim &cin = x->type().shape()[1];
+    return cin.isStatic() && group == cin.size && weight->size(0) == group && weight->size(1) == 1;
+  }
+
+  std::vector<Value *> quantizedConvInputs(Node *node) {
+    std::vector<Value *> inputs = node->inputs();
+    inputs[0] = transposed(inputs[0], kToChannelsLast, node->name());
+    return inputs;
+  }
+
+  /// A per-tensor QuantizeLinear or DequantizeLinear of a converted output.
+  bool isConvertibleQuantization(const Node &node) const {
+    if (!isPerTensorQuantization(node)) return false;
+    const Value *x = node.input(0), *y = node.output(0);
+    if (!(isRank4F32(x) || isRank4Quantized(x)) || !(isRank4F32(y) || isRank4Quantized(y)) || returned_.count(y)) {
+      return false;
+    }
+    const Node *producer = x->producer();
+    return producer && toChannelsFirst_.count(producer);
+  }
+
+  std::vector<Value *> quantizationInputs(Node *node) {
+    std::vector<Value *> inputs = node->inputs();
+    inputs[0] = transposed(inputs[0], kToChannelsLast, node->name());
+    return inputs;
   }
 
   bool isConvertiblePool(const Node &node) const {

@@ -46,12 +46,6 @@ Expected<CalibrationSample> readSample(const Model &model, const fs::path &dir) 
 }  // namespace
 
 Expected<std::vector<CalibrationSample>> readCalibrationSamples(const Model &model, const std::string &dir) {
-  for (const Value *input : model.graph->inputs()) {
-    if (input->hasInitializer() || (input->type().isTensor() && input->type().dtype() == DType::Float32)) continue;
-    return makeFileError(ErrorCode::TypeMismatch, model.sourcePath,
-                         "model input '{}' is {}; quantize calibrates models whose inputs are all f32", input->name(),
-                         input->type().str());
-  }
   if (!fs::is_directory(dir)) return makeError(ErrorCode::FileNotFound, "calibration folder '{}' does not exist", dir);
   std::vector<fs::path> sampleDirs;
   if (holdsNpyFiles(dir)) {

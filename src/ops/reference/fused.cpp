@@ -24,6 +24,7 @@ Status refAveragePool(KernelContext &ctx);
 Status refGlobalAveragePool(KernelContext &ctx);
 Status refMatMul(KernelContext &ctx);
 Status refLayerNormalization(KernelContext &ctx);
+Status refQLinearConv(KernelContext &ctx);
 
 namespace {
 
@@ -127,6 +128,14 @@ Status refFusedConv(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
   TESSEL_ASSIGN_OR_RETURN(Tensor y, runLayoutWrapped(ctx, refConv, 3));
   return finishEpilogue(ctx, y, 3, toDoubles(y));
+}
+
+// ONNX's QLinearConv on either layout (assign-layout's channels-last form of a quantized network).
+Status refTesselQLinearConv(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 8));
+  TESSEL_ASSIGN_OR_RETURN(Tensor y, runLayoutWrapped(ctx, refQLinearConv, 9));
+  ctx.setOutput(0, std::move(y));
+  return Status::success();
 }
 
 // The ONNX pools on either layout; tessel MaxPool has no Indices output.
@@ -388,6 +397,23 @@ Status inferFusedConv(Node &node, int64_t) {
   }
   TESSEL_ASSIGN_OR_RETURN(std::vector<Dim> dims, windowedDims(node, xs, filters, kernel, /*ceilMode=*/false));
   setInferred(node, Type::tensor(x->dtype(), Shape(std::move(dims))));
+  return Status::success();
+}
+
+Status inferTesselQLinearConv(Node &node, int64_t) {
+  const Type *x = tensorInput(node, 0), *w = tensorInput(node, 3), *yZero = tensorInput(node, 7);
+  if (!x || !w || !yZero || !x->shape().rankKnown() || x->shape().rank() < 3) return Status::success();
+  const Shape &xs = x->shape();
+  Dim filters;
+  std::vector<std::optional<int64_t>> kernel(xs.rank() - 2, std::nullopt);
+  if (w->shape().rankKnown() && w->shape().rank() == xs.rank()) {
+    filters = w->shape()[0];
+    for (size_t d = 2; d < xs.rank(); ++d) {
+      if (w->shape()[d].isStatic()) kernel[d - 2] = w->shape()[d].size;
+    }
+  }
+  TESSEL_ASSIGN_OR_RETURN(std::vector<Dim> dims, windowedDims(node, xs, filters, kernel, /*ceilMode=*/false));
+  setInferred(node, Type::tensor(yZero->dtype(), Shape(std::move(dims))));
   return Status::success();
 }
 

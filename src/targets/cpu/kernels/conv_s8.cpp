@@ -18,7 +18,9 @@ constexpr int64_t kTransposeBlock = 16;   // Channels or pixels per step of a tr
 
 int64_t alignUp(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-int64_t paddedBytes(const ConvS8Plan &p) { return alignUp(p.paddedHeight * p.paddedWidth * p.shape.inChannels); }
+int64_t paddedBytes(const ConvS8Plan &p) {
+  return p.readsInputDirectly ? 0 : alignUp(p.paddedHeight * p.paddedWidth * p.shape.inChannels);
+}
 int64_t patchBytes(const ConvS8Plan &p) { return p.direct ? 0 : alignUp(p.chunkRows * p.k()); }
 int64_t resultBytes(const ConvS8Plan &p) { return alignUp(p.chunkRows * p.shape.outChannels * 4); }
 int64_t requantizedBytes(const ConvS8Plan &p) { return alignUp(p.chunkRows * p.shape.outChannels); }
@@ -50,9 +52,32 @@ void copyChannelsLast(const ConvS8Plan &p, const uint8_t *x, uint8_t fill, uint8
                  });
 }
 
-/// Patch rows of output pixels [p0, p0 + rows) into patches[r * K].
-void gatherPatches(const ConvS8Plan &p, const uint8_t *padded, int64_t p0, int64_t rows, uint8_t *patches,
-                   ThreadPool *pool) {
+/// One channels-last image [H, W, C] copied to [paddedHeight, paddedWidth, C] with the padding
+/// filled with `fill`: a row at a time.
+void copyPaddedRows(const ConvS8Plan &p, const uint8_t *x, uint8_t fill, uint8_t *padded, ThreadPool *pool) {
+  const Conv2dShape &s = p.shape;
+  const int64_t c = s.inChannels, rowBytes = p.paddedWidth * c;
+  const int64_t width = std::min(s.inWidth, p.paddedWidth - s.padLeft);
+  parallelRanges(pool, p.paddedHeight, std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(rowBytes, 1)),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t ph = begin; ph < end; ++ph) {
+                     uint8_t *dst = padded + ph * rowBytes;
+                     const int64_t ih = ph - s.padTop;
+                     if (ih < 0 || ih >= s.inHeight || width <= 0) {
+                       std::memset(dst, fill, size_t(rowBytes));
+                       continue;
+                     }
+                     std::memset(dst, fill, size_t(s.padLeft * c));
+                     std::memcpy(dst + s.padLeft * c, x + ih * s.inWidth * c, size_t(width * c));
+                     std::memset(dst + (s.padLeft + width) * c, fill, size_t(rowBytes - (s.padLeft + width) * c));
+                   }
+                 });
+}
+
+/// Patch rows of output pixels [p0, p0 + rows) into patches[r * K], from a channels-last image
+/// `padded` of `pitch` pixels per row.
+void gatherPatches(const ConvS8Plan &p, const uint8_t *padded, int64_t pitch, int64_t p0, int64_t rows,
+                   uint8_t *patches, ThreadPool *pool) {
   const Conv2dShape &s = p.shape;
   const int64_t c = s.inChannels, k = p.k();
   parallelRanges(pool, rows, std::max<int64_t>(1, kGrainBytes / k), [&](int64_t begin, int64_t end) {
@@ -60,7 +85,12 @@ void gatherPatches(const ConvS8Plan &p, const uint8_t *padded, int64_t p0, int64
       const int64_t oh = (p0 + r) / s.outWidth, ow = (p0 + r) % s.outWidth;
       uint8_t *dst = patches + r * k;
       for (int64_t kh = 0; kh < s.kernelHeight; ++kh) {
-        const uint8_t *row = padded + ((oh * s.strideHeight + kh * s.dilationHeight) * p.paddedWidth) * c;
+        const uint8_t *row = padded + ((oh * s.strideHeight + kh * s.dilationHeight) * pitch) * c;
+        if (s.dilationWidth == 1) {  // The row's taps are adjacent pixels: one copy.
+          std::memcpy(dst, row + ow * s.strideWidth * c, size_t(s.kernelWidth * c));
+          dst += s.kernelWidth * c;
+          continue;
+        }
         for (int64_t kw = 0; kw < s.kernelWidth; ++kw) {
           std::memcpy(dst, row + (ow * s.strideWidth + kw * s.dilationWidth) * c, size_t(c));
           dst += c;
@@ -72,13 +102,19 @@ void gatherPatches(const ConvS8Plan &p, const uint8_t *padded, int64_t p0, int64
 
 }  // namespace
 
-ConvS8Plan planConvS8(const Conv2dShape &shape, const S8GemmKernel &kernel) {
+ConvS8Plan planConvS8(const Conv2dShape &shape, const S8GemmKernel &kernel, bool channelsLast) {
   ConvS8Plan p;
   p.shape = shape;
   p.kernel = &kernel;
   p.paddedHeight = (shape.outHeight - 1) * shape.strideHeight + (shape.kernelHeight - 1) * shape.dilationHeight + 1;
   p.paddedWidth = (shape.outWidth - 1) * shape.strideWidth + (shape.kernelWidth - 1) * shape.dilationWidth + 1;
   p.direct = shape.kernelHeight == 1 && shape.kernelWidth == 1 && shape.strideHeight == 1 && shape.strideWidth == 1;
+  p.channelsLast = channelsLast;
+  // The windows stay inside the image: read it in place (a 1x1 stride-1 conv's pixels are then also
+  // contiguous, as its direct product needs, since it reads the whole width).
+  p.readsInputDirectly = channelsLast && shape.padTop == 0 && shape.padLeft == 0 &&
+                         p.paddedHeight <= shape.inHeight && p.paddedWidth <= shape.inWidth &&
+                         (!p.direct || p.paddedWidth == shape.inWidth);
   const int64_t rowBytes = std::max(p.direct ? 0 : p.k(), shape.outChannels * 4);
   const int64_t rows = std::max<int64_t>(kChunkRowUnit, kChunkBytes / rowBytes / kChunkRowUnit * kChunkRowUnit);
   p.chunkRows = std::min(rows, shape.outPlane());
@@ -139,16 +175,42 @@ void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, 
   const QuantizeKernels &q = quantizeKernels();
   const auto fill = static_cast<uint8_t>(xZero);  // The zero point's own bits, u8 or s8.
   for (int64_t image = 0; image < s.batch; ++image) {
-    copyChannelsLast(plan, static_cast<const uint8_t *>(x) + image * s.inChannels * s.inPlane(), fill, padded, pool);
+    const uint8_t *xImage = static_cast<const uint8_t *>(x) + image * s.inChannels * s.inPlane();
+    // The channels-last image the windows read, `pitch` pixels per row.
+    const uint8_t *source = padded;
+    int64_t pitch = plan.paddedWidth;
+    if (plan.readsInputDirectly) {
+      source = xImage;
+      pitch = s.inWidth;
+    } else if (plan.channelsLast) {
+      copyPaddedRows(plan, xImage, fill, padded, pool);
+    } else {
+      copyChannelsLast(plan, xImage, fill, padded, pool);
+    }
     for (int64_t p0 = 0; p0 < plane; p0 += plan.chunkRows) {
       const int64_t rows = std::min(plan.chunkRows, plane - p0);
-      const uint8_t *a = padded + p0 * s.inChannels;
+      const uint8_t *a = source + p0 * s.inChannels;
       if (!plan.direct) {
-        gatherPatches(plan, padded, p0, rows, patches, pool);
+        gatherPatches(plan, source, pitch, p0, rows, patches, pool);
         a = patches;
       }
       const S8GemmA operand{a, plan.direct ? s.inChannels : k, xSigned, &xZero, 1};
       s8GemmPacked(chunkShape(plan, rows), operand, b, result, n, pool, gemmScratch);
+      if (plan.channelsLast) {  // The rows are rows of Y: requantized straight into it.
+        parallelRanges(pool, rows, std::max<int64_t>(1, kGrainBytes / (n * 4)), [&](int64_t begin, int64_t end) {
+          const int64_t offset = (image * plane + p0) * n;
+          for (int64_t r = begin; r < end; ++r) {
+            if (requantize->ySigned) {
+              q.requantizeColumnsS8(result + r * n, requantize->bias, requantize->multiplier, requantize->zeroPoint,
+                                    static_cast<int8_t *>(y) + offset + r * n, n);
+            } else {
+              q.requantizeColumnsU8(result + r * n, requantize->bias, requantize->multiplier, requantize->zeroPoint,
+                                    static_cast<uint8_t *>(y) + offset + r * n, n);
+            }
+          }
+        });
+        continue;
+      }
       // result [rows, Cout] (requantized row by row first, when asked) to columns [p0, p0 + rows)
       // of each channel's plane, a block of pixels (one line of each channel's output) at a time.
       const int64_t blocks = (rows + kTransposeBlock - 1) / kTransposeBlock;

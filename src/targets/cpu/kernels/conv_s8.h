@@ -1,11 +1,12 @@
-// ConvInteger (group 1) on the int8 GEMM (gemm_s8.h) as the transposed product, so the constant
-// weights are the GEMM's B: C[pixels, Cout] = patches[pixels, K] x W^T[K, Cout], K = KH * KW * Cin.
-// Each image is first copied channels-last into scratch with its padding filled with the input
-// zero point (so padded taps add nothing once it is subtracted); a patch row is then KH * KW
-// copies of Cin contiguous bytes, in (kh, kw, c) order, the order W^T is packed in. A 1x1 conv
-// with stride 1 needs no gather: its patch rows are the channels-last image itself. Pixels run in
-// chunks that keep the patches and their int32 results small; each chunk's results are transposed
-// into the NCHW output.
+// ConvInteger and QLinearConv (group 1) on the int8 GEMM (gemm_s8.h) as the transposed product, so
+// the constant weights are the GEMM's B: C[pixels, Cout] = patches[pixels, K] x W^T[K, Cout],
+// K = KH * KW * Cin. Each image is first copied channels-last into scratch with its padding filled
+// with the input zero point (so padded taps add nothing once it is subtracted); a channels-last
+// image whose windows read no padding is read where it is. A patch row is then KH * KW copies of
+// Cin contiguous bytes, in (kh, kw, c) order, the order W^T is packed in. A 1x1 conv with stride 1
+// needs no gather: its patch rows are the channels-last image itself. Pixels run in chunks that
+// keep the patches and their int32 results small; each chunk's results are transposed into the
+// NCHW output, or requantized straight into the channels-last one.
 #pragma once
 
 #include <cstddef>
@@ -25,12 +26,15 @@ struct ConvS8Plan {
   int64_t paddedHeight = 0, paddedWidth = 0;  // The channels-last copy: the extent the windows read.
   int64_t chunkRows = 0;                      // Output pixels per GEMM call.
   bool direct = false;                        // 1x1, stride 1: the copy is the GEMM's A.
+  bool channelsLast = false;                  // X [N, H, W, C] and Y [N, OH, OW, Cout].
+  bool readsInputDirectly = false;            // Channels-last with no padding read: no copy.
 
   int64_t k() const { return shape.kernelHeight * shape.kernelWidth * shape.inChannels; }
 };
 
-/// The plan for a group-1 `shape` on `kernel`. Requires shape.group == 1 and k() <= kS8GemmMaxK.
-ConvS8Plan planConvS8(const Conv2dShape &shape, const S8GemmKernel &kernel);
+/// The plan for a group-1 `shape` on `kernel`, X and Y channels-first or (`channelsLast`, with a
+/// requantized Y only) channels-last. Requires shape.group == 1 and k() <= kS8GemmMaxK.
+ConvS8Plan planConvS8(const Conv2dShape &shape, const S8GemmKernel &kernel, bool channelsLast = false);
 
 /// Bytes packConvS8Weights writes.
 size_t convS8PackedWeightsBytes(const ConvS8Plan &plan);

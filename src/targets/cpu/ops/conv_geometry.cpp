@@ -10,11 +10,19 @@ namespace {
 
 std::string formatSizes(const std::vector<int64_t> &sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
 
+/// NHWC sizes as NCHW ones.
+std::vector<int64_t> channelsFirst(std::vector<int64_t> sizes) {
+  if (sizes.size() == 4) sizes = {sizes[0], sizes[3], sizes[1], sizes[2]};
+  return sizes;
+}
+
 }  // namespace
 
 Expected<Conv2dShape> readQuantizedConvShape(const LowerContext &ctx, size_t xIndex, size_t wIndex,
-                                             std::string_view op) {
-  const std::vector<int64_t> x = ctx.inputSizes(xIndex), w = ctx.inputSizes(wIndex);
+                                             std::string_view op, bool channelsLast) {
+  std::vector<int64_t> x = ctx.inputSizes(xIndex), y = ctx.outputSizes(0);
+  if (channelsLast) x = channelsFirst(std::move(x)), y = channelsFirst(std::move(y));
+  const std::vector<int64_t> w = ctx.inputSizes(wIndex);
   if (w.size() != x.size()) {
     return makeError(ErrorCode::ShapeMismatch, "{}: W has shape {}; expected rank {} like X {}", op, formatSizes(w),
                      x.size(), formatSizes(x));
@@ -35,9 +43,9 @@ Expected<Conv2dShape> readQuantizedConvShape(const LowerContext &ctx, size_t xIn
   if (!window.ok()) return makeError(window.diag().code, "{}: {}", op, window.diag().message);
   std::vector<int64_t> expectedOut = {s.batch, s.outChannels};
   expectedOut.insert(expectedOut.end(), window->outSizes.begin(), window->outSizes.end());
-  if (ctx.outputSizes(0) != expectedOut) {
+  if (y != expectedOut) {
     return makeError(ErrorCode::ShapeMismatch, "{}: output is {}; X, W and the attributes give {}", op,
-                     formatSizes(ctx.outputSizes(0)), formatSizes(expectedOut));
+                     formatSizes(y), formatSizes(expectedOut));
   }
   setSpatialSizes(*window, s);
   return s;

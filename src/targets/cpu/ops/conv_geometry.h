@@ -30,7 +30,9 @@ inline void setSpatialSizes(const ref::WindowGeometry &g, Conv2dShape &s) {
 }
 
 /// Reads and checks the geometry of an integer convolution whose X and W are inputs `x` and `w`
-/// (NCHW; a 1-D conv gets height 1). Errors name `op`. Precondition: X has rank 3 or 4.
-Expected<Conv2dShape> readQuantizedConvShape(const LowerContext &ctx, size_t x, size_t w, std::string_view op);
+/// (NCHW, or NHWC with `channelsLast`; a 1-D conv gets height 1). Errors name `op`. Precondition:
+/// X has rank 3 or 4 (4 when channels-last).
+Expected<Conv2dShape> readQuantizedConvShape(const LowerContext &ctx, size_t x, size_t w, std::string_view op,
+                                             bool channelsLast = false);
 
 }  // namespace tessel::cpu

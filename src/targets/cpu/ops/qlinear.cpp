@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include <fmt/ranges.h>
 
 #include "targets/cpu/kernels/conv.h"
+#include "targets/cpu/kernels/conv_nhwc.h"
 #include "targets/cpu/kernels/conv_s8.h"
 #include "targets/cpu/kernels/depthwise_conv.h"
 #include "targets/cpu/kernels/elementwise.h"
@@ -117,17 +119,24 @@ std::vector<float> centredWeights(const Tensor &w, const std::vector<int32_t> &z
 
 // ---- QLinearConv ------------------------------------------------------------------------------
 
-/// How a QLinearConv's int32 product is computed.
-enum class ConvProduct { S8Gemm, F32Gemm, F32Depthwise };
+/// How a QLinearConv's int32 product is computed: on the int8 GEMM, or on an f32 kernel over the
+/// centred integers, channels-first or (the tessel op with channels_last) channels-last.
+enum class ConvProduct { S8Gemm, F32Gemm, F32Depthwise, F32GemmNhwc, F32DepthwiseNhwc };
+
+/// A product's plan: the int8 GEMM's, or the f32 kernel's.
+struct ConvPlans {
+  ConvS8Plan s8;
+  ConvGemmPlan f32;
+  ConvNhwcPlan nhwc;
+};
 
 class QLinearConvStep final : public Step {
  public:
-  QLinearConvStep(const Conv2dShape &shape, ConvProduct product, const ConvS8Plan &s8Plan, const ConvGemmPlan &f32Plan,
-                  const std::byte *weights, QLinearParams params, std::vector<int32_t> bias)
+  QLinearConvStep(const Conv2dShape &shape, ConvProduct product, const ConvPlans &plans, const std::byte *weights,
+                  QLinearParams params, std::vector<int32_t> bias)
       : shape_(shape),
         product_(product),
-        s8Plan_(s8Plan),
-        f32Plan_(f32Plan),
+        plans_(plans),
         weights_(weights),
         params_(std::move(params)),
         bias_(std::move(bias)) {
@@ -140,8 +149,8 @@ class QLinearConvStep final : public Step {
     auto *scratch = static_cast<std::byte *>(io.scratch);
     if (product_ == ConvProduct::S8Gemm) {
       const ConvS8Requantization requantize{bias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned};
-      convS8(s8Plan_, io.inputs[kX], params_.xSigned, params_.xZero, weights_, io.outputs[0], &requantize, io.pool,
-             {scratch, convS8ScratchBytes(s8Plan_)});
+      convS8(plans_.s8, io.inputs[kX], params_.xSigned, params_.xZero, weights_, io.outputs[0], &requantize, io.pool,
+             {scratch, convS8ScratchBytes(plans_.s8)});
       return Status::success();
     }
     const QuantizeKernels &q = quantizeKernels();
@@ -151,39 +160,54 @@ class QLinearConvStep final : public Step {
     centerQuantized(q, io.inputs[kX], params_.xSigned, float(params_.xZero), centred, inputCount(), io.pool);
     auto *sums = reinterpret_cast<float *>(acc);  // The f32 sums land where the int32s go.
     const auto *w = reinterpret_cast<const float *>(weights_);
-    if (product_ == ConvProduct::F32Depthwise) {
-      depthwiseConv2d(shape_, centred, w, {}, sums, io.pool);
-    } else {
-      convGemm(f32Plan_, centred, w, {}, sums, rest + centredBytes_, io.pool);
+    switch (product_) {
+      case ConvProduct::F32Depthwise: depthwiseConv2d(shape_, centred, w, {}, sums, io.pool); break;
+      case ConvProduct::F32Gemm: convGemm(plans_.f32, centred, w, {}, sums, rest + centredBytes_, io.pool); break;
+      case ConvProduct::F32DepthwiseNhwc: depthwiseConv2dNhwc(shape_, centred, w, {}, sums, io.pool); break;
+      case ConvProduct::F32GemmNhwc: convNhwc(plans_.nhwc, centred, w, {}, sums, rest + centredBytes_, io.pool); break;
+      case ConvProduct::S8Gemm: break;
     }
     int32FromFloat(q, reinterpret_cast<std::byte *>(acc), outputCount(), io.pool);
-    requantize(acc, io.outputs[0], io.pool);
+    if (channelsLast()) {
+      requantizePixels(acc, io.outputs[0], io.pool);
+    } else {
+      requantizePlanes(acc, io.outputs[0], io.pool);
+    }
     return Status::success();
   }
   size_t scratchBytes() const override {
     switch (product_) {
-      case ConvProduct::S8Gemm: return accBytes_ + convS8ScratchBytes(s8Plan_);
-      case ConvProduct::F32Gemm: return accBytes_ + centredBytes_ + convGemmScratchBytes(f32Plan_);
-      case ConvProduct::F32Depthwise: return accBytes_ + centredBytes_;
+      case ConvProduct::S8Gemm: return convS8ScratchBytes(plans_.s8);
+      case ConvProduct::F32Gemm: return accBytes_ + centredBytes_ + convGemmScratchBytes(plans_.f32);
+      case ConvProduct::F32GemmNhwc: return accBytes_ + centredBytes_ + convNhwcScratchBytes(plans_.nhwc);
+      case ConvProduct::F32Depthwise:
+      case ConvProduct::F32DepthwiseNhwc: return accBytes_ + centredBytes_;
     }
     return 0;
   }
   std::string kernelName() const override {
     switch (product_) {
       case ConvProduct::S8Gemm:
-        return fmt::format("qlinear_conv {}{}", s8Plan_.kernel->name, s8Plan_.direct ? " 1x1" : " patches");
-      case ConvProduct::F32Gemm: return fmt::format("qlinear_conv_as_f32 {}", convGemmKernelName(f32Plan_));
+        return fmt::format("qlinear_conv{} {}{}", plans_.s8.channelsLast ? "_nhwc" : "", plans_.s8.kernel->name,
+                           plans_.s8.direct ? " 1x1" : " patches");
+      case ConvProduct::F32Gemm: return fmt::format("qlinear_conv_as_f32 {}", convGemmKernelName(plans_.f32));
       case ConvProduct::F32Depthwise: return fmt::format("qlinear_conv_as_f32 {}", depthwiseConvKernelName());
+      case ConvProduct::F32GemmNhwc: return fmt::format("qlinear_conv_as_f32 {}", convNhwcKernelName(plans_.nhwc));
+      case ConvProduct::F32DepthwiseNhwc:
+        return fmt::format("qlinear_conv_as_f32 {}", depthwiseConvNhwcKernelName());
     }
     return {};
   }
 
  private:
+  bool channelsLast() const {
+    return product_ == ConvProduct::F32GemmNhwc || product_ == ConvProduct::F32DepthwiseNhwc;
+  }
   int64_t inputCount() const { return shape_.batch * shape_.inChannels * shape_.inPlane(); }
   int64_t outputCount() const { return shape_.batch * shape_.outChannels * shape_.outPlane(); }
 
-  /// Each output plane (one image, one channel) with its channel's bias and multiplier.
-  void requantize(const int32_t *acc, void *y, ThreadPool *pool) const {
+  /// Channels-first: each output plane (one image, one channel) with its channel's bias and multiplier.
+  void requantizePlanes(const int32_t *acc, void *y, ThreadPool *pool) const {
     const QuantizeKernels &q = quantizeKernels();
     const int64_t plane = shape_.outPlane(), channels = shape_.outChannels;
     parallelRanges(pool, shape_.batch * channels, std::max<int64_t>(1, kRequantizeGrain / std::max<int64_t>(plane, 1)),
@@ -202,10 +226,28 @@ class QLinearConvStep final : public Step {
                    });
   }
 
+  /// Channels-last: each output pixel's channels, a bias and multiplier per channel.
+  void requantizePixels(const int32_t *acc, void *y, ThreadPool *pool) const {
+    const QuantizeKernels &q = quantizeKernels();
+    const int64_t channels = shape_.outChannels;
+    parallelRanges(pool, shape_.batch * shape_.outPlane(), std::max<int64_t>(1, kRequantizeGrain / channels),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t p = begin; p < end; ++p) {
+                       const int64_t offset = p * channels;
+                       if (params_.ySigned) {
+                         q.requantizeColumnsS8(acc + offset, bias_.data(), params_.multiplier.data(), params_.yZero,
+                                               static_cast<int8_t *>(y) + offset, channels);
+                       } else {
+                         q.requantizeColumnsU8(acc + offset, bias_.data(), params_.multiplier.data(), params_.yZero,
+                                               static_cast<uint8_t *>(y) + offset, channels);
+                       }
+                     }
+                   });
+  }
+
   Conv2dShape shape_;
   ConvProduct product_;
-  ConvS8Plan s8Plan_;
-  ConvGemmPlan f32Plan_;
+  ConvPlans plans_;
   const std::byte *weights_;
   QLinearParams params_;
   std::vector<int32_t> bias_;
@@ -287,10 +329,12 @@ class QLinearMatMulStep final : public Step {
 
 Expected<std::unique_ptr<Step>> lowerQLinearConv(LowerContext &ctx) {
   if (ctx.numInputs() < 8 || !ctx.hasInput(kX) || !ctx.hasInput(kW)) return std::unique_ptr<Step>();
+  // The tessel op (assign-layout's) is channels-last when it says so.
+  const bool channelsLast = ctx.node().domain() == "tessel" && ctx.node().attrInt("channels_last", 0) != 0;
   const Tensor *w = ctx.constantInput(kW);
   const size_t rank = ctx.inputSizes(kX).size();
-  if (w == nullptr || rank < 3 || rank > 4) return std::unique_ptr<Step>();
-  TESSEL_ASSIGN_OR_RETURN(Conv2dShape shape, readQuantizedConvShape(ctx, kX, kW, "QLinearConv"));
+  if (w == nullptr || rank < 3 || rank > 4 || (channelsLast && rank != 4)) return std::unique_ptr<Step>();
+  TESSEL_ASSIGN_OR_RETURN(Conv2dShape shape, readQuantizedConvShape(ctx, kX, kW, "QLinearConv", channelsLast));
   if (shape.batch == 0 || shape.inChannels == 0 || shape.outChannels == 0) return std::unique_ptr<Step>();
   std::optional<QLinearParams> params = readQLinearParams(ctx, shape.outChannels);
   if (!params) return std::unique_ptr<Step>();
@@ -300,40 +344,57 @@ Expected<std::unique_ptr<Step>> lowerQLinearConv(LowerContext &ctx) {
     if (b == nullptr || b->dtype() != DType::Int32 || b->numel() != shape.outChannels) return std::unique_ptr<Step>();
     std::memcpy(bias.data(), b->rawData(), bias.size() * sizeof(int32_t));
   }
+  auto step = [&](ConvProduct product, const ConvPlans &plans, const std::byte *weights) {
+    ctx.releaseConstantInput(kW);
+    return std::unique_ptr<Step>(
+        std::make_unique<QLinearConvStep>(shape, product, plans, weights, std::move(*params), std::move(bias)));
+  };
 
+  ConvPlans plans;
   const S8GemmKernel *s8Kernel = selectedS8GemmKernel();
   if (s8Kernel != nullptr && shape.group == 1 && shape.columnRows() <= kS8GemmMaxK) {
-    const ConvS8Plan plan = planConvS8(shape, *s8Kernel);
+    plans.s8 = planConvS8(shape, *s8Kernel, channelsLast);
     TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
-                            ctx.packed(fmt::format("weights_packed_b.{}", plan.kernel->name),
-                                       convS8PackedWeightsBytes(plan), [&](std::byte *dst) {
-                                         packConvS8Weights(plan, w->rawData(), params->wSigned, params->wZero.data(),
-                                                           dst);
+                            ctx.packed(fmt::format("weights_packed_b.{}", s8Kernel->name),
+                                       convS8PackedWeightsBytes(plans.s8), [&](std::byte *dst) {
+                                         packConvS8Weights(plans.s8, w->rawData(), params->wSigned,
+                                                           params->wZero.data(), dst);
                                        }));
-    ctx.releaseConstantInput(kW);
-    return std::unique_ptr<Step>(std::make_unique<QLinearConvStep>(shape, ConvProduct::S8Gemm, plan, ConvGemmPlan{},
-                                                                   packed, std::move(*params), std::move(bias)));
+    return step(ConvProduct::S8Gemm, plans, packed);
   }
 
   const std::vector<float> centred = centredWeights(*w, params->wZero, shape.columnRows());
-  const bool depthwise = isDepthwise(shape);
-  const ConvGemmPlan plan = depthwise ? ConvGemmPlan{} : planConvGemm(shape, ctx.threads());
-  const std::byte *stored = nullptr;
-  if (depthwise) {
-    const size_t bytes = centred.size() * sizeof(float);
-    TESSEL_ASSIGN_OR_RETURN(stored, ctx.packed("depthwise_weights_centred", alignUp(bytes), [&](std::byte *dst) {
-                              std::memcpy(dst, centred.data(), bytes);
-                            }));
-  } else {
-    TESSEL_ASSIGN_OR_RETURN(stored, ctx.packed(fmt::format("weights_centred_packed_a.{}", plan.kernel->name),
-                                               convPackedWeightsBytes(plan), [&](std::byte *dst) {
-                                                 packConvWeights(plan, centred.data(), reinterpret_cast<float *>(dst));
-                                               }));
+  auto store = [&](std::string_view key, size_t bytes, const std::function<void(float *)> &pack) {
+    return ctx.packed(key, alignUp(bytes), [&](std::byte *dst) { pack(reinterpret_cast<float *>(dst)); });
+  };
+  if (channelsLast) {
+    if (isDepthwiseNhwc(shape)) {
+      TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                              store("depthwise_weights_centred_nhwc", depthwiseNhwcWeightsBytes(shape),
+                                    [&](float *dst) { packDepthwiseWeightsNhwc(shape, centred.data(), dst); }));
+      return step(ConvProduct::F32DepthwiseNhwc, plans, packed);
+    }
+    if (!runsConvNhwc(shape)) return std::unique_ptr<Step>();
+    plans.nhwc = planConvNhwc(shape, ctx.threads(), selectedGemmKernel());
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                            store(fmt::format("weights_centred_nhwc.{}", plans.nhwc.kernel->name),
+                                  convNhwcPackedWeightsBytes(plans.nhwc),
+                                  [&](float *dst) { packConvNhwcWeights(plans.nhwc, centred.data(), dst); }));
+    return step(ConvProduct::F32GemmNhwc, plans, packed);
   }
-  ctx.releaseConstantInput(kW);
-  return std::unique_ptr<Step>(std::make_unique<QLinearConvStep>(
-      shape, depthwise ? ConvProduct::F32Depthwise : ConvProduct::F32Gemm, ConvS8Plan{}, plan, stored,
-      std::move(*params), std::move(bias)));
+  if (isDepthwise(shape)) {
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *stored,
+                            store("depthwise_weights_centred", centred.size() * sizeof(float), [&](float *dst) {
+                              std::memcpy(dst, centred.data(), centred.size() * sizeof(float));
+                            }));
+    return step(ConvProduct::F32Depthwise, plans, stored);
+  }
+  plans.f32 = planConvGemm(shape, ctx.threads());
+  TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                          store(fmt::format("weights_centred_packed_a.{}", plans.f32.kernel->name),
+                                convPackedWeightsBytes(plans.f32),
+                                [&](float *dst) { packConvWeights(plans.f32, centred.data(), dst); }));
+  return step(ConvProduct::F32Gemm, plans, packed);
 }
 
 Expected<std::unique_ptr<Step>> lowerQLinearMatMul(LowerContext &ctx) {

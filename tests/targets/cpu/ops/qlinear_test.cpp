@@ -3,8 +3,9 @@
 // QLinearConv (u8/s8 on each side, per-channel weight scales and zero points, an int32 bias,
 // pads, strides, 1x1 and KxK, batches, groups and depthwise) and QLinearMatMul (per-column weight
 // scales, A of rank 2 and 3) within one quantization step, the requantization's float32
-// multiplier against the reference's double arithmetic; and a QDQ model through -O3 (fuse-qdq)
-// within one step of its float QDQ arithmetic. The products run on the int8 GEMM where the host
+// multiplier against the reference's double arithmetic, channels-first as written and channels-last
+// after -O3's assign-layout; and a QDQ model through -O3 (fuse-qdq, then assign-layout) within one
+// step of its float QDQ arithmetic. The products run on the int8 GEMM where the host
 // has one (AVX512_VNNI) and on the f32 kernels otherwise: run with TESSEL_CPU_ISA=avx512_bf16 to
 // test that path on such a host.
 #include <gtest/gtest.h>
@@ -168,6 +169,11 @@ TEST(CpuQLinearConv, WithinOneStepOfTheReference) {
   for (const auto &[c, kernel] : cases) {
     const auto kernels = check(qlinearConvModel(c), 1.0);
     EXPECT_TRUE(ran(kernels, kernel)) << kernel << " not in " << fmt::format("{}", fmt::join(kernels, "; "));
+    // -O3: assign-layout makes group-1 and depthwise convolutions the channels-last tessel op.
+    const auto nhwc = check(qlinearConvModel(c), 1.0, /*optLevel=*/3);
+    if (c.attributes.find("group = 2") == std::string::npos) {
+      EXPECT_TRUE(ran(nhwc, "nhwc")) << fmt::format("{}", fmt::join(nhwc, "; "));
+    }
   }
 }
 
@@ -226,7 +232,7 @@ TEST(CpuQdqModel, FusedAtO3WithinOneStepOfTheQdqArithmetic) {
   // One step of the Conv's output moves y by at most 0.01 * sum_k |w2 * 0.001| ~ 0.33 (the step
   // changes a few elements, each by one); the outputs themselves range over about +-2.
   const auto kernels = check(ir, 0.05, /*optLevel=*/3);
-  EXPECT_TRUE(ran(kernels, int8Gemm() ? "qlinear_conv u8s8_gemm" : "qlinear_conv_as_f32"))
+  EXPECT_TRUE(ran(kernels, int8Gemm() ? "qlinear_conv_nhwc u8s8_gemm" : "qlinear_conv_as_f32 conv2d_nhwc"))
       << fmt::format("{}", fmt::join(kernels, "; "));
   EXPECT_TRUE(ran(kernels, "matmul_integer")) << fmt::format("{}", fmt::join(kernels, "; "));
   EXPECT_FALSE(ran(kernels, "Relu")) << fmt::format("{}", fmt::join(kernels, "; "));
