@@ -118,7 +118,7 @@ void addQuantizeCommand(CLI::App &app) {
   auto args = std::make_shared<QuantizeArgs>();
   CLI::App *cmd = app.add_subcommand("quantize", "Static post-training quantization to a QDQ ONNX model (int8 weights, "
                                                  "uint8 activations), calibrated on sample inputs");
-  cmd->add_option("model", args->model, "Model file (.onnx, f32 inputs)")->required();
+  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
   cmd->add_option("--calibration", args->calibration,
                   "Folder of NAME.npy per input (one sample), or of such folders (one sample each)")
       ->required();
