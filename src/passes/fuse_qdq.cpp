@@ -76,19 +76,46 @@ std::optional<QuantParams> dequantizeOf(const Model &model, Value *value, bool a
   return p;
 }
 
-/// The per-tensor QuantizeLinear reading `value` (through a Relu its zero point makes redundant),
-/// with the nodes it takes, when it is the value's only reader.
+/// The per-tensor QuantizeLinear reading `value` (through a Relu or Clip its saturation makes
+/// redundant), with the nodes it takes, when it is the value's only reader.
 struct OutputQuantization {
   QuantParams params;
-  std::vector<Node *> nodes;  // The Relu, if any, and the QuantizeLinear.
+  std::vector<Node *> nodes;  // The activation, if any, and the QuantizeLinear.
 };
+
+/// A Relu's or Clip's bounds (Clip's constant min and max inputs, or attributes before opset 11;
+/// absent ones infinite); nullopt for another op or fed bounds.
+std::optional<std::pair<double, double>> activationBounds(const Model &model, const Node &node) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (passes::isOnnxOp(&node, "Relu")) return std::pair{0.0, kInf};
+  if (!passes::isOnnxOp(&node, "Clip")) return std::nullopt;
+  if (model.opsetFor("") < 11) return std::pair{double(node.attrFloat("min", -3.4028234663852886e38f)),
+                                                double(node.attrFloat("max", 3.4028234663852886e38f))};
+  std::pair<double, double> bounds{-kInf, kInf};
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (!node.input(i)) continue;
+    std::optional<double> bound = passes::scalarConstant(model, node.input(i));
+    if (!bound) return std::nullopt;
+    (i == 1 ? bounds.first : bounds.second) = *bound;
+  }
+  return bounds;
+}
+
+/// QuantizeLinear's value for `x` with one scale and zero point of `dtype`: the float32 division,
+/// rounded half to even, saturated.
+double quantized(double x, double scale, double zero, DType dtype) {
+  const double lo = dtype == DType::Int8 ? -128.0 : 0.0, hi = dtype == DType::Int8 ? 127.0 : 255.0;
+  if (std::isinf(x)) return x < 0 ? lo : hi;
+  return std::clamp(std::nearbyint(double(float(x) / float(scale))) + zero, lo, hi);
+}
 
 std::optional<OutputQuantization> outputQuantizationOf(const Model &model, Value *value,
                                                        const std::unordered_set<const Value *> &returned) {
   const Graph &graph = *model.graph;
   OutputQuantization out;
   Node *user = passes::singleUser(graph, value);
-  if (user && passes::isOnnxOp(user, "Relu") && !returned.count(user->output(0))) {
+  std::optional<std::pair<double, double>> bounds;
+  if (user && user->input(0) == value && (bounds = activationBounds(model, *user)) && !returned.count(user->output(0))) {
     out.nodes.push_back(user);
     user = passes::singleUser(graph, user->output(0));
   }
@@ -99,18 +126,30 @@ std::optional<OutputQuantization> outputQuantizationOf(const Model &model, Value
   if (!p) return std::nullopt;
   if (!p->zeroPoint) p->dtype = DType::UInt8;
   if (!isQuantizedType(p->dtype) || p->scales.size() != 1) return std::nullopt;
-  // Quantizing saturates at the type's minimum; when that is the zero point, Relu changes nothing.
-  const double typeMin = p->dtype == DType::Int8 ? -128.0 : 0.0;
-  if (!out.nodes.empty() && p->zeros[0] != typeMin) return std::nullopt;
+  // Quantizing saturates at the type's bounds; an activation whose bounds quantize to those (or past
+  // them) changes nothing: below its min both sides give the type's minimum, above its max the maximum.
+  if (bounds) {
+    const double typeMin = p->dtype == DType::Int8 ? -128.0 : 0.0, typeMax = p->dtype == DType::Int8 ? 127.0 : 255.0;
+    if (quantized(bounds->first, p->scales[0], p->zeros[0], p->dtype) != typeMin ||
+        quantized(bounds->second, p->scales[0], p->zeros[0], p->dtype) != typeMax) {
+      return std::nullopt;
+    }
+  }
   out.nodes.push_back(user);
   out.params = std::move(*p);
   return out;
 }
 
-/// The zero point input of `p`, made a constant 0 of its type when absent.
+/// The zero point input of `p`, made a constant 0 of its type when absent (once per quantized
+/// value, whichever rewrite reads it first).
 Value *zeroPointValue(Graph &graph, const QuantParams &p) {
   if (p.zeroPoint) return p.zeroPoint;
-  return passes::addConstant(graph, p.quantized->name() + "_zero_point", ref::fromDoubles(p.dtype, {}, {0.0}));
+  const std::string name = p.quantized->name() + "_zero_point";
+  if (Value *made = graph.findValue(name); made && made->hasInitializer()) {
+    const Tensor &t = made->initializer();
+    if (t.dtype() == p.dtype && t.rank() == 0 && t.scalarAsDouble(0) == 0.0) return made;
+  }
+  return passes::addConstant(graph, name, ref::fromDoubles(p.dtype, {}, {0.0}));
 }
 
 /// Per output channel (column) j of `outputs`: the float32 scale of the integer product.

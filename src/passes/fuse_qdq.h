@@ -11,8 +11,9 @@ namespace tessel {
 /// For each Conv or 2-D-weight MatMul whose data input is DequantizeLinear(xq) (per tensor) and
 /// whose weight is DequantizeLinear of a constant u8/s8 tensor (per tensor, or per output channel:
 /// Conv axis 0, MatMul axis 1), all scales and zero points constant:
-///  - when its output is read only by a per-tensor QuantizeLinear (directly, or through a Relu the
-///    quantization makes redundant: the zero point is the type's minimum), the three become
+///  - when its output is read only by a per-tensor QuantizeLinear (directly, or through a Relu or
+///    Clip the quantization makes redundant: its bounds quantize to the type's minimum and maximum,
+///    where quantizing saturates anyway), the three become
 ///    QLinearConv / QLinearMatMul, with the Conv's bias as int32 at scale x_scale * w_scale (an
 ///    int32 DequantizeLinear at that scale as it is, a float bias rounded to it);
 ///  - otherwise it becomes ConvInteger / MatMulInteger -> Cast(float) -> Mul(x_scale * w_scale)

@@ -20,12 +20,15 @@ bool isGraphOutput(const Graph &graph, const Value *value) {
   return std::find(graph.outputs().begin(), graph.outputs().end(), value) != graph.outputs().end();
 }
 
-/// The Relu that is the only reader of `value`, if there is one: quantize_static quantizes its
-/// output instead, which starts at 0 and so gets the full uint8 range.
-const Node *onlyReaderRelu(const Graph &graph, const Value *value) {
+/// The Relu or Clip that is the only reader of `value`, if there is one: quantize_static quantizes
+/// its output instead, whose range the activation bounds (a Relu's starts at 0 and so gets the full
+/// uint8 range; ReLU6's ends at 6). Quantizing saturates where the activation clips, so the
+/// activation can then go (fuse-qdq drops it).
+const Node *onlyReaderActivation(const Graph &graph, const Value *value) {
   if (value->uses().size() != 1 || isGraphOutput(graph, value)) return nullptr;
   const Node *user = value->uses()[0].user;
-  return user->opType() == "Relu" && user->domain().empty() && isF32(user->output(0)) ? user : nullptr;
+  const bool activation = user->opType() == "Relu" || user->opType() == "Clip";
+  return activation && user->domain().empty() && user->input(0) == value && isF32(user->output(0)) ? user : nullptr;
 }
 
 /// The value of a constant operand: an initializer, also one a graph input lists (as models before
@@ -60,7 +63,7 @@ std::optional<QdqNodePlan> planNode(const Graph &graph, Node *node) {
     // A constant input 0 stays f32: quantize_static has no rule for it.
   }
   plan.output = node->output(0);
-  if (const Node *relu = onlyReaderRelu(graph, plan.output)) plan.output = relu->output(0);
+  if (const Node *activation = onlyReaderActivation(graph, plan.output)) plan.output = activation->output(0);
   // The bias is added at the product's scale, so it needs input 0 quantized; a non-constant bias
   // stays f32 (a uint8 activation scale is not the product's).
   Value *bias = node->opType() == "MatMul" ? nullptr : node->input(2);

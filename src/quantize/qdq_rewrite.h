@@ -18,7 +18,7 @@ namespace tessel {
 struct QdqNodePlan {
   Node *node = nullptr;
   std::vector<Value *> activations;  // Its non-constant data inputs (0 and 1): uint8 (or int8) per tensor.
-  Value *output = nullptr;           // Its output, or the output of a Relu that is its only reader.
+  Value *output = nullptr;           // Its output, or that of a Relu or Clip that is its only reader.
   Value *weight = nullptr;           // Constant input 1 (Conv W, MatMul B, Gemm B): int8 symmetric.
   int64_t weightAxis = -1;           // The weight's output-channel axis; -1 when it has none.
   Value *bias = nullptr;             // Constant 1-D Conv B or Gemm C: int32 at the input's x weight's scale.

@@ -196,16 +196,18 @@ void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, 
       }
       const S8GemmA operand{a, plan.direct ? s.inChannels : k, xSigned, &xZero, 1};
       s8GemmPacked(chunkShape(plan, rows), operand, b, result, n, pool, gemmScratch);
-      if (plan.channelsLast) {  // The rows are rows of Y: requantized straight into it.
-        parallelRanges(pool, rows, std::max<int64_t>(1, kGrainBytes / (n * 4)), [&](int64_t begin, int64_t end) {
+      if (plan.channelsLast) {  // The rows are rows of Y: requantized straight into it, tiledRows at a time.
+        const int64_t tile = requantize->tiledRows, tiles = (rows + tile - 1) / tile;
+        parallelRanges(pool, tiles, std::max<int64_t>(1, kGrainBytes / (tile * n * 4)), [&](int64_t begin, int64_t end) {
           const int64_t offset = (image * plane + p0) * n;
-          for (int64_t r = begin; r < end; ++r) {
+          for (int64_t t = begin; t < end; ++t) {
+            const int64_t r = t * tile, count = std::min(tile, rows - r) * n;
             if (requantize->ySigned) {
               q.requantizeColumnsS8(result + r * n, requantize->bias, requantize->multiplier, requantize->zeroPoint,
-                                    static_cast<int8_t *>(y) + offset + r * n, n);
+                                    static_cast<int8_t *>(y) + offset + r * n, count);
             } else {
               q.requantizeColumnsU8(result + r * n, requantize->bias, requantize->multiplier, requantize->zeroPoint,
-                                    static_cast<uint8_t *>(y) + offset + r * n, n);
+                                    static_cast<uint8_t *>(y) + offset + r * n, count);
             }
           }
         });

@@ -50,8 +50,9 @@ size_t convS8ScratchBytes(const ConvS8Plan &plan);
 /// How convS8 requantizes its int32 sums to u8 or s8 (QLinearConv), per output channel c:
 /// round((sum + bias[c]) * multiplier[c]) + zeroPoint, saturated.
 struct ConvS8Requantization {
-  const int32_t *bias = nullptr;
-  const float *multiplier = nullptr;
+  const int32_t *bias = nullptr;      // `tiledRows` copies of the Cout values, one after another,
+  const float *multiplier = nullptr;  // so that one vector loop spans several rows of few channels.
+  int64_t tiledRows = 1;
   float zeroPoint = 0.0f;
   bool ySigned = false;
 };

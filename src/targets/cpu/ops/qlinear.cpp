@@ -45,6 +45,9 @@ constexpr size_t kX = 0, kXScale = 1, kXZero = 2, kW = 3, kWScale = 4, kWZero = 
 
 // Output elements per requantization task.
 constexpr int64_t kRequantizeGrain = 16384;
+// Elements one call of a requantization loop covers at least, rows of few channels together: its
+// vector body takes 64 at a time.
+constexpr int64_t kRequantizeSpan = 256;
 
 bool isQuantizedType(DType dtype) { return dtype == DType::UInt8 || dtype == DType::Int8; }
 
@@ -140,6 +143,13 @@ class QLinearConvStep final : public Step {
         weights_(weights),
         params_(std::move(params)),
         bias_(std::move(bias)) {
+    // Channels-last rows of few channels are requantized several at a time, on repeated parameters.
+    const int64_t channels = shape_.outChannels;
+    tiledRows_ = std::max<int64_t>(1, (kRequantizeSpan + channels - 1) / channels);
+    for (int64_t r = 0; r < tiledRows_; ++r) {
+      tiledBias_.insert(tiledBias_.end(), bias_.begin(), bias_.end());
+      tiledMultiplier_.insert(tiledMultiplier_.end(), params_.multiplier.begin(), params_.multiplier.end());
+    }
     // The int8 GEMM requantizes chunk by chunk; the f32 kernels need the whole sums and a float X.
     accBytes_ = product_ == ConvProduct::S8Gemm ? 0 : alignUp(size_t(outputCount()) * sizeof(int32_t));
     centredBytes_ = product_ == ConvProduct::S8Gemm ? 0 : alignUp(size_t(inputCount()) * sizeof(float));
@@ -148,7 +158,8 @@ class QLinearConvStep final : public Step {
   Status run(const StepIo &io) const override {
     auto *scratch = static_cast<std::byte *>(io.scratch);
     if (product_ == ConvProduct::S8Gemm) {
-      const ConvS8Requantization requantize{bias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned};
+      const ConvS8Requantization requantize{tiledBias_.data(), tiledMultiplier_.data(), tiledRows_, params_.yZero,
+                                            params_.ySigned};
       convS8(plans_.s8, io.inputs[kX], params_.xSigned, params_.xZero, weights_, io.outputs[0], &requantize, io.pool,
              {scratch, convS8ScratchBytes(plans_.s8)});
       return Status::success();
@@ -226,20 +237,23 @@ class QLinearConvStep final : public Step {
                    });
   }
 
-  /// Channels-last: each output pixel's channels, a bias and multiplier per channel.
+  /// Channels-last: each output pixel's channels, a bias and multiplier per channel, tiledRows_
+  /// pixels at a time.
   void requantizePixels(const int32_t *acc, void *y, ThreadPool *pool) const {
     const QuantizeKernels &q = quantizeKernels();
-    const int64_t channels = shape_.outChannels;
-    parallelRanges(pool, shape_.batch * shape_.outPlane(), std::max<int64_t>(1, kRequantizeGrain / channels),
+    const int64_t channels = shape_.outChannels, pixels = shape_.batch * shape_.outPlane();
+    const int64_t tiles = (pixels + tiledRows_ - 1) / tiledRows_;
+    parallelRanges(pool, tiles, std::max<int64_t>(1, kRequantizeGrain / (tiledRows_ * channels)),
                    [&](int64_t begin, int64_t end) {
-                     for (int64_t p = begin; p < end; ++p) {
-                       const int64_t offset = p * channels;
+                     for (int64_t t = begin; t < end; ++t) {
+                       const int64_t offset = t * tiledRows_ * channels;
+                       const int64_t count = std::min(tiledRows_, pixels - t * tiledRows_) * channels;
                        if (params_.ySigned) {
-                         q.requantizeColumnsS8(acc + offset, bias_.data(), params_.multiplier.data(), params_.yZero,
-                                               static_cast<int8_t *>(y) + offset, channels);
+                         q.requantizeColumnsS8(acc + offset, tiledBias_.data(), tiledMultiplier_.data(),
+                                               params_.yZero, static_cast<int8_t *>(y) + offset, count);
                        } else {
-                         q.requantizeColumnsU8(acc + offset, bias_.data(), params_.multiplier.data(), params_.yZero,
-                                               static_cast<uint8_t *>(y) + offset, channels);
+                         q.requantizeColumnsU8(acc + offset, tiledBias_.data(), tiledMultiplier_.data(),
+                                               params_.yZero, static_cast<uint8_t *>(y) + offset, count);
                        }
                      }
                    });
@@ -251,6 +265,9 @@ class QLinearConvStep final : public Step {
   const std::byte *weights_;
   QLinearParams params_;
   std::vector<int32_t> bias_;
+  int64_t tiledRows_ = 1;
+  std::vector<int32_t> tiledBias_;
+  std::vector<float> tiledMultiplier_;
   size_t accBytes_ = 0, centredBytes_ = 0;
 };
 
