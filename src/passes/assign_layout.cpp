@@ -141,6 +141,11 @@ class LayoutAssigner {
       } else if (isConvertibleQuantization(*node)) {
         replaceWithChannelsLast(node, node->opType(), quantizationInputs(node), "", /*markChannelsLast=*/false);
         changed = true;
+      } else if (isConvertibleQuantizedAdd(*node)) {
+        std::vector<Value *> inputs = node->inputs();
+        for (size_t i : {size_t{0}, size_t{3}}) inputs[i] = transposed(inputs[i], kToChannelsLast, node->name());
+        replaceWithChannelsLast(node, "QLinearAdd", inputs, "tessel", /*markChannelsLast=*/false);
+        changed = true;
       } else if (isConvertiblePool(*node)) {
         convertPool(node);
         changed = true;
@@ -214,6 +219,22 @@ class LayoutAssigner {
     }
     const Node *producer = x->producer();
     return producer && toChannelsFirst_.count(producer);
+  }
+
+  /// A tessel QLinearAdd (elementwise, one scale and zero point per operand) reading at least one
+  /// converted output.
+  bool isConvertibleQuantizedAdd(const Node &node) const {
+    if (!isTesselOp(&node, "QLinearAdd") || node.inputs().size() != 8) return false;
+    const Value *y = node.output(0);
+    if (!isRank4Quantized(y) || returned_.count(y)) return false;
+    bool fromRegion = false;
+    for (size_t i : {size_t{0}, size_t{3}}) {
+      const Value *input = node.input(i);
+      if (!isRank4Quantized(input)) return false;
+      const Node *producer = input->producer();
+      fromRegion = fromRegion || (producer && toChannelsFirst_.count(producer));
+    }
+    return fromRegion;
   }
 
   std::vector<Value *> quantizationInputs(Node *node) {

@@ -14,8 +14,9 @@ namespace tessel {
 ///    attributes and gets no activation);
 ///  - each ONNX QLinearConv of a rank-4 u8/s8 X with rank-4 constant weights, group 1 or depthwise,
 ///    into tessel QLinearConv with channels_last = 1, and each per-tensor QuantizeLinear or
-///    DequantizeLinear reading an output converted here into the same op on its channels-last form
-///    (so a quantized network stays channels-last from one QLinearConv to the next);
+///    DequantizeLinear, and each tessel QLinearAdd, reading an output converted here into the same
+///    op on channels-last operands (so a quantized network stays channels-last from one QLinearConv
+///    to the next, residual additions included);
 ///  - each MaxPool (only Y read, storage_order 0), AveragePool and GlobalAveragePool of rank-4 f32
 ///    whose X is the channels-first side of an output converted here, into the tessel op of the same
 ///    name with channels_last = 1; pools elsewhere stay, as converting them alone adds two Transposes;

@@ -1,6 +1,6 @@
 // QDQ fusion (see fuse_qdq.h): per Conv or MatMul, read the DequantizeLinear nodes around it, then
 // rewrite it as a QLinear op when a QuantizeLinear takes its output, else as an integer product
-// rescaled to float.
+// rescaled to float; then each Add between DequantizeLinear and QuantizeLinear as QLinearAdd.
 #include "passes/fuse_qdq.h"
 
 #include <algorithm>
@@ -291,14 +291,37 @@ void rewriteAsIntegerProduct(Graph &graph, const Match &m) {
   passes::replacePattern(graph, y, "Add", "", {mul->output(0), bias}, {}, pattern);
 }
 
+/// Rule C: Q(Add(DQ(a), DQ(b)) (-> a redundant Relu or Clip)) of one shape and one 8-bit type ->
+/// tessel QLinearAdd. Returns whether it rewrote `add`.
+bool fuseQuantizedAdd(Model &model, Node *add, const std::unordered_set<const Value *> &returned) {
+  Graph &graph = *model.graph;
+  if (!passes::isOnnxOp(add, "Add") || !add->input(0) || !add->input(1) || returned.count(add->output(0))) {
+    return false;
+  }
+  std::optional<QuantParams> a = dequantizeOf(model, add->input(0)), b = dequantizeOf(model, add->input(1));
+  if (!a || !b || a->scales.size() != 1 || b->scales.size() != 1 || a->dtype != b->dtype) return false;
+  if (!passes::sameShape(a->quantized, b->quantized) || !passes::staticSizes(a->quantized)) return false;
+  std::optional<OutputQuantization> out = outputQuantizationOf(model, add->output(0), returned);
+  if (!out || out->params.dtype != a->dtype) return false;
+  std::vector<Node *> pattern = out->nodes;
+  pattern.insert(pattern.end(), {add, a->node, b->node});
+  passes::replacePattern(graph, out->params.quantized, "QLinearAdd", "tessel",
+                         {a->quantized, a->scale, zeroPointValue(graph, *a), b->quantized, b->scale,
+                          zeroPointValue(graph, *b), out->params.scale, zeroPointValue(graph, out->params)},
+                         {}, pattern);
+  passes::importTesselOpset(model);
+  return true;
+}
+
 }  // namespace
 
 Expected<bool> fuseQdq(Model &model) {
   Graph &graph = *model.graph;
   if (model.opsetFor("") < 10) return false;
-  std::vector<Node *> products;
+  std::vector<Node *> products, adds;
   for (const auto &node : graph.nodes()) {
     if (passes::isOnnxOp(node.get(), "Conv") || passes::isOnnxOp(node.get(), "MatMul")) products.push_back(node.get());
+    if (passes::isOnnxOp(node.get(), "Add")) adds.push_back(node.get());
   }
   const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(graph);
   bool changed = false;
@@ -315,6 +338,7 @@ Expected<bool> fuseQdq(Model &model) {
     }
     changed = true;
   }
+  for (Node *add : adds) changed = fuseQuantizedAdd(model, add, returned) || changed;
   if (changed) TESSEL_RETURN_IF_ERROR(graph.sortTopologically());
   return changed;
 }

@@ -138,6 +138,37 @@ Status refTesselQLinearConv(KernelContext &ctx) {
   return Status::success();
 }
 
+// QLinearAdd: y = QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)), one scale and zero
+// point each, a and b of one shape; in float32 as the three ONNX ops compute it, so a QDQ graph
+// fused into it gives the same bits.
+Status refQLinearAdd(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 8));
+  const Tensor &a = ctx.tensor(0), &b = ctx.tensor(3);
+  const DType outType = ctx.tensor(7).dtype();
+  for (size_t i : {size_t{0}, size_t{3}, size_t{7}}) TESSEL_RETURN_IF_ERROR(expectDType(ctx, i, {DType::UInt8, DType::Int8}));
+  if (a.sizes() != b.sizes()) {
+    return makeError(ErrorCode::ShapeMismatch, "QLinearAdd: A {} and B {} differ in shape", formatSizes(a.sizes()),
+                     formatSizes(b.sizes()));
+  }
+  for (size_t i : {size_t{1}, size_t{2}, size_t{4}, size_t{5}, size_t{6}, size_t{7}}) {
+    if (ctx.tensor(i).numel() != 1) {
+      return makeError(ErrorCode::ShapeMismatch, "QLinearAdd: input {} has shape {}; expected one value", i,
+                       formatSizes(ctx.tensor(i).sizes()));
+    }
+  }
+  const auto param = [&](size_t i) { return static_cast<float>(ctx.tensor(i).scalarAsDouble()); };
+  const float sa = param(1), za = param(2), sb = param(4), zb = param(5), sy = param(6), zy = param(7);
+  const double lo = outType == DType::Int8 ? -128.0 : 0.0, hi = outType == DType::Int8 ? 127.0 : 255.0;
+  std::vector<double> y(static_cast<size_t>(a.numel()));
+  for (size_t i = 0; i < y.size(); ++i) {
+    const float sum = (static_cast<float>(a.scalarAsDouble(int64_t(i))) - za) * sa +
+                      (static_cast<float>(b.scalarAsDouble(int64_t(i))) - zb) * sb;
+    y[i] = std::clamp(std::nearbyint(static_cast<double>(sum / sy)) + zy, lo, hi);
+  }
+  ctx.setOutput(0, fromDoubles(outType, a.sizes(), y));
+  return Status::success();
+}
+
 // The ONNX pools on either layout; tessel MaxPool has no Indices output.
 Status refTesselMaxPool(KernelContext &ctx) { return runPool(ctx, refMaxPool); }
 Status refTesselAveragePool(KernelContext &ctx) { return runPool(ctx, refAveragePool); }
@@ -414,6 +445,12 @@ Status inferTesselQLinearConv(Node &node, int64_t) {
   }
   TESSEL_ASSIGN_OR_RETURN(std::vector<Dim> dims, windowedDims(node, xs, filters, kernel, /*ceilMode=*/false));
   setInferred(node, Type::tensor(yZero->dtype(), Shape(std::move(dims))));
+  return Status::success();
+}
+
+Status inferQLinearAdd(Node &node, int64_t) {
+  const Type *a = tensorInput(node, 0), *yZero = tensorInput(node, 7);
+  if (a && yZero) setInferred(node, Type::tensor(yZero->dtype(), a->shape()));
   return Status::success();
 }
 

@@ -118,6 +118,19 @@ void dequantizeLinear(const QuantizeKernels &kernels, const void *x, bool isSign
   });
 }
 
+void addQuantized(const QuantizeKernels &kernels, const void *a, const void *b, bool isSigned,
+                  const QuantizedAddParams &params, void *y, int64_t n, ThreadPool *pool) {
+  parallelRanges(pool, n, kElementGrain, [&](int64_t begin, int64_t end) {
+    if (isSigned) {
+      kernels.addQuantizedS8(static_cast<const int8_t *>(a) + begin, static_cast<const int8_t *>(b) + begin, params,
+                             static_cast<int8_t *>(y) + begin, end - begin);
+    } else {
+      kernels.addQuantizedU8(static_cast<const uint8_t *>(a) + begin, static_cast<const uint8_t *>(b) + begin, params,
+                             static_cast<uint8_t *>(y) + begin, end - begin);
+    }
+  });
+}
+
 void int32FromFloat(const QuantizeKernels &kernels, std::byte *data, int64_t n, ThreadPool *pool) {
   parallelRanges(pool, n, kElementGrain,
                  [&](int64_t begin, int64_t end) { kernels.int32FromFloat(data + begin * 4, end - begin); });

@@ -14,6 +14,11 @@
 
 namespace tessel::cpu {
 
+/// QLinearAdd's parameters: a's, b's and y's scale and zero point.
+struct QuantizedAddParams {
+  float aScale = 1.0f, aZero = 0.0f, bScale = 1.0f, bZero = 0.0f, yScale = 1.0f, yZero = 0.0f;
+};
+
 /// One ISA variant of the quantization loops.
 struct QuantizeKernels {
   const char *name;
@@ -38,6 +43,10 @@ struct QuantizeKernels {
                               uint8_t *y, int64_t n);
   void (*requantizeColumnsS8)(const int32_t *acc, const int32_t *bias, const float *multiplier, float zeroPoint,
                               int8_t *y, int64_t n);
+  /// y[i] = QuantizeLinear(DequantizeLinear(a[i]) + DequantizeLinear(b[i])) in float32 (QLinearAdd),
+  /// all of one 8-bit type.
+  void (*addQuantizedU8)(const uint8_t *a, const uint8_t *b, const QuantizedAddParams &p, uint8_t *y, int64_t n);
+  void (*addQuantizedS8)(const int8_t *a, const int8_t *b, const QuantizedAddParams &p, int8_t *y, int64_t n);
   /// y[i] = float(x[i]) - zeroPoint (exact: both are small integers).
   void (*centerU8)(const uint8_t *x, float zeroPoint, float *y, int64_t n);
   void (*centerS8)(const int8_t *x, float zeroPoint, float *y, int64_t n);
@@ -76,6 +85,10 @@ void quantizeLinear(const QuantizeKernels &kernels, const float *x, float scale,
 /// DequantizeLinear of n u8 or s8 values with one scale and zero point, threaded.
 void dequantizeLinear(const QuantizeKernels &kernels, const void *x, bool isSigned, float scale, float zeroPoint,
                       float *y, int64_t n, ThreadPool *pool);
+
+/// QLinearAdd of n u8 (`isSigned` false) or s8 values, threaded.
+void addQuantized(const QuantizeKernels &kernels, const void *a, const void *b, bool isSigned,
+                  const QuantizedAddParams &params, void *y, int64_t n, ThreadPool *pool);
 
 /// int32FromFloat over n elements, threaded.
 void int32FromFloat(const QuantizeKernels &kernels, std::byte *data, int64_t n, ThreadPool *pool);

@@ -1,8 +1,9 @@
-// cpu lowering of the quantized linear ops, QLinearConv and QLinearMatMul (what a QDQ model's
-// DequantizeLinear -> Conv/MatMul -> QuantizeLinear becomes after passes/fuse_qdq, and what
-// onnxruntime's QOperator format writes). Each is an int32 product of the centred operands
-// followed by one requantization per output: y = round((acc + bias) * x_scale * w_scale / y_scale)
-// + y_zero_point, saturated, the multiplier in float32 as onnxruntime computes it.
+// cpu lowering of the quantized ops a QDQ model becomes after passes/fuse_qdq (and that
+// onnxruntime's QOperator format writes): QLinearConv and QLinearMatMul, each an int32 product of
+// the centred operands followed by one requantization per output, y = round((acc + bias) *
+// x_scale * w_scale / y_scale) + y_zero_point, saturated, the multiplier in float32 as onnxruntime
+// computes it; and tessel QLinearAdd, one vector loop doing DequantizeLinear, Add, QuantizeLinear.
+// QLinearConv runs on either layout (the tessel op with channels_last is assign-layout's).
 //
 // The product runs on the int8 GEMM (kernels/gemm_s8.h: VNNI) where the host has one: a group-1
 // convolution as the transposed product of kernels/conv_s8.h, a matmul with B packed once. Elsewhere
@@ -342,7 +343,52 @@ class QLinearMatMulStep final : public Step {
   size_t accBytes_ = 0, centredBytes_ = 0, gemmBytes_ = 0;
 };
 
+// ---- QLinearAdd -------------------------------------------------------------------------------
+
+class QLinearAddStep final : public Step {
+ public:
+  QLinearAddStep(int64_t count, bool isSigned, const QuantizedAddParams &params)
+      : count_(count), isSigned_(isSigned), params_(params) {}
+
+  Status run(const StepIo &io) const override {
+    addQuantized(quantizeKernels(), io.inputs[0], io.inputs[3], isSigned_, params_, io.outputs[0], count_, io.pool);
+    return Status::success();
+  }
+  std::string kernelName() const override {
+    return fmt::format("qlinear_add_{} {}", isSigned_ ? "s8" : "u8", quantizeKernels().name);
+  }
+
+ private:
+  int64_t count_;
+  bool isSigned_;
+  QuantizedAddParams params_;
+};
+
 }  // namespace
+
+Expected<std::unique_ptr<Step>> lowerQLinearAdd(LowerContext &ctx) {
+  if (ctx.numInputs() < 8) return std::unique_ptr<Step>();
+  for (size_t i = 0; i < 8; ++i) {
+    if (!ctx.hasInput(i)) return std::unique_ptr<Step>();
+  }
+  const DType type = ctx.inputDType(0);
+  if (!isQuantizedType(type) || ctx.inputDType(3) != type || ctx.outputDType(0) != type ||
+      ctx.inputSizes(0) != ctx.inputSizes(3)) {
+    return std::unique_ptr<Step>();
+  }
+  const auto aScale = readScales(ctx, 1, 1), bScale = readScales(ctx, 4, 1), yScale = readScales(ctx, 6, 1);
+  const auto aZero = readZeroPoints(ctx, 2, type, 1), bZero = readZeroPoints(ctx, 5, type, 1),
+             yZero = readZeroPoints(ctx, 7, type, 1);
+  if (!aScale || !bScale || !yScale || !aZero || !bZero || !yZero) return std::unique_ptr<Step>();
+  for (size_t i : {size_t{1}, size_t{2}, size_t{4}, size_t{5}, size_t{6}, size_t{7}}) {
+    if (ctx.constantInput(i)->numel() != 1) return std::unique_ptr<Step>();
+  }
+  const QuantizedAddParams params{(*aScale)[0], float((*aZero)[0]), (*bScale)[0],
+                                  float((*bZero)[0]), (*yScale)[0], float((*yZero)[0])};
+  int64_t count = 1;
+  for (int64_t d : ctx.inputSizes(0)) count *= d;
+  return std::unique_ptr<Step>(std::make_unique<QLinearAddStep>(count, type == DType::Int8, params));
+}
 
 Expected<std::unique_ptr<Step>> lowerQLinearConv(LowerContext &ctx) {
   if (ctx.numInputs() < 8 || !ctx.hasInput(kX) || !ctx.hasInput(kW)) return std::unique_ptr<Step>();

@@ -4,8 +4,8 @@
 // pads, strides, 1x1 and KxK, batches, groups and depthwise) and QLinearMatMul (per-column weight
 // scales, A of rank 2 and 3) within one quantization step, the requantization's float32
 // multiplier against the reference's double arithmetic, channels-first as written and channels-last
-// after -O3's assign-layout; and a QDQ model through -O3 (fuse-qdq, then assign-layout) within one
-// step of its float QDQ arithmetic. The products run on the int8 GEMM where the host
+// after -O3's assign-layout; a QDQ model through -O3 (fuse-qdq, then assign-layout) within one
+// step of its float QDQ arithmetic; QLinearAdd bit for bit; and a residual block kept channels-last. The products run on the int8 GEMM where the host
 // has one (AVX512_VNNI) and on the f32 kernels otherwise: run with TESSEL_CPU_ISA=avx512_bf16 to
 // test that path on such a host.
 #include <gtest/gtest.h>
@@ -236,6 +236,55 @@ TEST(CpuQdqModel, FusedAtO3WithinOneStepOfTheQdqArithmetic) {
       << fmt::format("{}", fmt::join(kernels, "; "));
   EXPECT_TRUE(ran(kernels, "matmul_integer")) << fmt::format("{}", fmt::join(kernels, "; "));
   EXPECT_FALSE(ran(kernels, "Relu")) << fmt::format("{}", fmt::join(kernels, "; "));
+}
+
+TEST(CpuQdqModel, QuantizedAddIsBitForBitTheQdqArithmetic) {
+  // DQ(a) + DQ(b) -> Relu -> Q becomes one QLinearAdd at -O3 (the Relu dropped: y's zero point is
+  // 0), computing what the three ops do in float32: the same bits, u8 and s8, odd sizes, threads.
+  for (const char *type : {"u8", "i8"}) {
+    const bool u8 = std::string(type) == "u8";
+    const std::string body = constant("as", "f32", {}, "0.0173") + constant("az", type, {}, u8 ? "120" : "-7") +
+                             constant("bs", "f32", {}, "0.0091") + constant("bz", type, {}, u8 ? "131" : "3") +
+                             constant("ys", "f32", {}, "0.0211") + constant("yz", type, {}, u8 ? "0" : "-128") +
+                             "  %ad = DequantizeLinear(%a, %as, %az)\n"
+                             "  %bd = DequantizeLinear(%b, %bs, %bz)\n"
+                             "  %s = Add(%ad, %bd)\n"
+                             "  %r = Relu(%s)\n"
+                             "  %y = QuantizeLinear(%r, %ys, %yz)\n"
+                             "  return %y\n";
+    const std::string ir = model(fmt::format("%a: {0}[2,7,33,35], %b: {0}[2,7,33,35]", type), "%y: ?", body);
+    for (int threads : {1, 2}) {
+      const auto kernels = check(ir, 0.0, /*optLevel=*/3, threads);
+      EXPECT_TRUE(ran(kernels, u8 ? "qlinear_add_u8" : "qlinear_add_s8")) << fmt::format("{}", fmt::join(kernels, "; "));
+      EXPECT_FALSE(ran(kernels, "Relu")) << fmt::format("{}", fmt::join(kernels, "; "));
+    }
+  }
+}
+
+TEST(CpuQdqModel, ResidualBlockStaysChannelsLast) {
+  // x -> Q -> DQ -> Conv -> Q -> DQ -+-> Add -> Relu -> Q: the convolution and the addition run
+  //                  DQ(xq) ---------+   channels-last, one Transpose in and one out.
+  std::string body = constant("xs", "f32", {}, "0.008") + constant("xz", "u8", {}, "128") +
+                     constant("w", "i8", {3, 3, 3, 3}, fmt::format("{}", fmt::join(sequence(81, 8, -127, 127), ", "))) +
+                     constant("ws", "f32", {3}, "0.002, 0.003, 0.0025") + constant("wz", "i8", {3}, "0, 0, 0") +
+                     constant("cs", "f32", {}, "0.01") + constant("cz", "u8", {}, "128") +
+                     constant("ys", "f32", {}, "0.012") + constant("yz", "u8", {}, "0") +
+                     "  %xq = QuantizeLinear(%x, %xs, %xz)\n"
+                     "  %xd = DequantizeLinear(%xq, %xs, %xz)\n"
+                     "  %wd = DequantizeLinear(%w, %ws, %wz) {axis = 0}\n"
+                     "  %c = Conv(%xd, %wd) {pads = [1, 1, 1, 1]}\n"
+                     "  %cq = QuantizeLinear(%c, %cs, %cz)\n"
+                     "  %cd = DequantizeLinear(%cq, %cs, %cz)\n"
+                     "  %s = Add(%cd, %xd)\n"
+                     "  %r = Relu(%s)\n"
+                     "  %y = QuantizeLinear(%r, %ys, %yz)\n"
+                     "  return %y\n";
+  const auto kernels = check(model("%x: f32[1,3,10,10]", "%y: ?", body), 1.0, /*optLevel=*/3);
+  int transposes = 0;
+  for (const std::string &k : kernels) transposes += k.rfind("Transpose", 0) == 0;
+  EXPECT_EQ(transposes, 2) << fmt::format("{}", fmt::join(kernels, "; "));
+  EXPECT_TRUE(ran(kernels, "QLinearAdd qlinear_add_u8")) << fmt::format("{}", fmt::join(kernels, "; "));
+  EXPECT_TRUE(ran(kernels, "nhwc")) << fmt::format("{}", fmt::join(kernels, "; "));
 }
 
 }  // namespace

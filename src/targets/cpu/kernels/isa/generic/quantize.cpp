@@ -11,6 +11,7 @@ extern const QuantizeKernels kQuantizeGeneric;
 const QuantizeKernels kQuantizeGeneric = {"quantize__generic", Isa::None, &rangeLoop, &quantizeU8Loop,
     &quantizeS8Loop, &dequantizeU8Loop, &dequantizeS8Loop, &requantizeU8Loop, &requantizeS8Loop,
     &requantizeColumnsU8Loop, &requantizeColumnsS8Loop,
+    &addQuantizedU8Loop, &addQuantizedS8Loop,
     &centerU8Loop, &centerS8Loop, &int32FromFloatLoop, &int32FromSplitSumsLoop};
 
 }  // namespace tessel::cpu
