@@ -6,8 +6,9 @@
 // QLinearConv runs on either layout (the tessel op with channels_last is assign-layout's).
 //
 // The product runs on the int8 GEMM (kernels/gemm_s8.h: VNNI) where the host has one: a group-1
-// convolution as the transposed product of kernels/conv_s8.h, a matmul with B packed once. Elsewhere
-// (no VNNI, grouped and depthwise convolutions, K past the int32 bound) the centred integers run
+// convolution as the transposed product of kernels/conv_s8.h, a matmul with B packed once; a
+// channels-last depthwise convolution on kernels/depthwise_conv_s8.h on any host. Elsewhere (no
+// VNNI, grouped and channels-first depthwise convolutions, K past the int32 bound) the centred integers run
 // on the f32 convolution and GEMM kernels and the sums are converted to int32: exact while a sum
 // stays below 2^24, and otherwise off by float32's rounding of the sum, which moves a result only
 // where it lies within that rounding of a half step. Covered: u8/s8 operands, constant weights,
@@ -27,6 +28,7 @@
 #include "targets/cpu/kernels/conv_nhwc.h"
 #include "targets/cpu/kernels/conv_s8.h"
 #include "targets/cpu/kernels/depthwise_conv.h"
+#include "targets/cpu/kernels/depthwise_conv_s8.h"
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/gemm.h"
 #include "targets/cpu/kernels/gemm_s8.h"
@@ -123,9 +125,10 @@ std::vector<float> centredWeights(const Tensor &w, const std::vector<int32_t> &z
 
 // ---- QLinearConv ------------------------------------------------------------------------------
 
-/// How a QLinearConv's int32 product is computed: on the int8 GEMM, or on an f32 kernel over the
-/// centred integers, channels-first or (the tessel op with channels_last) channels-last.
-enum class ConvProduct { S8Gemm, F32Gemm, F32Depthwise, F32GemmNhwc, F32DepthwiseNhwc };
+/// How a QLinearConv's int32 product is computed: on the int8 GEMM or the int8 depthwise kernel
+/// (channels-last), or on an f32 kernel over the centred integers, channels-first or (the tessel
+/// op with channels_last) channels-last.
+enum class ConvProduct { S8Gemm, S8DepthwiseNhwc, F32Gemm, F32Depthwise, F32GemmNhwc };
 
 /// A product's plan: the int8 GEMM's, or the f32 kernel's.
 struct ConvPlans {
@@ -151,9 +154,10 @@ class QLinearConvStep final : public Step {
       tiledBias_.insert(tiledBias_.end(), bias_.begin(), bias_.end());
       tiledMultiplier_.insert(tiledMultiplier_.end(), params_.multiplier.begin(), params_.multiplier.end());
     }
-    // The int8 GEMM requantizes chunk by chunk; the f32 kernels need the whole sums and a float X.
-    accBytes_ = product_ == ConvProduct::S8Gemm ? 0 : alignUp(size_t(outputCount()) * sizeof(int32_t));
-    centredBytes_ = product_ == ConvProduct::S8Gemm ? 0 : alignUp(size_t(inputCount()) * sizeof(float));
+    // The int8 kernels requantize as they go; the f32 kernels need the whole sums and a float X.
+    const bool int8 = product_ == ConvProduct::S8Gemm || product_ == ConvProduct::S8DepthwiseNhwc;
+    accBytes_ = int8 ? 0 : alignUp(size_t(outputCount()) * sizeof(int32_t));
+    centredBytes_ = int8 ? 0 : alignUp(size_t(inputCount()) * sizeof(float));
   }
 
   Status run(const StepIo &io) const override {
@@ -163,6 +167,12 @@ class QLinearConvStep final : public Step {
                                             params_.ySigned};
       convS8(plans_.s8, io.inputs[kX], params_.xSigned, params_.xZero, weights_, io.outputs[0], &requantize, io.pool,
              {scratch, convS8ScratchBytes(plans_.s8)});
+      return Status::success();
+    }
+    if (product_ == ConvProduct::S8DepthwiseNhwc) {
+      const DepthwiseS8Output output{bias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned};
+      depthwiseConvS8(shape_, io.inputs[kX], params_.xSigned, params_.xZero, reinterpret_cast<const int16_t *>(weights_),
+                      output, io.outputs[0], io.pool);
       return Status::success();
     }
     const QuantizeKernels &q = quantizeKernels();
@@ -175,9 +185,9 @@ class QLinearConvStep final : public Step {
     switch (product_) {
       case ConvProduct::F32Depthwise: depthwiseConv2d(shape_, centred, w, {}, sums, io.pool); break;
       case ConvProduct::F32Gemm: convGemm(plans_.f32, centred, w, {}, sums, rest + centredBytes_, io.pool); break;
-      case ConvProduct::F32DepthwiseNhwc: depthwiseConv2dNhwc(shape_, centred, w, {}, sums, io.pool); break;
       case ConvProduct::F32GemmNhwc: convNhwc(plans_.nhwc, centred, w, {}, sums, rest + centredBytes_, io.pool); break;
-      case ConvProduct::S8Gemm: break;
+      case ConvProduct::S8Gemm:
+      case ConvProduct::S8DepthwiseNhwc: break;
     }
     int32FromFloat(q, reinterpret_cast<std::byte *>(acc), outputCount(), io.pool);
     if (channelsLast()) {
@@ -192,8 +202,8 @@ class QLinearConvStep final : public Step {
       case ConvProduct::S8Gemm: return convS8ScratchBytes(plans_.s8);
       case ConvProduct::F32Gemm: return accBytes_ + centredBytes_ + convGemmScratchBytes(plans_.f32);
       case ConvProduct::F32GemmNhwc: return accBytes_ + centredBytes_ + convNhwcScratchBytes(plans_.nhwc);
-      case ConvProduct::F32Depthwise:
-      case ConvProduct::F32DepthwiseNhwc: return accBytes_ + centredBytes_;
+      case ConvProduct::F32Depthwise: return accBytes_ + centredBytes_;
+      case ConvProduct::S8DepthwiseNhwc: return 0;
     }
     return 0;
   }
@@ -205,16 +215,13 @@ class QLinearConvStep final : public Step {
       case ConvProduct::F32Gemm: return fmt::format("qlinear_conv_as_f32 {}", convGemmKernelName(plans_.f32));
       case ConvProduct::F32Depthwise: return fmt::format("qlinear_conv_as_f32 {}", depthwiseConvKernelName());
       case ConvProduct::F32GemmNhwc: return fmt::format("qlinear_conv_as_f32 {}", convNhwcKernelName(plans_.nhwc));
-      case ConvProduct::F32DepthwiseNhwc:
-        return fmt::format("qlinear_conv_as_f32 {}", depthwiseConvNhwcKernelName());
+      case ConvProduct::S8DepthwiseNhwc: return fmt::format("qlinear_conv_nhwc {}", depthwiseConvS8KernelName());
     }
     return {};
   }
 
  private:
-  bool channelsLast() const {
-    return product_ == ConvProduct::F32GemmNhwc || product_ == ConvProduct::F32DepthwiseNhwc;
-  }
+  bool channelsLast() const { return product_ == ConvProduct::F32GemmNhwc; }
   int64_t inputCount() const { return shape_.batch * shape_.inChannels * shape_.inPlane(); }
   int64_t outputCount() const { return shape_.batch * shape_.outChannels * shape_.outPlane(); }
 
@@ -426,17 +433,20 @@ Expected<std::unique_ptr<Step>> lowerQLinearConv(LowerContext &ctx) {
     return step(ConvProduct::S8Gemm, plans, packed);
   }
 
+  if (channelsLast && runsDepthwiseConvS8(shape)) {
+    const std::vector<int16_t> packed16 = packDepthwiseS8Weights(shape, w->rawData(), params->wSigned, params->wZero);
+    const size_t bytes = packed16.size() * sizeof(int16_t);
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *packed, ctx.packed("depthwise_weights_s16", alignUp(bytes), [&](std::byte *dst) {
+                              std::memcpy(dst, packed16.data(), bytes);
+                            }));
+    return step(ConvProduct::S8DepthwiseNhwc, plans, packed);
+  }
+
   const std::vector<float> centred = centredWeights(*w, params->wZero, shape.columnRows());
   auto store = [&](std::string_view key, size_t bytes, const std::function<void(float *)> &pack) {
     return ctx.packed(key, alignUp(bytes), [&](std::byte *dst) { pack(reinterpret_cast<float *>(dst)); });
   };
   if (channelsLast) {
-    if (isDepthwiseNhwc(shape)) {
-      TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
-                              store("depthwise_weights_centred_nhwc", depthwiseNhwcWeightsBytes(shape),
-                                    [&](float *dst) { packDepthwiseWeightsNhwc(shape, centred.data(), dst); }));
-      return step(ConvProduct::F32DepthwiseNhwc, plans, packed);
-    }
     if (!runsConvNhwc(shape)) return std::unique_ptr<Step>();
     plans.nhwc = planConvNhwc(shape, ctx.threads(), selectedGemmKernel());
     TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,

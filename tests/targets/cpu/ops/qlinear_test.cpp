@@ -165,6 +165,10 @@ TEST(CpuQLinearConv, WithinOneStepOfTheReference) {
       {{{1, 8, 9, 9}, {8, 4, 3, 3}, "group = 2, pads = [1, 1, 1, 1]"}, "qlinear_conv_as_f32"},
       {{{1, 12, 10, 10}, {12, 1, 3, 3}, "group = 12, pads = [1, 1, 1, 1], strides = [2, 2]"},
        "qlinear_conv_as_f32 f32_depthwise"},
+      // Depthwise with batches and s8 operands (at -O3 on the int8 channels-last kernel, tasks
+      // spanning both images).
+      {{{2, 16, 9, 7}, {16, 1, 3, 3}, "group = 16, pads = [1, 1, 1, 1]", "i8", "i8", "u8"},
+       "qlinear_conv_as_f32 f32_depthwise"},
   };
   for (const auto &[c, kernel] : cases) {
     const auto kernels = check(qlinearConvModel(c), 1.0);
