@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -62,6 +63,18 @@ def output_steps(qdq_path):
             if scale is not None:
                 steps[node.output[0]] = float(onnx.numpy_helper.to_array(scale).max())
     return steps
+
+
+def machine():
+    """The CPU's model name and the instruction-set extensions the int8 and bf16 kernels use."""
+    try:
+        info = open("/proc/cpuinfo").read()
+    except OSError:
+        return platform.machine()
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                platform.machine())
+    flags = [f for f in ("avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni") if f" {f}" in info]
+    return f"{name} ({', '.join(flags) or 'no AVX-512'})"
 
 
 def main():
@@ -111,7 +124,7 @@ def main():
         log(f"{name}: {times}")
 
     lines = [BEGIN_MARKER, "",
-             f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus; batch 1, "
+             f"Machine: {machine()}, {os.cpu_count()} cpus; batch 1, "
              f"{args.threads} threads, median of {args.runs} runs. Command: `bench/run_int8_models.py build/bin/tessel "
              f"MODELS_DIR`. Each model is quantized by `tessel quantize` (min/max on the model's one sample input, "
              "uint8 activations, int8 per-channel weights); both runtimes run that same QDQ file.", "",
