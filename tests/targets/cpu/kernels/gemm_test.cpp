@@ -282,6 +282,15 @@ TEST_P(GemmVariantTest, RaggedShapesAroundTileEdges) {
   }
 }
 
+// Every K up to two vectors of floats: a bf16 variant converts A's rows to pairs a vector run at a
+// time and the rest masked, so each length of that rest (odd ones end in a half-empty pair) runs.
+TEST_P(GemmVariantTest, EveryShortDepth) {
+  for (int64_t k = 1; k <= 33; ++k) {
+    checkShape(kernel(), {kernel().mr + 1, kernel().nr + 1, k}, EpilogueMode(k % kEpilogueModes));
+    if (HasFailure()) return;
+  }
+}
+
 // Shapes that cross the cache blocks: several K blocks (so later blocks accumulate and only the
 // last applies the epilogue), several MC blocks of A, several NC blocks of B.
 TEST_P(GemmVariantTest, CrossesCacheBlocks) {

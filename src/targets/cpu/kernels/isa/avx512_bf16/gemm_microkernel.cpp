@@ -6,6 +6,7 @@
 // AVX-512 file.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -100,10 +101,15 @@ void bf16_pack_pairs__avx512_bf16(const float *const *rows, int64_t count, int64
       // the run in K order, so word q is the pair (2q, 2q+1).
       _mm512_storeu_si512(out + p / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
     }
-    for (; p < k; p += 2) {
-      const float second = p + 1 < k ? src[p + 1] : 0.0f;
-      const __m128bh pair = _mm_cvtneps_pbh(_mm_set_ps(0.0f, 0.0f, second, src[p]));
-      out[p / 2] = uint32_t(_mm_cvtsi128_si32((__m128i)pair));
+    if (p < k) {
+      // The last (k - p) < 32 values, masked: lanes past k load as zeros, so an odd k's last word
+      // gets a zero upper half.
+      const int64_t left = k - p;
+      const __mmask16 loMask = __mmask16((1u << std::min<int64_t>(left, 16)) - 1u);
+      const __mmask16 hiMask = left > 16 ? __mmask16((1u << (left - 16)) - 1u) : __mmask16(0);
+      const __m512 lo = _mm512_maskz_loadu_ps(loMask, src + p), hi = _mm512_maskz_loadu_ps(hiMask, src + p + 16);
+      const __mmask16 words = __mmask16((1u << ((left + 1) / 2)) - 1u);
+      _mm512_mask_storeu_epi32(out + p / 2, words, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
     }
   }
 }
