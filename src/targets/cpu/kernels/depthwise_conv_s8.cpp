@@ -64,7 +64,6 @@ void depthwiseConvS8(const Conv2dShape &shape, const void *x, bool xSigned, int3
   const Variant &variant = selected();
   parallelRanges(pool, rows, std::max<int64_t>(1, kTaskElements / std::max<int64_t>(rowElements, 1)),
                  [&](int64_t begin, int64_t end) {
-                   std::vector<int32_t> acc(static_cast<size_t>(c));
                    // A task's rows may span images: one call per image.
                    for (int64_t row = begin; row < end;) {
                      const int64_t image = row / shape.outHeight;
@@ -74,7 +73,6 @@ void depthwiseConvS8(const Conv2dShape &shape, const void *x, bool xSigned, int3
                      a.weights = weights;
                      a.bias = output.bias;
                      a.multiplier = output.multiplier;
-                     a.acc = acc.data();
                      a.y = static_cast<uint8_t *>(y) + image * shape.outPlane() * c;
                      a.xSigned = xSigned;
                      a.ySigned = output.ySigned;

@@ -15,7 +15,6 @@ struct DepthwiseS8Args {
   const int16_t *weights = nullptr; // [kernelHeight * kernelWidth, channels], minus the weight zero points.
   const int32_t *bias = nullptr;    // channels values.
   const float *multiplier = nullptr;// channels values: x_scale * w_scale / y_scale.
-  int32_t *acc = nullptr;           // channels int32 of scratch, this call's own.
   void *y = nullptr;                // One image, [outHeight, outWidth, channels], u8 or s8.
   bool xSigned = false, ySigned = false;
   int32_t xZero = 0;

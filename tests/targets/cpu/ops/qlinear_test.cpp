@@ -169,6 +169,9 @@ TEST(CpuQLinearConv, WithinOneStepOfTheReference) {
       // spanning both images).
       {{{2, 16, 9, 7}, {16, 1, 3, 3}, "group = 16, pads = [1, 1, 1, 1]", "i8", "i8", "u8"},
        "qlinear_conv_as_f32 f32_depthwise"},
+      // Two whole blocks of 16 channels and a rest of 8 in the int8 kernel, dilated, stride 2.
+      {{{1, 40, 11, 9}, {40, 1, 3, 3}, "group = 40, pads = [2, 2, 2, 2], strides = [2, 2], dilations = [2, 2]"},
+       "qlinear_conv_as_f32 f32_depthwise"},
   };
   for (const auto &[c, kernel] : cases) {
     const auto kernels = check(qlinearConvModel(c), 1.0);
