@@ -4,8 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "support/diagnostic.h"
 #include "targets/cpu/kernels/elementwise.h"
-#include "targets/cpu/kernels/quantize.h"
 
 namespace tessel::cpu {
 namespace {
@@ -18,12 +18,14 @@ constexpr int64_t kTransposeBlock = 16;   // Channels or pixels per step of a tr
 
 int64_t alignUp(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
+/// int32 sums land in scratch unless a channels-last product requantizes them in registers.
+bool keepsSums(const ConvS8Plan &p) { return !p.channelsLast || s8GemmSplitsK(*p.kernel, p.k()); }
+
 int64_t paddedBytes(const ConvS8Plan &p) {
   return p.readsInputDirectly ? 0 : alignUp(p.paddedHeight * p.paddedWidth * p.shape.inChannels);
 }
-int64_t patchBytes(const ConvS8Plan &p) { return p.direct ? 0 : alignUp(p.chunkRows * p.k()); }
-int64_t resultBytes(const ConvS8Plan &p) { return alignUp(p.chunkRows * p.shape.outChannels * 4); }
-int64_t requantizedBytes(const ConvS8Plan &p) { return alignUp(p.chunkRows * p.shape.outChannels); }
+int64_t resultBytes(const ConvS8Plan &p) { return keepsSums(p) ? alignUp(p.chunkRows * p.shape.outChannels * 4) : 0; }
+int64_t requantizedBytes(const ConvS8Plan &p) { return p.channelsLast ? 0 : alignUp(p.chunkRows * p.shape.outChannels); }
 GemmShape chunkShape(const ConvS8Plan &p, int64_t rows) { return GemmShape{rows, p.shape.outChannels, p.k()}; }
 
 /// One image [C, H, W] copied to [paddedHeight, paddedWidth, C], the padding filled with `fill`.
@@ -74,16 +76,16 @@ void copyPaddedRows(const ConvS8Plan &p, const uint8_t *x, uint8_t fill, uint8_t
                  });
 }
 
-/// Patch rows of output pixels [p0, p0 + rows) into patches[r * K], from a channels-last image
-/// `padded` of `pitch` pixels per row.
-void gatherPatches(const ConvS8Plan &p, const uint8_t *padded, int64_t pitch, int64_t p0, int64_t rows,
-                   uint8_t *patches, ThreadPool *pool) {
+/// Patch rows of output pixels [p0, p0 + rows), from a channels-last image `padded` of `pitch`
+/// pixels per row, gathered straight into the GEMM's packed A.
+void gatherPatches(const ConvS8Plan &p, const uint8_t *padded, int64_t pitch, int64_t p0, int64_t rows, bool xSigned,
+                   int32_t xZero, const PackedS8A &packed, ThreadPool *pool) {
   const Conv2dShape &s = p.shape;
-  const int64_t c = s.inChannels, k = p.k();
+  const int64_t c = s.inChannels, k = p.k(), rowBytes = packedS8ARowBytes(k);
   parallelRanges(pool, rows, std::max<int64_t>(1, kGrainBytes / k), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t oh = (p0 + r) / s.outWidth, ow = (p0 + r) % s.outWidth;
-      uint8_t *dst = patches + r * k;
+      uint8_t *dst = reinterpret_cast<uint8_t *>(packed.rows) + r * rowBytes;
       for (int64_t kh = 0; kh < s.kernelHeight; ++kh) {
         const uint8_t *row = padded + ((oh * s.strideHeight + kh * s.dilationHeight) * pitch) * c;
         if (s.dilationWidth == 1) {  // The row's taps are adjacent pixels: one copy.
@@ -96,6 +98,7 @@ void gatherPatches(const ConvS8Plan &p, const uint8_t *padded, int64_t pitch, in
           dst += c;
         }
       }
+      finishPackedS8ARow(*p.kernel, k, xSigned, xZero, packed, r);
     }
   });
 }
@@ -115,7 +118,8 @@ ConvS8Plan planConvS8(const Conv2dShape &shape, const S8GemmKernel &kernel, bool
   p.readsInputDirectly = channelsLast && shape.padTop == 0 && shape.padLeft == 0 &&
                          p.paddedHeight <= shape.inHeight && p.paddedWidth <= shape.inWidth &&
                          (!p.direct || p.paddedWidth == shape.inWidth);
-  const int64_t rowBytes = std::max(p.direct ? 0 : p.k(), shape.outChannels * 4);
+  // A chunk's packed A, and its int32 sums where they are kept, stay about L2-sized.
+  const int64_t rowBytes = std::max(packedS8ARowBytes(p.k()), keepsSums(p) ? shape.outChannels * 4 : 0);
   const int64_t rows = std::max<int64_t>(kChunkRowUnit, kChunkBytes / rowBytes / kChunkRowUnit * kChunkRowUnit);
   p.chunkRows = std::min(rows, shape.outPlane());
   return p;
@@ -143,7 +147,7 @@ void packConvS8Weights(const ConvS8Plan &plan, const void *w, bool wSigned, cons
 }
 
 size_t convS8ScratchBytes(const ConvS8Plan &plan) {
-  return size_t(paddedBytes(plan) + patchBytes(plan) + resultBytes(plan) + requantizedBytes(plan)) +
+  return size_t(paddedBytes(plan) + resultBytes(plan) + requantizedBytes(plan)) +
          s8GemmScratchBytes(chunkShape(plan, plan.chunkRows));
 }
 
@@ -162,17 +166,15 @@ void transposeInto(const T *source, int64_t r0, int64_t r1, int64_t n, T *dst, i
 }  // namespace
 
 void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, const std::byte *packedW, void *y,
-            const ConvS8Requantization *requantize, ThreadPool *pool, std::span<std::byte> scratch) {
+            const S8Requantization *requantize, ThreadPool *pool, std::span<std::byte> scratch) {
+  TESSEL_CHECK(!plan.channelsLast || requantize != nullptr, "a channels-last int8 conv requantizes its output");
   const Conv2dShape &s = plan.shape;
   const int64_t k = plan.k(), n = s.outChannels, plane = s.outPlane();
   auto *padded = reinterpret_cast<uint8_t *>(scratch.data());
-  auto *patches = padded + paddedBytes(plan);
-  auto *result = reinterpret_cast<int32_t *>(patches + patchBytes(plan));
-  auto *requantized = reinterpret_cast<uint8_t *>(result) + resultBytes(plan);
-  const std::span<std::byte> gemmScratch = scratch.subspan(
-      size_t(paddedBytes(plan) + patchBytes(plan) + resultBytes(plan) + requantizedBytes(plan)));
+  auto *result = reinterpret_cast<int32_t *>(padded + paddedBytes(plan));
+  auto *requantized = reinterpret_cast<std::byte *>(result) + resultBytes(plan);
+  std::byte *gemmScratch = requantized + requantizedBytes(plan);
   const PackedS8BView b{plan.kernel, k, n, packedW};
-  const QuantizeKernels &q = quantizeKernels();
   const auto fill = static_cast<uint8_t>(xZero);  // The zero point's own bits, u8 or s8.
   for (int64_t image = 0; image < s.batch; ++image) {
     const uint8_t *xImage = static_cast<const uint8_t *>(x) + image * s.inChannels * s.inPlane();
@@ -189,52 +191,35 @@ void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, 
     }
     for (int64_t p0 = 0; p0 < plane; p0 += plan.chunkRows) {
       const int64_t rows = std::min(plan.chunkRows, plane - p0);
-      const uint8_t *a = source + p0 * s.inChannels;
-      if (!plan.direct) {
-        gatherPatches(plan, source, pitch, p0, rows, patches, pool);
-        a = patches;
+      const GemmShape shape = chunkShape(plan, rows);
+      // Channels-last rows are rows of Y: requantized straight into it; channels-first ones into
+      // a chunk of bytes (or int32 sums) transposed below.
+      S8GemmBytes bytes;
+      if (requantize != nullptr) {
+        bytes = {*requantize, plan.channelsLast ? static_cast<std::byte *>(y) + (image * plane + p0) * n : requantized,
+                 n};
       }
-      const S8GemmA operand{a, plan.direct ? s.inChannels : k, xSigned, &xZero, 1};
-      s8GemmPacked(chunkShape(plan, rows), operand, b, result, n, pool, gemmScratch);
-      if (plan.channelsLast) {  // The rows are rows of Y: requantized straight into it, tiledRows at a time.
-        const int64_t tile = requantize->tiledRows, tiles = (rows + tile - 1) / tile;
-        parallelRanges(pool, tiles, std::max<int64_t>(1, kGrainBytes / (tile * n * 4)), [&](int64_t begin, int64_t end) {
-          const int64_t offset = (image * plane + p0) * n;
-          for (int64_t t = begin; t < end; ++t) {
-            const int64_t r = t * tile, count = std::min(tile, rows - r) * n;
-            if (requantize->ySigned) {
-              q.requantizeColumnsS8(result + r * n, requantize->bias, requantize->multiplier, requantize->zeroPoint,
-                                    static_cast<int8_t *>(y) + offset + r * n, count);
-            } else {
-              q.requantizeColumnsU8(result + r * n, requantize->bias, requantize->multiplier, requantize->zeroPoint,
-                                    static_cast<uint8_t *>(y) + offset + r * n, count);
-            }
-          }
-        });
-        continue;
+      const S8GemmBytes *out = requantize != nullptr ? &bytes : nullptr;
+      if (plan.direct) {
+        const S8GemmA operand{source + p0 * s.inChannels, s.inChannels, xSigned, &xZero, 1};
+        s8GemmPacked(shape, operand, b, result, n, pool, {gemmScratch, s8GemmScratchBytes(shape)}, out);
+      } else {
+        const PackedS8A packed = carvePackedS8A(shape, gemmScratch);
+        gatherPatches(plan, source, pitch, p0, rows, xSigned, xZero, packed, pool);
+        s8GemmPrepacked(shape, packed, b, result, n, out, pool);
       }
-      // result [rows, Cout] (requantized row by row first, when asked) to columns [p0, p0 + rows)
-      // of each channel's plane, a block of pixels (one line of each channel's output) at a time.
+      if (plan.channelsLast) continue;
+      // The chunk's [rows, Cout] to columns [p0, p0 + rows) of each channel's plane, a block of
+      // pixels (one line of each channel's output) at a time.
       const int64_t blocks = (rows + kTransposeBlock - 1) / kTransposeBlock;
       parallelRanges(pool, blocks, std::max<int64_t>(1, kGrainBytes / (kTransposeBlock * n * 4)),
                      [&](int64_t begin, int64_t end) {
-                       for (int64_t block = begin; block < end; ++block) {
-                         const int64_t r0 = block * kTransposeBlock, r1 = std::min(rows, r0 + kTransposeBlock);
-                         if (requantize == nullptr) {
-                           transposeInto(result, r0, r1, n, static_cast<int32_t *>(y) + image * n * plane, plane, p0);
-                           continue;
-                         }
-                         for (int64_t r = r0; r < r1; ++r) {
-                           if (requantize->ySigned) {
-                             q.requantizeColumnsS8(result + r * n, requantize->bias, requantize->multiplier,
-                                                   requantize->zeroPoint, reinterpret_cast<int8_t *>(requantized) + r * n,
-                                                   n);
-                           } else {
-                             q.requantizeColumnsU8(result + r * n, requantize->bias, requantize->multiplier,
-                                                   requantize->zeroPoint, requantized + r * n, n);
-                           }
-                         }
-                         transposeInto(requantized, r0, r1, n, static_cast<uint8_t *>(y) + image * n * plane, plane, p0);
+                       const int64_t r0 = begin * kTransposeBlock, r1 = std::min(rows, end * kTransposeBlock);
+                       if (requantize == nullptr) {
+                         transposeInto(result, r0, r1, n, static_cast<int32_t *>(y) + image * n * plane, plane, p0);
+                       } else {
+                         transposeInto(reinterpret_cast<const uint8_t *>(requantized), r0, r1, n,
+                                       static_cast<uint8_t *>(y) + image * n * plane, plane, p0);
                        }
                      });
     }

@@ -3,10 +3,11 @@
 // K = KH * KW * Cin. Each image is first copied channels-last into scratch with its padding filled
 // with the input zero point (so padded taps add nothing once it is subtracted); a channels-last
 // image whose windows read no padding is read where it is. A patch row is then KH * KW copies of
-// Cin contiguous bytes, in (kh, kw, c) order, the order W^T is packed in. A 1x1 conv with stride 1
-// needs no gather: its patch rows are the channels-last image itself. Pixels run in chunks that
-// keep the patches and their int32 results small; each chunk's results are transposed into the
-// NCHW output, or requantized straight into the channels-last one.
+// Cin contiguous bytes, in (kh, kw, c) order, the order W^T is packed in, gathered straight into
+// the GEMM's packed A. A 1x1 conv with stride 1 needs no gather: its patch rows are the
+// channels-last image itself. Pixels run in chunks that keep the packed patches (and any int32
+// sums) about L2-sized; the GEMM requantizes a channels-last chunk straight into Y, and a
+// channels-first chunk's results are transposed into the NCHW output.
 #pragma once
 
 #include <cstddef>
@@ -47,20 +48,11 @@ void packConvS8Weights(const ConvS8Plan &plan, const void *w, bool wSigned, cons
 /// Scratch bytes convS8 needs (64-byte aligned), the same for any number of threads.
 size_t convS8ScratchBytes(const ConvS8Plan &plan);
 
-/// How convS8 requantizes its int32 sums to u8 or s8 (QLinearConv), per output channel c:
-/// round((sum + bias[c]) * multiplier[c]) + zeroPoint, saturated.
-struct ConvS8Requantization {
-  const int32_t *bias = nullptr;      // `tiledRows` copies of the Cout values, one after another,
-  const float *multiplier = nullptr;  // so that one vector loop spans several rows of few channels.
-  int64_t tiledRows = 1;
-  float zeroPoint = 0.0f;
-  bool ySigned = false;
-};
-
 /// y [N, Cout, OH, OW] = (x - xZero) conv (w - wZero), exact, for x [N, Cin, H, W] (u8, or s8 when
 /// `xSigned`) and weights packed by packConvS8Weights: int32 when `requantize` is null, else u8 or
-/// s8 requantized chunk by chunk while the sums are in cache.
+/// s8 requantized (per output channel) by the GEMM while the sums are in registers. A channels-last
+/// plan reads x [N, H, W, Cin] and writes y [N, OH, OW, Cout], and requires `requantize`.
 void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, const std::byte *packedW, void *y,
-            const ConvS8Requantization *requantize, ThreadPool *pool, std::span<std::byte> scratch);
+            const S8Requantization *requantize, ThreadPool *pool, std::span<std::byte> scratch);
 
 }  // namespace tessel::cpu

@@ -3,8 +3,10 @@
 // over threads.
 //
 //   pack A (threaded)          the variant's packRow over the whole A, row terms, zero points
+//                              (or A arrives packed: s8GemmPrepacked)
 //   for jc in N by NC          B block (KC x NC) stays in L2
-//     for pc in K by KC        corrections only on the last pc; later blocks accumulate into C
+//     for pc in K by KC        corrections (and requantization to bytes) only on the last pc;
+//                              later blocks accumulate into C
 //       for ic in M by MC      A block (MC x KC) stays in L2
 //         for jr in NC by nr   one packed B micro-panel (KC x nr) stays in L1
 //           for ir in MC by mr microkernel: one mr x nr tile of C
@@ -20,6 +22,7 @@
 #include "support/diagnostic.h"
 #include "targets/cpu/kernels/elementwise.h"
 #include "targets/cpu/kernels/gemm_grid.h"
+#include "targets/cpu/kernels/quantize.h"
 
 namespace tessel::cpu {
 namespace {
@@ -70,23 +73,6 @@ Blocking chooseBlocking(const S8GemmKernel &kernel, const GemmShape &shape) {
   return blocking;
 }
 
-/// Where a call's packed A lives in scratch.
-struct PackedS8A {
-  uint32_t *rows = nullptr;  // m rows of aStrideWords(k) words.
-  int32_t *rowTerm = nullptr;  // rowSum(A') - K * a', one per row.
-  int32_t *zero = nullptr;     // a', one per row.
-};
-
-PackedS8A carveScratch(const GemmShape &shape, std::byte *base) {
-  PackedS8A packed;
-  packed.rows = reinterpret_cast<uint32_t *>(base);
-  base += alignedBytes(shape.m * aStrideWords(shape.k) * kWordBytes);
-  packed.rowTerm = reinterpret_cast<int32_t *>(base);
-  base += alignedBytes(shape.m * kWordBytes);
-  packed.zero = reinterpret_cast<int32_t *>(base);
-  return packed;
-}
-
 /// Packs rows [begin, end) of A as A' (u8, zero past K to whole cache lines) with their row terms
 /// and shifted zero points.
 void packARows(const S8GemmKernel &kernel, const GemmShape &shape, const S8GemmA &a, int64_t begin, int64_t end,
@@ -106,7 +92,8 @@ void packARows(const S8GemmKernel &kernel, const GemmShape &shape, const S8GemmA
 /// C = the product for one rectangle of C: `shape` is the rectangle, and A's rows, B's panels and
 /// columns and C already point at its top-left corner.
 void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A &a, const int8_t *bPanels,
-             int64_t panelStrideBytes, const int32_t *colSum, const int32_t *bZero, int32_t *c, int64_t ldc) {
+             int64_t panelStrideBytes, const int32_t *colSum, const int32_t *bZero, int32_t *c, int64_t ldc,
+             const S8GemmBytes *bytes) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
   const int64_t quads = quadsOf(shape.k), aStride = aStrideWords(shape.k);
   const Blocking blocking = chooseBlocking(kernel, shape);
@@ -136,6 +123,13 @@ void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A
             args.aZero = lastK ? a.zero + row : nullptr;
             args.bZero = lastK ? bZero + col : nullptr;
             args.colSum = lastK ? colSum + col : nullptr;
+            if (lastK && bytes != nullptr) {
+              args.requantize = bytes->requantization;
+              args.requantize.bias += col;
+              args.requantize.multiplier += col;
+              args.y = bytes->y + row * bytes->ldy + col;
+              args.ldy = bytes->ldy;
+            }
             kernel.microkernel(args);
           }
         }
@@ -201,30 +195,44 @@ size_t s8GemmScratchBytes(const GemmShape &shape) {
   return alignedBytes(shape.m * aStrideWords(shape.k) * kWordBytes) + 2 * alignedBytes(shape.m * kWordBytes);
 }
 
-void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
-                  ThreadPool *pool, std::span<std::byte> scratch) {
+int64_t packedS8ARowBytes(int64_t k) { return aStrideWords(k) * kWordBytes; }
+
+PackedS8A carvePackedS8A(const GemmShape &shape, std::byte *scratch) {
+  PackedS8A packed;
+  packed.rows = reinterpret_cast<uint32_t *>(scratch);
+  scratch += alignedBytes(shape.m * aStrideWords(shape.k) * kWordBytes);
+  packed.rowTerm = reinterpret_cast<int32_t *>(scratch);
+  scratch += alignedBytes(shape.m * kWordBytes);
+  packed.zero = reinterpret_cast<int32_t *>(scratch);
+  return packed;
+}
+
+void finishPackedS8ARow(const S8GemmKernel &kernel, int64_t k, bool isSigned, int32_t zeroPoint, const PackedS8A &a,
+                        int64_t row) {
+  // packRow reads each 64 bytes before it writes them, so it may pack a row onto itself.
+  auto *bytes = reinterpret_cast<uint8_t *>(a.rows + row * aStrideWords(k));
+  const int32_t sum = kernel.packRow(bytes, k, isSigned, bytes);
+  const int32_t zero = zeroPoint + (isSigned ? kSignShift : 0);
+  a.zero[row] = zero;
+  a.rowTerm[row] = sum - int32_t(k) * zero;
+}
+
+bool s8GemmSplitsK(const S8GemmKernel &kernel, int64_t k) {
+  return k > 0 && chooseBlocking(kernel, GemmShape{1, kernel.nr, k}).kq < quadsOf(k);
+}
+
+void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
+                     const S8GemmBytes *bytes, ThreadPool *pool) {
   TESSEL_CHECK(b.kernel != nullptr && b.k == shape.k && b.n == shape.n, "packed B is {}x{}, s8 gemm wants {}x{}", b.k,
                b.n, shape.k, shape.n);
   const S8GemmKernel &kernel = *b.kernel;
   TESSEL_CHECK(canRun(kernel), "s8 gemm variant {} needs ISA this host lacks", kernel.name);
-  TESSEL_CHECK(shape.m >= 0 && shape.k <= kS8GemmMaxK, "s8 gemm shape {}x{}x{}: K above {} may overflow int32",
-               shape.m, shape.n, shape.k, kS8GemmMaxK);
-  TESSEL_CHECK(a.lda >= shape.k && ldc >= shape.n, "s8 gemm strides lda={} ldc={} too small for {}x{}x{}", a.lda,
-               ldc, shape.m, shape.n, shape.k);
+  TESSEL_CHECK(shape.m >= 0 && shape.k >= 1 && shape.k <= kS8GemmMaxK,
+               "s8 gemm shape {}x{}x{}: K must be 1..{} (above, int32 may overflow)", shape.m, shape.n, shape.k,
+               kS8GemmMaxK);
+  TESSEL_CHECK(ldc >= shape.n && reinterpret_cast<uintptr_t>(b.data) % kAlignBytes == 0,
+               "s8 gemm ldc={} too small for n={}, or packed B not aligned", ldc, shape.n);
   if (shape.m == 0 || shape.n == 0) return;
-  if (shape.k == 0) {
-    for (int64_t i = 0; i < shape.m; ++i) std::fill(c + i * ldc, c + i * ldc + shape.n, 0);
-    return;
-  }
-  TESSEL_CHECK(scratch.size() >= s8GemmScratchBytes(shape) &&
-                   reinterpret_cast<uintptr_t>(scratch.data()) % kAlignBytes == 0 &&
-                   reinterpret_cast<uintptr_t>(b.data) % kAlignBytes == 0,
-               "s8 gemm needs {} bytes of {}-byte aligned scratch and aligned packed B",
-               s8GemmScratchBytes(shape), kAlignBytes);
-  const PackedS8A packedA = carveScratch(shape, scratch.data());
-  parallelRanges(pool, shape.m, std::max<int64_t>(1, kPackGrainBytes / shape.k),
-                 [&](int64_t begin, int64_t end) { packARows(kernel, shape, a, begin, end, packedA); });
-
   const auto *panels = reinterpret_cast<const int8_t *>(b.data);
   const auto *colSum = reinterpret_cast<const int32_t *>(b.data + panelBytes(kernel, shape.k, shape.n));
   const int32_t *bZero = colSum + roundUp(shape.n, kernel.nr);
@@ -236,15 +244,52 @@ void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView 
     const GemmShape part{std::min(grid.rowsPerTask, shape.m - row0), std::min(grid.colsPerTask, shape.n - col0),
                          shape.k};
     const int64_t aStride = aStrideWords(shape.k);
-    const PackedS8A rows{packedA.rows + row0 * aStride, packedA.rowTerm + row0, packedA.zero + row0};
+    const PackedS8A rows{a.rows + row0 * aStride, a.rowTerm + row0, a.zero + row0};
+    S8GemmBytes partBytes;
+    if (bytes != nullptr) {
+      partBytes = *bytes;
+      partBytes.requantization.bias += col0;
+      partBytes.requantization.multiplier += col0;
+      partBytes.y += row0 * bytes->ldy + col0;
+    }
     runTask(kernel, part, rows, panels + (col0 / kernel.nr) * panelStrideBytes, panelStrideBytes, colSum + col0,
-            bZero + col0, c + row0 * ldc + col0, ldc);
+            bZero + col0, c + row0 * ldc + col0, ldc, bytes != nullptr ? &partBytes : nullptr);
   };
   if (grid.tasks() == 1 || pool == nullptr) {
     for (int64_t task = 0; task < grid.tasks(); ++task) runOne(task);
   } else {
     pool->parallelFor(grid.tasks(), runOne);
   }
+}
+
+void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
+                  ThreadPool *pool, std::span<std::byte> scratch, const S8GemmBytes *bytes) {
+  TESSEL_CHECK(a.lda >= shape.k, "s8 gemm lda={} too small for k={}", a.lda, shape.k);
+  if (shape.m == 0 || shape.n == 0) return;
+  if (shape.k == 0) {  // An empty sum: zeros, requantized when asked.
+    const QuantizeKernels &q = quantizeKernels();
+    for (int64_t i = 0; i < shape.m; ++i) {
+      int32_t *row = c + i * ldc;
+      std::fill(row, row + shape.n, 0);
+      if (bytes == nullptr) continue;
+      const S8Requantization &r = bytes->requantization;
+      std::byte *y = bytes->y + i * bytes->ldy;
+      if (r.ySigned) {
+        q.requantizeColumnsS8(row, r.bias, r.multiplier, r.zeroPoint, reinterpret_cast<int8_t *>(y), shape.n);
+      } else {
+        q.requantizeColumnsU8(row, r.bias, r.multiplier, r.zeroPoint, reinterpret_cast<uint8_t *>(y), shape.n);
+      }
+    }
+    return;
+  }
+  TESSEL_CHECK(scratch.size() >= s8GemmScratchBytes(shape) &&
+                   reinterpret_cast<uintptr_t>(scratch.data()) % kAlignBytes == 0,
+               "s8 gemm needs {} bytes of {}-byte aligned scratch", s8GemmScratchBytes(shape), kAlignBytes);
+  TESSEL_CHECK(b.kernel != nullptr, "s8 gemm without a packed B variant");
+  const PackedS8A packedA = carvePackedS8A(shape, scratch.data());
+  parallelRanges(pool, shape.m, std::max<int64_t>(1, kPackGrainBytes / shape.k),
+                 [&](int64_t begin, int64_t end) { packARows(*b.kernel, shape, a, begin, end, packedA); });
+  s8GemmPrepacked(shape, packedA, b, c, ldc, bytes, pool);
 }
 
 }  // namespace tessel::cpu

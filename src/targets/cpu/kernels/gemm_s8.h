@@ -80,10 +80,46 @@ struct S8GemmA {
 /// and zero points. The same for any number of threads.
 size_t s8GemmScratchBytes(const GemmShape &shape);
 
-/// C (m x n int32, row stride ldc) = (A - aZero) x (B - bZero) with B pre-packed (its variant is
-/// used). Requires shape.k == b.k <= kS8GemmMaxK, shape.n == b.n, lda >= k, ldc >= n and
-/// s8GemmScratchBytes of scratch.
+/// A packed for the microkernels, carved from s8GemmScratchBytes of scratch: m rows of
+/// packedS8ARowBytes(k) bytes (A' as u8, zero past k), each row's term rowSum(A') - K * a' and its
+/// shifted zero point a'. s8GemmPacked packs it from an S8GemmA; a caller that gathers A's rows
+/// itself (a convolution's patches) writes each row's k bytes in place and calls finishPackedS8ARow.
+struct PackedS8A {
+  uint32_t *rows = nullptr;
+  int32_t *rowTerm = nullptr;
+  int32_t *zero = nullptr;
+};
+
+/// Bytes from one packed row of A to the next (whole cache lines).
+int64_t packedS8ARowBytes(int64_t k);
+
+/// Where A's packed rows, row terms and zero points lie in `scratch` for this shape.
+PackedS8A carvePackedS8A(const GemmShape &shape, std::byte *scratch);
+
+/// Packs row `row` of `a` in place: its k bytes (u8, or s8 when `isSigned`) become A', the rest of
+/// the row zero, with its row term and zero point (`zeroPoint` before the shift).
+void finishPackedS8ARow(const S8GemmKernel &kernel, int64_t k, bool isSigned, int32_t zeroPoint, const PackedS8A &a,
+                        int64_t row);
+
+/// A call's requantized output (QLinear*): C's bytes at y, row stride ldy bytes.
+struct S8GemmBytes {
+  S8Requantization requantization;
+  std::byte *y = nullptr;
+  int64_t ldy = 0;
+};
+
+/// True when a product of depth k is summed in several K blocks: only then does a call that
+/// requantizes (S8GemmBytes) write C, its earlier blocks' sums.
+bool s8GemmSplitsK(const S8GemmKernel &kernel, int64_t k);
+
+/// C (m x n int32, row stride ldc) = (A - aZero) x (B - bZero) with A and B packed (B's variant is
+/// used); with `bytes`, C requantized to bytes instead (C then needed only when s8GemmSplitsK).
+/// Requires shape.k == b.k <= kS8GemmMaxK, shape.n == b.n and ldc >= n.
+void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
+                     const S8GemmBytes *bytes, ThreadPool *pool);
+
+/// s8GemmPrepacked on A packed (threaded) into s8GemmScratchBytes of scratch. Requires lda >= k.
 void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
-                  ThreadPool *pool, std::span<std::byte> scratch);
+                  ThreadPool *pool, std::span<std::byte> scratch, const S8GemmBytes *bytes = nullptr);
 
 }  // namespace tessel::cpu

@@ -3,12 +3,23 @@
 // flags, so it holds only a plain struct and declarations (see gemm_microkernel.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tessel::cpu {
 
 /// K values per 32-bit word of packed A and B: vpdpbusd's group of four consecutive K.
 constexpr int64_t kS8GemmKPack = 4;
+
+/// How the last K block turns C into bytes instead of storing it (QLinearConv, QLinearMatMul): per
+/// column j, y = saturate(round_half_even(float(C + bias[j]) * multiplier[j]) + zeroPoint), bit for
+/// bit quantize_impl.h's requantized(), while the sums are still in registers.
+struct S8Requantization {
+  const int32_t *bias = nullptr;      // One per column of C.
+  const float *multiplier = nullptr;  // One per column of C.
+  float zeroPoint = 0.0f;
+  bool ySigned = false;               // s8 bytes, else u8.
+};
 
 /// One microkernel call on one mr x nr tile of int32 C:
 ///   C[i][j] (+)= sum over the block's quads of A'[i] . B'[j]
@@ -32,6 +43,11 @@ struct S8MicrokernelArgs {
   const int32_t *aZero = nullptr;
   const int32_t *bZero = nullptr;
   const int32_t *colSum = nullptr;
+  // Set (y not null) when the last K block requantizes instead of storing C: its bias and
+  // multiplier from the tile's first column, the tile's bytes at y with row stride ldy.
+  S8Requantization requantize;
+  std::byte *y = nullptr;
+  int64_t ldy = 0;
 };
 
 /// Every int8 microkernel has this signature; it allocates nothing, touches no globals and makes

@@ -163,8 +163,7 @@ class QLinearConvStep final : public Step {
   Status run(const StepIo &io) const override {
     auto *scratch = static_cast<std::byte *>(io.scratch);
     if (product_ == ConvProduct::S8Gemm) {
-      const ConvS8Requantization requantize{tiledBias_.data(), tiledMultiplier_.data(), tiledRows_, params_.yZero,
-                                            params_.ySigned};
+      const S8Requantization requantize{bias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned};
       convS8(plans_.s8, io.inputs[kX], params_.xSigned, params_.xZero, weights_, io.outputs[0], &requantize, io.pool,
              {scratch, convS8ScratchBytes(plans_.s8)});
       return Status::success();
@@ -288,7 +287,9 @@ class QLinearMatMulStep final : public Step {
                     QLinearParams params, int threads)
       : shape_(shape), s8_(s8), f32_(f32), weights_(weights), params_(std::move(params)) {
     zeroBias_.assign(size_t(shape_.n), 0);
-    accBytes_ = alignUp(size_t(shape_.m * shape_.n) * sizeof(int32_t));
+    // The int8 GEMM keeps int32 sums only for a K it sums in blocks (or an empty K).
+    const bool sums = s8_ == nullptr || shape_.k == 0 || s8GemmSplitsK(*s8_, shape_.k);
+    accBytes_ = sums ? alignUp(size_t(shape_.m * shape_.n) * sizeof(int32_t)) : 0;
     if (s8_ == nullptr) {
       centredBytes_ = alignUp(size_t(shape_.m * shape_.k) * sizeof(float));
       gemmBytes_ = sgemmScratchBytes(*f32_, shape_, threads, {.a = false, .b = true});
@@ -301,19 +302,20 @@ class QLinearMatMulStep final : public Step {
     auto *scratch = static_cast<std::byte *>(io.scratch);
     auto *acc = reinterpret_cast<int32_t *>(scratch);
     std::byte *rest = scratch + accBytes_;
-    if (s8_ != nullptr) {
+    if (s8_ != nullptr) {  // Requantized by the GEMM as it goes.
       const S8GemmA a{io.inputs[kX], shape_.k, params_.xSigned, &params_.xZero, 1};
+      const S8GemmBytes bytes{{zeroBias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned},
+                              static_cast<std::byte *>(io.outputs[0]), shape_.n};
       s8GemmPacked(shape_, a, PackedS8BView{s8_, shape_.k, shape_.n, weights_}, acc, shape_.n, io.pool,
-                   {rest, gemmBytes_});
-    } else {
-      const QuantizeKernels &q = quantizeKernels();
-      auto *centred = reinterpret_cast<float *>(rest);
-      centerQuantized(q, io.inputs[kX], params_.xSigned, float(params_.xZero), centred, shape_.m * shape_.k, io.pool);
-      sgemmPacked(shape_, centred, shape_.k,
-                  PackedBView{f32_, shape_.k, shape_.n, reinterpret_cast<const float *>(weights_)},
-                  reinterpret_cast<float *>(acc), shape_.n, {}, io.pool, {rest + centredBytes_, gemmBytes_});
-      int32FromFloat(q, reinterpret_cast<std::byte *>(acc), shape_.m * shape_.n, io.pool);
+                   {rest, gemmBytes_}, &bytes);
+      return Status::success();
     }
+    const QuantizeKernels &q = quantizeKernels();
+    auto *centred = reinterpret_cast<float *>(rest);
+    centerQuantized(q, io.inputs[kX], params_.xSigned, float(params_.xZero), centred, shape_.m * shape_.k, io.pool);
+    sgemmPacked(shape_, centred, shape_.k, PackedBView{f32_, shape_.k, shape_.n, reinterpret_cast<const float *>(weights_)},
+                reinterpret_cast<float *>(acc), shape_.n, {}, io.pool, {rest + centredBytes_, gemmBytes_});
+    int32FromFloat(q, reinterpret_cast<std::byte *>(acc), shape_.m * shape_.n, io.pool);
     requantize(acc, io.outputs[0], io.pool);
     return Status::success();
   }
@@ -324,7 +326,7 @@ class QLinearMatMulStep final : public Step {
   }
 
  private:
-  /// Row by row, each column with its own multiplier.
+  /// The f32 product's sums row by row, each column with its own multiplier.
   void requantize(const int32_t *acc, void *y, ThreadPool *pool) const {
     const QuantizeKernels &q = quantizeKernels();
     const int64_t n = shape_.n;

@@ -3,7 +3,7 @@
 // side, zero points zero, scalar, per row of A (repeating over a folded batch) and per column of
 // B, M, N and K below, at and above each tile edge and K block (K not a multiple of 4), row strides
 // past the rows, split over a thread pool, and extreme operands at the largest K the int32 result
-// allows.
+// allows; the output requantized to bytes against the requantization loop on C.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -16,6 +16,7 @@
 
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/gemm_s8.h"
+#include "targets/cpu/kernels/quantize.h"
 
 namespace tessel::cpu {
 namespace {
@@ -172,6 +173,72 @@ TEST_P(S8GemmTest, EmptyK) {
   s8GemmPacked(s, S8GemmA{nullptr, 0}, PackedS8BView{&kernel(), s.k, s.n, packed.data.get()}, c.data(), s.n,
                nullptr, {});
   for (int32_t v : c) EXPECT_EQ(v, 0);
+}
+
+/// The GEMM's requantized bytes (S8GemmBytes) against its int32 C requantized by the quantize
+/// kernels' loop, bit for bit: tile edges, one and several K blocks, u8 and s8 output, multipliers
+/// of a power of two (sums land on ties, rounded half to even) and ones that saturate, over a pool.
+void checkRequantized(const S8GemmKernel &kernel, const GemmShape &s, bool ySigned, ThreadPool *pool, uint32_t seed) {
+  SCOPED_TRACE(fmt::format("{} m={} n={} k={} y {}", kernel.name, s.m, s.n, s.k, ySigned ? "s8" : "u8"));
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> a(size_t(s.m * s.k)), b(size_t(s.k * s.n));
+  for (uint8_t &v : a) v = uint8_t(rng());
+  for (uint8_t &v : b) v = uint8_t(rng());
+  const int32_t aZero = int32_t(rng() % 256);
+  const std::vector<int32_t> bZero(size_t(s.n), 0);
+  std::vector<int32_t> bias(size_t(s.n));
+  std::vector<float> multiplier(size_t(s.n));
+  for (int64_t j = 0; j < s.n; ++j) {
+    bias[size_t(j)] = int32_t(rng() % 20001) - 10000;
+    multiplier[size_t(j)] = j % 3 == 0 ? 1.0f / 256.0f : j % 3 == 1 ? 1e-2f : float(rng() % 1000 + 1) * 1e-6f;
+  }
+  AlignedBytes packed(packedS8BSize(kernel, s.k, s.n));
+  packS8BInto(kernel, s.k, s.n, b.data(), /*bSigned=*/true, bZero.data(), packed.data.get());
+  const PackedS8BView view{&kernel, s.k, s.n, packed.data.get()};
+  const S8GemmA aView{a.data(), s.k, false, &aZero, 1};
+  AlignedBytes scratch(s8GemmScratchBytes(s));
+  std::vector<int32_t> sums(size_t(s.m * s.n)), partial(size_t(s.m * s.n));
+  s8GemmPacked(s, aView, view, sums.data(), s.n, pool, {scratch.data.get(), s8GemmScratchBytes(s)});
+
+  const int64_t ldy = s.n + kLdcPad;
+  std::vector<std::byte> y(size_t(s.m * ldy), std::byte{0x5a});
+  const S8GemmBytes bytes{{bias.data(), multiplier.data(), 3.0f, ySigned}, y.data(), ldy};
+  s8GemmPacked(s, aView, view, partial.data(), s.n, pool, {scratch.data.get(), s8GemmScratchBytes(s)}, &bytes);
+
+  const QuantizeKernels &q = quantizeKernels();
+  int64_t mismatches = 0;
+  std::vector<std::byte> expected(size_t(s.n));
+  for (int64_t i = 0; i < s.m; ++i) {
+    const int32_t *row = sums.data() + i * s.n;
+    if (ySigned) {
+      q.requantizeColumnsS8(row, bias.data(), multiplier.data(), 3.0f, reinterpret_cast<int8_t *>(expected.data()), s.n);
+    } else {
+      q.requantizeColumnsU8(row, bias.data(), multiplier.data(), 3.0f, reinterpret_cast<uint8_t *>(expected.data()),
+                            s.n);
+    }
+    for (int64_t j = 0; j < ldy; ++j) {
+      const std::byte want = j < s.n ? expected[size_t(j)] : std::byte{0x5a};  // Padding untouched.
+      const std::byte got = y[size_t(i * ldy + j)];
+      if (got != want && mismatches++ < 5) {
+        ADD_FAILURE() << "y[" << i << "][" << j << "] = " << int(got) << ", expected " << int(want) << " (sum "
+                      << (j < s.n ? row[j] : 0) << ")";
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST_P(S8GemmTest, RequantizedToBytes) {
+  const int64_t mr = kernel().mr, nr = kernel().nr;
+  ThreadPool pool(2);
+  uint32_t seed = 300;
+  for (int64_t m : {int64_t{1}, mr + 1, 4 * mr + 3}) {
+    for (int64_t n : {int64_t{17}, nr + 3}) {
+      for (int64_t k : {int64_t{45}, int64_t{2051}}) {  // One K block, and several.
+        for (bool ySigned : {false, true}) checkRequantized(kernel(), {m, n, k}, ySigned, m > mr ? &pool : nullptr, seed++);
+      }
+    }
+  }
 }
 
 std::string variantName(const ::testing::TestParamInfo<size_t> &info) { return s8GemmKernels()[info.param].name; }

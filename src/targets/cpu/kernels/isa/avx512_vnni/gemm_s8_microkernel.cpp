@@ -2,8 +2,8 @@
 // mr x nr tile of C lives in mr * nr/16 zmm int32 accumulators; each step takes one quad of K:
 // nr/16 vectors of packed B (four s8 per column), one broadcast quad of each A row (four u8), and
 // vpdpbusd adds the four products to every lane, wrapping (not vpdpbusds, which saturates). The
-// last K block subtracts the zero-point terms before the masked store. u8s8_pack_row packs A's
-// rows for them. Internal linkage except the row functions, as in the other ISA files.
+// last K block subtracts the zero-point terms, then stores C or requantizes it to bytes.
+// u8s8_pack_row packs A's rows for them. Internal linkage except the row functions, as in the other ISA files.
 #include <immintrin.h>
 
 #include <array>
@@ -38,6 +38,38 @@ inline __mmask16 columnMask(int cols, int j) {
   return valid >= kLanes ? __mmask16(0xFFFF) : valid <= 0 ? __mmask16(0) : __mmask16((1u << valid) - 1);
 }
 
+/// The tile requantized to bytes (S8Requantization): the int32 sum plus bias wraps as the
+/// accumulators do, its float times the multiplier is clamped to +-1024 (past where any zero point
+/// saturates) and rounded half to even, then the zero point is added and the type's range applied,
+/// each step the float arithmetic of quantize_impl.h's requantized().
+template <int kMr, int kVecs>
+inline __attribute__((always_inline)) void requantizeTile(__m512i (&acc)[kMr][kVecs], const __mmask16 (&masks)[kVecs],
+                                                          const S8MicrokernelArgs &args) {
+  const S8Requantization &r = args.requantize;
+  __m512i bias[kVecs];
+  __m512 multiplier[kVecs];
+#pragma GCC unroll 8
+  for (int j = 0; j < kVecs; ++j) {
+    bias[j] = _mm512_maskz_loadu_epi32(masks[j], r.bias + j * kLanes);
+    multiplier[j] = _mm512_maskz_loadu_ps(masks[j], r.multiplier + j * kLanes);
+  }
+  const __m512 limit = _mm512_set1_ps(1024.0f), zeroPoint = _mm512_set1_ps(r.zeroPoint);
+  const __m512 lo = _mm512_set1_ps(r.ySigned ? -128.0f : 0.0f), hi = _mm512_set1_ps(r.ySigned ? 127.0f : 255.0f);
+#pragma GCC unroll 32
+  for (int i = 0; i < kMr; ++i) {
+    std::byte *row = args.y + i * args.ldy;
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) {
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[i][j], bias[j])), multiplier[j]);
+      v = _mm512_min_ps(_mm512_max_ps(v, -limit), limit);
+      v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, zeroPoint), lo), hi);
+      // In range already: the truncating vpmovdb keeps each value's low byte, u8 or s8.
+      _mm512_mask_cvtepi32_storeu_epi8(row + j * kLanes, masks[j], _mm512_cvtps_epi32(v));
+    }
+  }
+}
+
 template <int kMr, int kVecs>
 void storeTile(__m512i (&acc)[kMr][kVecs], const S8MicrokernelArgs &args) {
   __mmask16 masks[kVecs];
@@ -62,15 +94,25 @@ void storeTile(__m512i (&acc)[kMr][kVecs], const S8MicrokernelArgs &args) {
       }
     }
   }
+  if (args.accumulate) {
+#pragma GCC unroll 32
+    for (int i = 0; i < kMr; ++i) {
+      const int32_t *row = args.c + i * args.ldc;
+#pragma GCC unroll 8
+      for (int j = 0; j < kVecs; ++j) {
+        acc[i][j] = _mm512_add_epi32(acc[i][j], _mm512_maskz_loadu_epi32(masks[j], row + j * kLanes));
+      }
+    }
+  }
+  if (args.y != nullptr) {
+    requantizeTile<kMr, kVecs>(acc, masks, args);
+    return;
+  }
 #pragma GCC unroll 32
   for (int i = 0; i < kMr; ++i) {
     int32_t *row = args.c + i * args.ldc;
 #pragma GCC unroll 8
-    for (int j = 0; j < kVecs; ++j) {
-      __m512i v = acc[i][j];
-      if (args.accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(masks[j], row + j * kLanes));
-      _mm512_mask_storeu_epi32(row + j * kLanes, masks[j], v);
-    }
+    for (int j = 0; j < kVecs; ++j) _mm512_mask_storeu_epi32(row + j * kLanes, masks[j], acc[i][j]);
   }
 }
 
