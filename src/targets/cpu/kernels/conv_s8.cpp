@@ -22,7 +22,7 @@ int64_t alignUp(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; 
 bool keepsSums(const ConvS8Plan &p) { return !p.channelsLast || s8GemmSplitsK(*p.kernel, p.k()); }
 
 int64_t paddedBytes(const ConvS8Plan &p) {
-  return p.readsInputDirectly ? 0 : alignUp(p.paddedHeight * p.paddedWidth * p.shape.inChannels);
+  return p.channelsLast ? 0 : alignUp(p.paddedHeight * p.paddedWidth * p.shape.inChannels);
 }
 int64_t resultBytes(const ConvS8Plan &p) { return keepsSums(p) ? alignUp(p.chunkRows * p.shape.outChannels * 4) : 0; }
 int64_t requantizedBytes(const ConvS8Plan &p) { return p.channelsLast ? 0 : alignUp(p.chunkRows * p.shape.outChannels); }
@@ -54,51 +54,64 @@ void copyChannelsLast(const ConvS8Plan &p, const uint8_t *x, uint8_t fill, uint8
                  });
 }
 
-/// One channels-last image [H, W, C] copied to [paddedHeight, paddedWidth, C] with the padding
-/// filled with `fill`: a row at a time.
-void copyPaddedRows(const ConvS8Plan &p, const uint8_t *x, uint8_t fill, uint8_t *padded, ThreadPool *pool) {
-  const Conv2dShape &s = p.shape;
-  const int64_t c = s.inChannels, rowBytes = p.paddedWidth * c;
-  const int64_t width = std::min(s.inWidth, p.paddedWidth - s.padLeft);
-  parallelRanges(pool, p.paddedHeight, std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(rowBytes, 1)),
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t ph = begin; ph < end; ++ph) {
-                     uint8_t *dst = padded + ph * rowBytes;
-                     const int64_t ih = ph - s.padTop;
-                     if (ih < 0 || ih >= s.inHeight || width <= 0) {
-                       std::memset(dst, fill, size_t(rowBytes));
-                       continue;
-                     }
-                     std::memset(dst, fill, size_t(s.padLeft * c));
-                     std::memcpy(dst + s.padLeft * c, x + ih * s.inWidth * c, size_t(width * c));
-                     std::memset(dst + (s.padLeft + width) * c, fill, size_t(rowBytes - (s.padLeft + width) * c));
-                   }
-                 });
+/// A channels-last image as the windows read it: `padTop` rows and `padLeft` columns of padding
+/// (the input zero point) lie before its first pixel.
+struct PatchSource {
+  const uint8_t *image = nullptr;
+  int64_t height = 0, width = 0, padTop = 0, padLeft = 0;
+  uint8_t fill = 0;
+};
+
+/// n bytes, n small (a few channels of a few taps): overlapping fixed-size moves, which compile to
+/// a register's load and store each, instead of a library call per tap.
+inline void copyFew(uint8_t *dst, const uint8_t *src, int64_t n) {
+  if (n >= 16 && n <= 32) {
+    std::memcpy(dst, src, 16);
+    std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else if (n >= 8 && n < 16) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4 && n < 8) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else {
+    std::memcpy(dst, src, size_t(n));
+  }
 }
 
-/// Patch rows of output pixels [p0, p0 + rows), from a channels-last image `padded` of `pitch`
-/// pixels per row, gathered straight into the GEMM's packed A.
-void gatherPatches(const ConvS8Plan &p, const uint8_t *padded, int64_t pitch, int64_t p0, int64_t rows, bool xSigned,
-                   int32_t xZero, const PackedS8A &packed, ThreadPool *pool) {
+/// Patch rows of output pixels [p0, p0 + rows) gathered straight into the GEMM's packed A, taps
+/// outside the image filled with the zero point.
+void gatherPatches(const ConvS8Plan &p, const PatchSource &x, int64_t p0, int64_t rows, bool xSigned, int32_t xZero,
+                   bool sums, const PackedS8A &packed, ThreadPool *pool) {
   const Conv2dShape &s = p.shape;
-  const int64_t c = s.inChannels, k = p.k(), rowBytes = packedS8ARowBytes(k);
+  const int64_t c = s.inChannels, k = p.k(), rowBytes = packedS8ARowBytes(k), tapRow = s.kernelWidth * c;
   parallelRanges(pool, rows, std::max<int64_t>(1, kGrainBytes / k), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t oh = (p0 + r) / s.outWidth, ow = (p0 + r) % s.outWidth;
-      uint8_t *dst = reinterpret_cast<uint8_t *>(packed.rows) + r * rowBytes;
-      for (int64_t kh = 0; kh < s.kernelHeight; ++kh) {
-        const uint8_t *row = padded + ((oh * s.strideHeight + kh * s.dilationHeight) * pitch) * c;
-        if (s.dilationWidth == 1) {  // The row's taps are adjacent pixels: one copy.
-          std::memcpy(dst, row + ow * s.strideWidth * c, size_t(s.kernelWidth * c));
-          dst += s.kernelWidth * c;
+      const int64_t ih0 = oh * s.strideHeight - x.padTop, iw0 = ow * s.strideWidth - x.padLeft;
+      const bool rowInside = s.dilationWidth == 1 && iw0 >= 0 && iw0 + s.kernelWidth <= x.width;
+      uint8_t *dst = reinterpret_cast<uint8_t *>(const_cast<uint32_t *>(packed.rows)) + r * rowBytes;
+      for (int64_t kh = 0; kh < s.kernelHeight; ++kh, dst += tapRow) {
+        const int64_t ih = ih0 + kh * s.dilationHeight;
+        if (ih < 0 || ih >= x.height) {
+          std::memset(dst, x.fill, size_t(tapRow));
+          continue;
+        }
+        const uint8_t *row = x.image + ih * x.width * c;
+        if (rowInside) {  // The row's taps are adjacent pixels inside the image: one copy.
+          copyFew(dst, row + iw0 * c, tapRow);
           continue;
         }
         for (int64_t kw = 0; kw < s.kernelWidth; ++kw) {
-          std::memcpy(dst, row + (ow * s.strideWidth + kw * s.dilationWidth) * c, size_t(c));
-          dst += c;
+          const int64_t iw = iw0 + kw * s.dilationWidth;
+          if (iw < 0 || iw >= x.width) {
+            std::memset(dst + kw * c, x.fill, size_t(c));
+          } else {
+            copyFew(dst + kw * c, row + iw * c, c);
+          }
         }
       }
-      finishPackedS8ARow(*p.kernel, k, xSigned, xZero, packed, r);
+      finishPackedS8ARow(*p.kernel, k, xSigned, xZero, sums, packed, r);
     }
   });
 }
@@ -113,11 +126,12 @@ ConvS8Plan planConvS8(const Conv2dShape &shape, const S8GemmKernel &kernel, bool
   p.paddedWidth = (shape.outWidth - 1) * shape.strideWidth + (shape.kernelWidth - 1) * shape.dilationWidth + 1;
   p.direct = shape.kernelHeight == 1 && shape.kernelWidth == 1 && shape.strideHeight == 1 && shape.strideWidth == 1;
   p.channelsLast = channelsLast;
-  // The windows stay inside the image: read it in place (a 1x1 stride-1 conv's pixels are then also
-  // contiguous, as its direct product needs, since it reads the whole width).
-  p.readsInputDirectly = channelsLast && shape.padTop == 0 && shape.padLeft == 0 &&
-                         p.paddedHeight <= shape.inHeight && p.paddedWidth <= shape.inWidth &&
-                         (!p.direct || p.paddedWidth == shape.inWidth);
+  // Channels-last X is read in place, so its direct product needs the pixels the windows read to be
+  // the image's, one after another: no padding.
+  if (channelsLast && (shape.padTop != 0 || shape.padLeft != 0 || p.paddedHeight != shape.inHeight ||
+                       p.paddedWidth != shape.inWidth)) {
+    p.direct = false;
+  }
   // A chunk's packed A, and its int32 sums where they are kept, stay about L2-sized.
   const int64_t rowBytes = std::max(packedS8ARowBytes(p.k()), keepsSums(p) ? shape.outChannels * 4 : 0);
   const int64_t rows = std::max<int64_t>(kChunkRowUnit, kChunkBytes / rowBytes / kChunkRowUnit * kChunkRowUnit);
@@ -176,18 +190,15 @@ void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, 
   std::byte *gemmScratch = requantized + requantizedBytes(plan);
   const PackedS8BView b{plan.kernel, k, n, packedW};
   const auto fill = static_cast<uint8_t>(xZero);  // The zero point's own bits, u8 or s8.
+  const bool sums = s8GemmNeedsRowSums(xSigned, b);
   for (int64_t image = 0; image < s.batch; ++image) {
     const uint8_t *xImage = static_cast<const uint8_t *>(x) + image * s.inChannels * s.inPlane();
-    // The channels-last image the windows read, `pitch` pixels per row.
-    const uint8_t *source = padded;
-    int64_t pitch = plan.paddedWidth;
-    if (plan.readsInputDirectly) {
-      source = xImage;
-      pitch = s.inWidth;
-    } else if (plan.channelsLast) {
-      copyPaddedRows(plan, xImage, fill, padded, pool);
-    } else {
+    // The channels-last image the windows read: X itself, or X's channels-first image copied
+    // channels-last with its padding.
+    PatchSource source{xImage, s.inHeight, s.inWidth, s.padTop, s.padLeft, fill};
+    if (!plan.channelsLast) {
       copyChannelsLast(plan, xImage, fill, padded, pool);
+      source = {padded, plan.paddedHeight, plan.paddedWidth, 0, 0, fill};
     }
     for (int64_t p0 = 0; p0 < plane; p0 += plan.chunkRows) {
       const int64_t rows = std::min(plan.chunkRows, plane - p0);
@@ -201,11 +212,11 @@ void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, 
       }
       const S8GemmBytes *out = requantize != nullptr ? &bytes : nullptr;
       if (plan.direct) {
-        const S8GemmA operand{source + p0 * s.inChannels, s.inChannels, xSigned, &xZero, 1};
+        const S8GemmA operand{source.image + p0 * s.inChannels, s.inChannels, xSigned, &xZero, 1};
         s8GemmPacked(shape, operand, b, result, n, pool, {gemmScratch, s8GemmScratchBytes(shape)}, out);
       } else {
         const PackedS8A packed = carvePackedS8A(shape, gemmScratch);
-        gatherPatches(plan, source, pitch, p0, rows, xSigned, xZero, packed, pool);
+        gatherPatches(plan, source, p0, rows, xSigned, xZero, sums, packed, pool);
         s8GemmPrepacked(shape, packed, b, result, n, out, pool);
       }
       if (plan.channelsLast) continue;

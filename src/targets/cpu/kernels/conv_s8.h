@@ -1,10 +1,10 @@
 // ConvInteger and QLinearConv (group 1) on the int8 GEMM (gemm_s8.h) as the transposed product, so
 // the constant weights are the GEMM's B: C[pixels, Cout] = patches[pixels, K] x W^T[K, Cout],
-// K = KH * KW * Cin. Each image is first copied channels-last into scratch with its padding filled
-// with the input zero point (so padded taps add nothing once it is subtracted); a channels-last
-// image whose windows read no padding is read where it is. A patch row is then KH * KW copies of
-// Cin contiguous bytes, in (kh, kw, c) order, the order W^T is packed in, gathered straight into
-// the GEMM's packed A. A 1x1 conv with stride 1 needs no gather: its patch rows are the
+// K = KH * KW * Cin. A channels-first image is first copied channels-last into scratch with its
+// padding; a channels-last one is read where it is. A patch row is then KH * KW copies of Cin
+// contiguous bytes, in (kh, kw, c) order, the order W^T is packed in, gathered straight into the
+// GEMM's packed A, with taps in the padding filled with the input zero point (so they add nothing
+// once it is subtracted). A 1x1 conv with stride 1 needs no gather: its patch rows are the
 // channels-last image itself. Pixels run in chunks that keep the packed patches (and any int32
 // sums) about L2-sized; the GEMM requantizes a channels-last chunk straight into Y, and a
 // channels-first chunk's results are transposed into the NCHW output.
@@ -24,11 +24,11 @@ namespace tessel::cpu {
 struct ConvS8Plan {
   Conv2dShape shape;
   const S8GemmKernel *kernel = nullptr;
-  int64_t paddedHeight = 0, paddedWidth = 0;  // The channels-last copy: the extent the windows read.
+  int64_t paddedHeight = 0, paddedWidth = 0;  // The extent the windows read (a channels-first X's copy).
   int64_t chunkRows = 0;                      // Output pixels per GEMM call.
-  bool direct = false;                        // 1x1, stride 1: the copy is the GEMM's A.
-  bool channelsLast = false;                  // X [N, H, W, C] and Y [N, OH, OW, Cout].
-  bool readsInputDirectly = false;            // Channels-last with no padding read: no copy.
+  bool direct = false;                        // 1x1, stride 1 (no padding when channels-last): X's
+                                              // channels-last pixels are the GEMM's A.
+  bool channelsLast = false;                  // X [N, H, W, C], read in place, and Y [N, OH, OW, Cout].
 
   int64_t k() const { return shape.kernelHeight * shape.kernelWidth * shape.inChannels; }
 };

@@ -12,7 +12,8 @@
 //           for ir in MC by mr microkernel: one mr x nr tile of C
 //
 // Both operands arrive packed over the whole K (A per call, B once), so a block is an offset into
-// them. Packing A costs one pass over m x k bytes, a 1/n share of the multiply-adds.
+// them. Packing A costs one pass over m x k bytes, a 1/n share of the multiply-adds; a u8 A whose
+// row sums the product does not need (B without zero points) is read where it is.
 #include "targets/cpu/kernels/gemm_s8.h"
 
 #include <algorithm>
@@ -77,16 +78,36 @@ Blocking chooseBlocking(const S8GemmKernel &kernel, const GemmShape &shape) {
 /// and shifted zero points.
 void packARows(const S8GemmKernel &kernel, const GemmShape &shape, const S8GemmA &a, int64_t begin, int64_t end,
                const PackedS8A &packed) {
-  const int64_t k = shape.k, stride = aStrideWords(k);
+  const int64_t k = shape.k;
   const int32_t shift = a.isSigned ? kSignShift : 0;
   for (int64_t i = begin; i < end; ++i) {
     const uint8_t *src = static_cast<const uint8_t *>(a.data) + i * a.lda;
     // At most kS8GemmMaxK * 255 < 2^24.
-    const int32_t sum = kernel.packRow(src, k, a.isSigned, reinterpret_cast<uint8_t *>(packed.rows + i * stride));
+    const int32_t sum = kernel.packRow(src, k, a.isSigned,
+                                       reinterpret_cast<uint8_t *>(const_cast<uint32_t *>(packed.rows + i * packed.strideWords)));
     const int32_t zero = (a.zeroPoints != nullptr ? a.zeroPoints[i % a.zeroPointCount] : 0) + shift;
     packed.zero[i] = zero;
     packed.rowTerm[i] = sum - int32_t(k) * zero;
   }
+}
+
+/// A's own rows as the microkernels' operand, when its bytes are already A' (u8), its rows whole
+/// words apart and no row sum is needed; only the zero points are set. The last quad of a row
+/// must not run past it: k is a multiple of four.
+bool readAInPlace(const GemmShape &shape, const S8GemmA &a, const PackedS8BView &b, const PackedS8A &packed,
+                  PackedS8A *inPlace) {
+  if (a.isSigned || a.lda % kS8GemmKPack != 0 || shape.k % kS8GemmKPack != 0 ||
+      reinterpret_cast<uintptr_t>(a.data) % kWordBytes != 0 || s8GemmNeedsRowSums(false, b)) {
+    return false;
+  }
+  *inPlace = packed;
+  inPlace->rows = static_cast<const uint32_t *>(a.data);
+  inPlace->strideWords = a.lda / kS8GemmKPack;
+  for (int64_t i = 0; i < shape.m; ++i) {
+    inPlace->zero[i] = a.zeroPoints != nullptr ? a.zeroPoints[i % a.zeroPointCount] : 0;
+    inPlace->rowTerm[i] = 0;  // Multiplies B's zero points, all zero.
+  }
+  return true;
 }
 
 /// C = the product for one rectangle of C: `shape` is the rectangle, and A's rows, B's panels and
@@ -95,7 +116,7 @@ void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A
              int64_t panelStrideBytes, const int32_t *colSum, const int32_t *bZero, int32_t *c, int64_t ldc,
              const S8GemmBytes *bytes) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
-  const int64_t quads = quadsOf(shape.k), aStride = aStrideWords(shape.k);
+  const int64_t quads = quadsOf(shape.k), aStride = a.strideWords;
   const Blocking blocking = chooseBlocking(kernel, shape);
   S8MicrokernelArgs args;
   args.aStride = aStride;
@@ -199,7 +220,8 @@ int64_t packedS8ARowBytes(int64_t k) { return aStrideWords(k) * kWordBytes; }
 
 PackedS8A carvePackedS8A(const GemmShape &shape, std::byte *scratch) {
   PackedS8A packed;
-  packed.rows = reinterpret_cast<uint32_t *>(scratch);
+  packed.rows = reinterpret_cast<const uint32_t *>(scratch);
+  packed.strideWords = aStrideWords(shape.k);
   scratch += alignedBytes(shape.m * aStrideWords(shape.k) * kWordBytes);
   packed.rowTerm = reinterpret_cast<int32_t *>(scratch);
   scratch += alignedBytes(shape.m * kWordBytes);
@@ -207,10 +229,23 @@ PackedS8A carvePackedS8A(const GemmShape &shape, std::byte *scratch) {
   return packed;
 }
 
-void finishPackedS8ARow(const S8GemmKernel &kernel, int64_t k, bool isSigned, int32_t zeroPoint, const PackedS8A &a,
-                        int64_t row) {
+bool s8GemmNeedsRowSums(bool aSigned, const PackedS8BView &b) {
+  if (aSigned) return true;
+  const int64_t paddedN = roundUp(b.n, b.kernel->nr);
+  const auto *bZero = reinterpret_cast<const int32_t *>(b.data + panelBytes(*b.kernel, b.k, b.n)) + paddedN;
+  return std::any_of(bZero, bZero + b.n, [](int32_t z) { return z != 0; });
+}
+
+void finishPackedS8ARow(const S8GemmKernel &kernel, int64_t k, bool isSigned, int32_t zeroPoint, bool sums,
+                        const PackedS8A &a, int64_t row) {
+  if (!sums) {
+    TESSEL_CHECK(!isSigned, "an s8 A is shifted to u8 through its row sums");
+    a.zero[row] = zeroPoint;
+    a.rowTerm[row] = 0;
+    return;
+  }
   // packRow reads each 64 bytes before it writes them, so it may pack a row onto itself.
-  auto *bytes = reinterpret_cast<uint8_t *>(a.rows + row * aStrideWords(k));
+  auto *bytes = reinterpret_cast<uint8_t *>(const_cast<uint32_t *>(a.rows + row * a.strideWords));
   const int32_t sum = kernel.packRow(bytes, k, isSigned, bytes);
   const int32_t zero = zeroPoint + (isSigned ? kSignShift : 0);
   a.zero[row] = zero;
@@ -243,8 +278,7 @@ void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8B
     const int64_t col0 = (task % grid.taskCols) * grid.colsPerTask;
     const GemmShape part{std::min(grid.rowsPerTask, shape.m - row0), std::min(grid.colsPerTask, shape.n - col0),
                          shape.k};
-    const int64_t aStride = aStrideWords(shape.k);
-    const PackedS8A rows{a.rows + row0 * aStride, a.rowTerm + row0, a.zero + row0};
+    const PackedS8A rows{a.rows + row0 * a.strideWords, a.strideWords, a.rowTerm + row0, a.zero + row0};
     S8GemmBytes partBytes;
     if (bytes != nullptr) {
       partBytes = *bytes;
@@ -287,6 +321,11 @@ void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView 
                "s8 gemm needs {} bytes of {}-byte aligned scratch", s8GemmScratchBytes(shape), kAlignBytes);
   TESSEL_CHECK(b.kernel != nullptr, "s8 gemm without a packed B variant");
   const PackedS8A packedA = carvePackedS8A(shape, scratch.data());
+  PackedS8A inPlace;
+  if (readAInPlace(shape, a, b, packedA, &inPlace)) {
+    s8GemmPrepacked(shape, inPlace, b, c, ldc, bytes, pool);
+    return;
+  }
   parallelRanges(pool, shape.m, std::max<int64_t>(1, kPackGrainBytes / shape.k),
                  [&](int64_t begin, int64_t end) { packARows(*b.kernel, shape, a, begin, end, packedA); });
   s8GemmPrepacked(shape, packedA, b, c, ldc, bytes, pool);

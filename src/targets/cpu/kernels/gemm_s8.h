@@ -80,12 +80,14 @@ struct S8GemmA {
 /// and zero points. The same for any number of threads.
 size_t s8GemmScratchBytes(const GemmShape &shape);
 
-/// A packed for the microkernels, carved from s8GemmScratchBytes of scratch: m rows of
-/// packedS8ARowBytes(k) bytes (A' as u8, zero past k), each row's term rowSum(A') - K * a' and its
-/// shifted zero point a'. s8GemmPacked packs it from an S8GemmA; a caller that gathers A's rows
+/// A as the microkernels read it: `rows` words apart (four u8 of consecutive K each), each row's
+/// term rowSum(A') - K * a' and its shifted zero point a'. Packed into s8GemmScratchBytes of
+/// scratch (carvePackedS8A: A' as u8, rows of packedS8ARowBytes(k)), or, where packing changes
+/// nothing the product needs, A's own rows (s8GemmPacked decides). A caller that gathers A's rows
 /// itself (a convolution's patches) writes each row's k bytes in place and calls finishPackedS8ARow.
 struct PackedS8A {
-  uint32_t *rows = nullptr;
+  const uint32_t *rows = nullptr;
+  int64_t strideWords = 0;
   int32_t *rowTerm = nullptr;
   int32_t *zero = nullptr;
 };
@@ -96,10 +98,15 @@ int64_t packedS8ARowBytes(int64_t k);
 /// Where A's packed rows, row terms and zero points lie in `scratch` for this shape.
 PackedS8A carvePackedS8A(const GemmShape &shape, std::byte *scratch);
 
-/// Packs row `row` of `a` in place: its k bytes (u8, or s8 when `isSigned`) become A', the rest of
-/// the row zero, with its row term and zero point (`zeroPoint` before the shift).
-void finishPackedS8ARow(const S8GemmKernel &kernel, int64_t k, bool isSigned, int32_t zeroPoint, const PackedS8A &a,
-                        int64_t row);
+/// True when the product needs A's row sums: A is s8 (its shift to u8 is corrected through them)
+/// or a column of B has a zero point. Symmetric weights and u8 activations need none.
+bool s8GemmNeedsRowSums(bool aSigned, const PackedS8BView &b);
+
+/// Finishes row `row` of a packed A whose k bytes (u8, or s8 when `isSigned`) were written in
+/// place: with `sums`, they become A' and their sum makes the row term; without, only the zero
+/// point is set (the bytes past k need not be zero: packed B is zero there).
+void finishPackedS8ARow(const S8GemmKernel &kernel, int64_t k, bool isSigned, int32_t zeroPoint, bool sums,
+                        const PackedS8A &a, int64_t row);
 
 /// A call's requantized output (QLinear*): C's bytes at y, row stride ldy bytes.
 struct S8GemmBytes {

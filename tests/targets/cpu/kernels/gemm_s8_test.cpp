@@ -36,13 +36,14 @@ struct AlignedBytes {
 };
 
 /// How the zero points of a problem are set.
-enum class Zeros { None, Scalar, PerRowAndColumn };
+enum class Zeros { None, Scalar, PerRowAndColumn, PerRowOnly };
 
 struct Problem {
   GemmShape s;
   bool aSigned = false, bSigned = false;
   Zeros zeros = Zeros::Scalar;
   int64_t aZeroCount = 1;  // Per row: zero points repeat every aZeroCount rows (a folded batch).
+  int64_t ldaPad = kLdaPad;
 };
 
 /// Values of one 8-bit type: [0, 255] or [-128, 127], from `rng`; `extreme` picks only the ends.
@@ -61,16 +62,18 @@ void checkProblem(const S8GemmKernel &kernel, const Problem &p, ThreadPool *pool
                            p.aSigned ? "s8" : "u8", p.bSigned ? "s8" : "u8", int(p.zeros),
                            pool != nullptr ? pool->size() : 1));
   std::mt19937 rng(seed);
-  const int64_t lda = s.k + kLdaPad, ldc = s.n + kLdcPad;
+  const int64_t lda = s.k + p.ldaPad, ldc = s.n + kLdcPad;
   std::vector<int32_t> a(size_t(s.m * lda)), b(size_t(s.k * s.n));
   for (int32_t &v : a) v = randomValue(rng, p.aSigned, extreme);
   for (int32_t &v : b) v = randomValue(rng, p.bSigned, extreme);
-  std::vector<int32_t> aZero(size_t(p.zeros == Zeros::PerRowAndColumn ? p.aZeroCount : 1), 0);
+  const bool perRow = p.zeros == Zeros::PerRowAndColumn || p.zeros == Zeros::PerRowOnly;
+  std::vector<int32_t> aZero(size_t(perRow ? p.aZeroCount : 1), 0);
   std::vector<int32_t> bZero(size_t(s.n), 0);
   if (p.zeros != Zeros::None) {
     for (int32_t &z : aZero) z = randomValue(rng, p.aSigned, extreme);
     const int32_t scalar = randomValue(rng, p.bSigned, extreme);
     for (int32_t &z : bZero) z = p.zeros == Zeros::Scalar ? scalar : randomValue(rng, p.bSigned, extreme);
+    if (p.zeros == Zeros::PerRowOnly) std::fill(bZero.begin(), bZero.end(), 0);
   }
   // The operands as the GEMM reads them: bytes of their types.
   std::vector<uint8_t> aBytes(a.size()), bBytes(b.size());
@@ -151,6 +154,20 @@ TEST_P(S8GemmTest, ThreadedAndFoldedBatch) {
   checkProblem(kernel(), p, &pool, 8);
   p.s.m = 1;
   checkProblem(kernel(), p, &pool, 9);
+}
+
+TEST_P(S8GemmTest, UnsignedAWithoutBZeroPoints) {
+  // u8 A, s8 B without zero points: A is read where it is when its rows are whole words apart and K
+  // a multiple of four (K = 128, lda = 132), packed otherwise (lda = 131; K = 130).
+  ThreadPool pool(2);
+  const int64_t mr = kernel().mr, nr = kernel().nr;
+  uint32_t seed = 400;
+  for (int64_t k : {int64_t{128}, int64_t{130}}) {
+    for (int64_t ldaPad : {int64_t{3}, int64_t{4}}) {
+      const Problem p{{3 * mr + 1, nr + 5, k}, false, true, Zeros::PerRowOnly, 3 * mr + 1, ldaPad};
+      checkProblem(kernel(), p, &pool, seed++);
+    }
+  }
 }
 
 TEST_P(S8GemmTest, ExtremeOperandsAtTheLargestK) {

@@ -125,6 +125,7 @@ struct QLinearConvCase {
   std::string attributes;
   std::string xType = "u8", wType = "i8", yType = "u8";
   bool perChannel = true, bias = true;
+  bool symmetricWeights = false;  // Weight zero points 0: a u8 X then needs no row sums.
 };
 
 /// A QLinearConv whose output scale puts typical sums in the middle of y's range.
@@ -138,7 +139,8 @@ std::string qlinearConvModel(const QLinearConvCase &c) {
   for (int64_t j = 0; j < (c.perChannel ? m : 1); ++j) wScales.push_back(0.008 + 0.0005 * double(j % 9));
   const std::vector<int64_t> paramSizes = c.perChannel ? std::vector<int64_t>{m} : std::vector<int64_t>{};
   body += constant("ws", "f32", paramSizes, fmt::format("{}", fmt::join(wScales, ", ")));
-  const auto wZeros = sequence(c.perChannel ? m : 1, 5, wSigned ? -6 : 120, wSigned ? 6 : 136);
+  auto wZeros = sequence(c.perChannel ? m : 1, 5, wSigned ? -6 : 120, wSigned ? 6 : 136);
+  if (c.symmetricWeights) std::fill(wZeros.begin(), wZeros.end(), 0);
   body += constant("wz", c.wType, paramSizes, fmt::format("{}", fmt::join(wZeros, ", ")));
   // The sums' spread: sqrt(K) * 74 * 74 (uniform operands); a quarter of the way to saturation.
   const double yScale = 0.02 * 0.01 * std::sqrt(double(k)) * 74.0 * 74.0 / 40.0;
@@ -162,6 +164,15 @@ TEST(CpuQLinearConv, WithinOneStepOfTheReference) {
       {{{1, 3, 12, 12}, {8, 3, 5, 5}, "pads = [2, 2, 2, 2], dilations = [1, 1]", "u8", "i8", "u8", false, true}, s8},
       // Two chunks of pixels on the int8 GEMM (its chunks hold about 1 MiB of patches).
       {{{1, 64, 48, 48}, {16, 64, 3, 3}, "pads = [1, 1, 1, 1]", "u8", "i8", "i8"}, s8},
+      // Symmetric weights and u8 X (what tessel quantize writes): no row sums; a stem of three
+      // channels (taps of 21 bytes), a 1x1 read in place (K a multiple of 4) and one packed (K = 5),
+      // and dilated taps of six channels partly in the padding.
+      {{{1, 3, 20, 20}, {16, 3, 7, 7}, "strides = [2, 2], pads = [3, 3, 3, 3]", "u8", "i8", "u8", true, true, true},
+       s8},
+      {{{1, 32, 9, 9}, {40, 32, 1, 1}, "", "u8", "i8", "u8", true, true, true}, s8},
+      {{{1, 5, 6, 6}, {7, 5, 1, 1}, "", "u8", "i8", "i8", true, false, true}, s8},
+      {{{1, 6, 9, 9}, {8, 6, 3, 3}, "pads = [2, 1, 2, 1], dilations = [2, 2]", "u8", "i8", "u8", false, true, true},
+       s8},
       {{{1, 8, 9, 9}, {8, 4, 3, 3}, "group = 2, pads = [1, 1, 1, 1]"}, "qlinear_conv_as_f32"},
       {{{1, 12, 10, 10}, {12, 1, 3, 3}, "group = 12, pads = [1, 1, 1, 1], strides = [2, 2]"},
        "qlinear_conv_as_f32 f32_depthwise"},
