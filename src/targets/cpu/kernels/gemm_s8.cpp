@@ -43,6 +43,7 @@ constexpr int64_t kWordBytes = 4;    // One packed quad.
 // Multiply-adds an extra task costs (wake-up, claiming, cold caches), as in gemm.cpp.
 constexpr int64_t kPackGrainBytes = 16384;  // Bytes of A per packing task.
 constexpr int32_t kSignShift = 128;         // s8 + 128 is u8; u8 - 128 is s8.
+constexpr int64_t kMaxNr = 64;              // The widest register tile in gemm_s8.def.
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
@@ -112,10 +113,13 @@ bool readAInPlace(const GemmShape &shape, const S8GemmA &a, const PackedS8BView 
 
 /// C = the product for one rectangle of C: `shape` is the rectangle, and A's rows, B's panels and
 /// columns and C already point at its top-left corner.
+/// `sharedZero` (null when the rows' corrections differ): the a' of every row, B having no zero
+/// points; the corrections then fold into one offset per column.
 void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A &a, const int8_t *bPanels,
              int64_t panelStrideBytes, const int32_t *colSum, const int32_t *bZero, int32_t *c, int64_t ldc,
-             const S8GemmBytes *bytes) {
+             const S8GemmBytes *bytes, const int32_t *sharedZero) {
   const int64_t mr = kernel.mr, nr = kernel.nr;
+  alignas(kAlignBytes) int32_t colOffset[kMaxNr];
   const int64_t quads = quadsOf(shape.k), aStride = a.strideWords;
   const Blocking blocking = chooseBlocking(kernel, shape);
   S8MicrokernelArgs args;
@@ -131,6 +135,14 @@ void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A
         for (int64_t jr = 0; jr < nc; jr += nr) {
           const int64_t col = jc + jr;
           const int8_t *bPanel = bPanels + (col / nr) * panelStrideBytes + pq * nr * kWordBytes;
+          const bool folded = lastK && sharedZero != nullptr;
+          if (folded) {  // bias - a' * colSum, wrapping as the microkernel's int32 lanes do.
+            const int32_t *bias = bytes != nullptr ? bytes->requantization.bias : nullptr;
+            for (int64_t j = 0; j < nr; ++j) {
+              const uint32_t b = bias != nullptr && col + j < shape.n ? uint32_t(bias[col + j]) : 0;
+              colOffset[j] = int32_t(b - uint32_t(*sharedZero) * uint32_t(colSum[col + j]));
+            }
+          }
           for (int64_t ir = 0; ir < mc; ir += mr) {
             const int64_t row = ic + ir;
             args.quads = kq;
@@ -140,13 +152,15 @@ void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A
             args.rows = int(std::min(mr, mc - ir));
             args.cols = int(std::min(nr, nc - jr));
             args.accumulate = pq != 0;
-            args.rowTerm = lastK ? a.rowTerm + row : nullptr;
-            args.aZero = lastK ? a.zero + row : nullptr;
-            args.bZero = lastK ? bZero + col : nullptr;
-            args.colSum = lastK ? colSum + col : nullptr;
+            const bool perRow = lastK && !folded;
+            args.rowTerm = perRow ? a.rowTerm + row : nullptr;
+            args.aZero = perRow ? a.zero + row : nullptr;
+            args.bZero = perRow ? bZero + col : nullptr;
+            args.colSum = perRow ? colSum + col : nullptr;
+            args.colOffset = folded ? colOffset : nullptr;
             if (lastK && bytes != nullptr) {
               args.requantize = bytes->requantization;
-              args.requantize.bias += col;
+              args.requantize.bias = folded || args.requantize.bias == nullptr ? nullptr : args.requantize.bias + col;
               args.requantize.multiplier += col;
               args.y = bytes->y + row * bytes->ldy + col;
               args.ldy = bytes->ldy;
@@ -272,7 +286,11 @@ void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8B
   const auto *colSum = reinterpret_cast<const int32_t *>(b.data + panelBytes(kernel, shape.k, shape.n));
   const int32_t *bZero = colSum + roundUp(shape.n, kernel.nr);
   const int64_t panelStrideBytes = quadsOf(shape.k) * kernel.nr * kWordBytes;
+  TESSEL_CHECK(kernel.nr <= kMaxNr, "s8 gemm variant {} is wider than {} columns", kernel.name, kMaxNr);
   const GemmGrid grid = chooseGemmGrid(kernel.mr, kernel.nr, shape, pool != nullptr ? pool->size() : 1, 0);
+  // Every row's corrections alike: B without zero points and one a' (the usual activations).
+  const bool sharedZero = !std::any_of(bZero, bZero + shape.n, [](int32_t z) { return z != 0; }) &&
+                          std::all_of(a.zero, a.zero + shape.m, [&](int32_t z) { return z == a.zero[0]; });
   auto runOne = [&](int64_t task) {
     const int64_t row0 = (task / grid.taskCols) * grid.rowsPerTask;
     const int64_t col0 = (task % grid.taskCols) * grid.colsPerTask;
@@ -287,7 +305,8 @@ void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8B
       partBytes.y += row0 * bytes->ldy + col0;
     }
     runTask(kernel, part, rows, panels + (col0 / kernel.nr) * panelStrideBytes, panelStrideBytes, colSum + col0,
-            bZero + col0, c + row0 * ldc + col0, ldc, bytes != nullptr ? &partBytes : nullptr);
+            bZero + col0, c + row0 * ldc + col0, ldc, bytes != nullptr ? &partBytes : nullptr,
+            sharedZero ? a.zero : nullptr);
   };
   if (grid.tasks() == 1 || pool == nullptr) {
     for (int64_t task = 0; task < grid.tasks(); ++task) runOne(task);

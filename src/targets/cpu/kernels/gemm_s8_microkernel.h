@@ -43,8 +43,12 @@ struct S8MicrokernelArgs {
   const int32_t *aZero = nullptr;
   const int32_t *bZero = nullptr;
   const int32_t *colSum = nullptr;
+  // Where those corrections are the same for every row (B without zero points, one a' for all
+  // rows), the last K block adds these nr values instead (the requantization's bias folded in).
+  const int32_t *colOffset = nullptr;
   // Set (y not null) when the last K block requantizes instead of storing C: its bias and
-  // multiplier from the tile's first column, the tile's bytes at y with row stride ldy.
+  // multiplier from the tile's first column (a null bias: none, or folded into colOffset), the
+  // tile's bytes at y with row stride ldy.
   S8Requantization requantize;
   std::byte *y = nullptr;
   int64_t ldy = 0;

@@ -50,7 +50,7 @@ inline __attribute__((always_inline)) void requantizeTile(__m512i (&acc)[kMr][kV
   __m512 multiplier[kVecs];
 #pragma GCC unroll 8
   for (int j = 0; j < kVecs; ++j) {
-    bias[j] = _mm512_maskz_loadu_epi32(masks[j], r.bias + j * kLanes);
+    bias[j] = r.bias != nullptr ? _mm512_maskz_loadu_epi32(masks[j], r.bias + j * kLanes) : _mm512_setzero_si512();
     multiplier[j] = _mm512_maskz_loadu_ps(masks[j], r.multiplier + j * kLanes);
   }
   const __m512 limit = _mm512_set1_ps(1024.0f), zeroPoint = _mm512_set1_ps(r.zeroPoint);
@@ -92,6 +92,13 @@ void storeTile(__m512i (&acc)[kMr][kVecs], const S8MicrokernelArgs &args) {
             _mm512_add_epi32(_mm512_mullo_epi32(rowTerm, bZero[j]), _mm512_mullo_epi32(aZero, colSum[j]));
         acc[i][j] = _mm512_sub_epi32(acc[i][j], correction);
       }
+    }
+  } else if (args.colOffset != nullptr) {
+#pragma GCC unroll 8
+    for (int j = 0; j < kVecs; ++j) {
+      const __m512i offset = _mm512_loadu_si512(args.colOffset + j * kLanes);
+#pragma GCC unroll 32
+      for (int i = 0; i < kMr; ++i) acc[i][j] = _mm512_add_epi32(acc[i][j], offset);
     }
   }
   if (args.accumulate) {
