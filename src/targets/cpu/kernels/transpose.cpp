@@ -70,6 +70,17 @@ void copyRowRange(const StridedCopyPlan &plan, const W *in, W *out, int64_t rowB
   }
 }
 
+/// Indices [x0, x1) of a tile whose output inner dim is only kLength long (a few channels made
+/// channels-last): that loop unrolled, so each x is kLength loads from as many input rows and
+/// kLength adjacent stores, not a loop of a few trips.
+template <class W, int kLength>
+void copyShortTile(const W *src, int64_t innerStride, W *dst, int64_t unitOutStride, int64_t x0, int64_t x1) {
+  for (int64_t x = x0; x < x1; ++x) {
+#pragma GCC unroll 4
+    for (int y = 0; y < kLength; ++y) dst[x * unitOutStride + y] = src[y * innerStride + x];
+  }
+}
+
 /// Units [unitBegin, unitEnd) of a blocked transpose. A unit is one tile-row (kTile indices of the
 /// unit-stride dim) of one outer index, across the whole output inner dim, walked tile by tile.
 template <class W>
@@ -91,6 +102,12 @@ void copyTiles(const StridedCopyPlan &plan, const W *in, W *out, int64_t unitBeg
       remainder /= plan.sizes[size_t(k)];
       inBase += i * plan.inStrides[size_t(k)];
       outBase += i * plan.outStrides[size_t(k)];
+    }
+    switch (length) {
+      case 2: copyShortTile<W, 2>(in + inBase, innerStride, out + outBase, unitOutStride, x0, x1); continue;
+      case 3: copyShortTile<W, 3>(in + inBase, innerStride, out + outBase, unitOutStride, x0, x1); continue;
+      case 4: copyShortTile<W, 4>(in + inBase, innerStride, out + outBase, unitOutStride, x0, x1); continue;
+      default: break;
     }
     for (int64_t y0 = 0; y0 < length; y0 += kTile) {
       const int64_t y1 = std::min(length, y0 + kTile);

@@ -1,6 +1,6 @@
 // The strided-copy kernel (Transpose, Slice, Expand, Tile) against a naive element-by-element
 // gather: every permutation of ragged 3-D and 4-D shapes (including [B,S,H,D] -> [B,H,S,D] and
-// last-two-dim swaps around the tile edge), broadcast and negative strides, element sizes 1 to 16
+// last-two-dim swaps around the tile edge, inner dims of a few elements), broadcast and negative strides, element sizes 1 to 16
 // bytes, one thread and a pool (sizes past the threading threshold). Exact comparison: a copy
 // either moves the right element or it does not.
 #include <gtest/gtest.h>
@@ -81,6 +81,7 @@ TEST(StridedCopyTest, EveryPermutationOfRaggedShapes) {
   for (size_t elementBytes : {1u, 2u, 4u, 8u, 16u, 3u}) {
     checkAllPermutations({3, 5, 7}, elementBytes, nullptr);
     checkAllPermutations({2, 1, 17, 33}, elementBytes, nullptr);
+    checkAllPermutations({4, 9, 70}, elementBytes, nullptr);  // Inner dims of 2 to 4, past a tile.
   }
   checkAllPermutations({2, 3, 4, 5, 6}, 4, nullptr);
 }
@@ -103,7 +104,8 @@ TEST(StridedCopyTest, TransposeOnAPool) {
            {{2, 130, 12, 65}, {0, 2, 1, 3}},
            {{2, 12, 131, 67}, {0, 1, 3, 2}},
            {{517, 259}, {1, 0}},
-           {{3, 67, 129, 5}, {3, 2, 0, 1}}}) {
+           {{3, 67, 129, 5}, {3, 2, 0, 1}},
+           {{1, 3, 224, 224}, {0, 2, 3, 1}}}) {  // An image of three channels made channels-last.
     const std::vector<int64_t> inStrides = denseStrides(sizes);
     std::vector<int64_t> outSizes(perm.size()), strides(perm.size());
     for (size_t k = 0; k < perm.size(); ++k) {
@@ -112,6 +114,7 @@ TEST(StridedCopyTest, TransposeOnAPool) {
     }
     checkCopy(4, outSizes, strides, 0, elementCount(sizes), &pool);
     checkCopy(2, outSizes, strides, 0, elementCount(sizes), &pool);
+    checkCopy(1, outSizes, strides, 0, elementCount(sizes), &pool);
   }
 }
 
