@@ -39,9 +39,10 @@ inline __mmask16 columnMask(int cols, int j) {
 }
 
 /// The tile requantized to bytes (S8Requantization): the int32 sum plus bias wraps as the
-/// accumulators do, its float times the multiplier is clamped to +-1024 (past where any zero point
-/// saturates) and rounded half to even, then the zero point is added and the type's range applied,
-/// each step the float arithmetic of quantize_impl.h's requantized().
+/// accumulators do; its float times the multiplier is clamped to +-1024 (past where any zero point
+/// saturates, and within int32) and converted rounding half to even, then the zero point is added
+/// and the conversion to bytes saturates. Each value is quantize_impl.h's requantized(): the float
+/// steps are the same, and on integers the rest is exact.
 template <int kMr, int kVecs>
 inline __attribute__((always_inline)) void requantizeTile(__m512i (&acc)[kMr][kVecs], const __mmask16 (&masks)[kVecs],
                                                           const S8MicrokernelArgs &args) {
@@ -53,19 +54,22 @@ inline __attribute__((always_inline)) void requantizeTile(__m512i (&acc)[kMr][kV
     bias[j] = r.bias != nullptr ? _mm512_maskz_loadu_epi32(masks[j], r.bias + j * kLanes) : _mm512_setzero_si512();
     multiplier[j] = _mm512_maskz_loadu_ps(masks[j], r.multiplier + j * kLanes);
   }
-  const __m512 limit = _mm512_set1_ps(1024.0f), zeroPoint = _mm512_set1_ps(r.zeroPoint);
-  const __m512 lo = _mm512_set1_ps(r.ySigned ? -128.0f : 0.0f), hi = _mm512_set1_ps(r.ySigned ? 127.0f : 255.0f);
+  const __m512 limit = _mm512_set1_ps(1024.0f), lowest = _mm512_set1_ps(-1024.0f);
+  const __m512i zeroPoint = _mm512_set1_epi32(int(r.zeroPoint)), zero = _mm512_setzero_si512();
 #pragma GCC unroll 32
   for (int i = 0; i < kMr; ++i) {
     std::byte *row = args.y + i * args.ldy;
 #pragma GCC unroll 8
     for (int j = 0; j < kVecs; ++j) {
       __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[i][j], bias[j])), multiplier[j]);
-      v = _mm512_min_ps(_mm512_max_ps(v, -limit), limit);
-      v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, zeroPoint), lo), hi);
-      // In range already: the truncating vpmovdb keeps each value's low byte, u8 or s8.
-      _mm512_mask_cvtepi32_storeu_epi8(row + j * kLanes, masks[j], _mm512_cvtps_epi32(v));
+      v = _mm512_min_ps(_mm512_max_ps(v, lowest), limit);
+      const __m512i q = _mm512_add_epi32(
+          _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zeroPoint);
+      if (r.ySigned) {
+        _mm512_mask_cvtsepi32_storeu_epi8(row + j * kLanes, masks[j], q);  // Saturates to [-128, 127].
+      } else {
+        _mm512_mask_cvtusepi32_storeu_epi8(row + j * kLanes, masks[j], _mm512_max_epi32(q, zero));  // To [0, 255].
+      }
     }
   }
 }
