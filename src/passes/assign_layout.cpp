@@ -248,7 +248,11 @@ class LayoutAssigner {
     if (!maxPool && !passes::isOnnxOp(&node, "AveragePool") && !passes::isOnnxOp(&node, "GlobalAveragePool")) {
       return false;
     }
-    if (!isRank4F32(node.input(0)) || !outputIsReplaceable(node)) return false;
+    // MaxPool also of quantized values (the cpu target pools their bytes).
+    const bool quantized = maxPool && isRank4Quantized(node.input(0)) && isRank4Quantized(node.output(0));
+    if (quantized ? returned_.count(node.output(0)) != 0 : !isRank4F32(node.input(0)) || !outputIsReplaceable(node)) {
+      return false;
+    }
     const Node *producer = node.input(0)->producer();
     if (!producer || !toChannelsFirst_.count(producer)) return false;
     if (maxPool) {

@@ -1,6 +1,7 @@
 // QDQ fusion (see fuse_qdq.h): per Conv or MatMul, read the DequantizeLinear nodes around it, then
 // rewrite it as a QLinear op when a QuantizeLinear takes its output, else as an integer product
-// rescaled to float; then each Add between DequantizeLinear and QuantizeLinear as QLinearAdd.
+// rescaled to float; then each Add between DequantizeLinear and QuantizeLinear as QLinearAdd, and
+// each MaxPool between them (of the same parameters) as a MaxPool of the quantized values.
 #include "passes/fuse_qdq.h"
 
 #include <algorithm>
@@ -313,15 +314,39 @@ bool fuseQuantizedAdd(Model &model, Node *add, const std::unordered_set<const Va
   return true;
 }
 
+/// Rule D: Q(MaxPool(DQ(x))) with the same per-tensor scale, zero point and type on both sides ->
+/// MaxPool(x). Dequantizing is increasing (scale > 0), so the maximum commutes with it, and the
+/// QuantizeLinear of a dequantized value of the same parameters gives the value back: exact.
+bool fuseQuantizedMaxPool(Model &model, Node *pool, const std::unordered_set<const Value *> &returned) {
+  Graph &graph = *model.graph;
+  if (!passes::isOnnxOp(pool, "MaxPool") || !pool->input(0) || returned.count(pool->output(0))) return false;
+  const Value *indices = pool->output(1);
+  if (indices && (!indices->uses().empty() || passes::isGraphOutput(graph, indices))) return false;
+  std::optional<QuantParams> x = dequantizeOf(model, pool->input(0));
+  if (!x || x->scales.size() != 1) return false;
+  Node *q = passes::singleUser(graph, pool->output(0));
+  if (!q || !passes::isOnnxOp(q, "QuantizeLinear") || q->input(0) != pool->output(0)) return false;
+  std::optional<QuantParams> y = readParams(model, q, q->output(0), 0);
+  if (!y) return false;
+  if (!y->zeroPoint) y->dtype = DType::UInt8;
+  if (y->dtype != x->dtype || y->scales.size() != 1 || float(y->scales[0]) != float(x->scales[0]) ||
+      y->zeros[0] != x->zeros[0]) {
+    return false;
+  }
+  passes::replacePattern(graph, q->output(0), "MaxPool", "", {x->quantized}, pool->attributes(), {q, pool, x->node});
+  return true;
+}
+
 }  // namespace
 
 Expected<bool> fuseQdq(Model &model) {
   Graph &graph = *model.graph;
   if (model.opsetFor("") < 10) return false;
-  std::vector<Node *> products, adds;
+  std::vector<Node *> products, adds, pools;
   for (const auto &node : graph.nodes()) {
     if (passes::isOnnxOp(node.get(), "Conv") || passes::isOnnxOp(node.get(), "MatMul")) products.push_back(node.get());
     if (passes::isOnnxOp(node.get(), "Add")) adds.push_back(node.get());
+    if (passes::isOnnxOp(node.get(), "MaxPool")) pools.push_back(node.get());
   }
   const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(graph);
   bool changed = false;
@@ -339,6 +364,7 @@ Expected<bool> fuseQdq(Model &model) {
     changed = true;
   }
   for (Node *add : adds) changed = fuseQuantizedAdd(model, add, returned) || changed;
+  for (Node *pool : pools) changed = fuseQuantizedMaxPool(model, pool, returned) || changed;
   if (changed) TESSEL_RETURN_IF_ERROR(graph.sortTopologically());
   return changed;
 }

@@ -20,7 +20,9 @@ namespace tessel {
 ///    (-> Add(bias)), the products in int32 and the rest in float.
 /// Then each Add of two per-tensor DequantizeLinear outputs of one shape and 8-bit type, read only
 /// by a per-tensor QuantizeLinear of that type (through a redundant Relu or Clip as above), becomes
-/// tessel QLinearAdd: the same float32 arithmetic in one pass, bit for bit.
+/// tessel QLinearAdd: the same float32 arithmetic in one pass, bit for bit. A MaxPool between a
+/// per-tensor DequantizeLinear and a QuantizeLinear of the same scale, zero point and type pools
+/// the quantized values themselves (exact: dequantizing is increasing).
 /// Results agree with the QDQ graph's float arithmetic to within float32 rounding before the
 /// output's quantization (so within one quantization step after it). Must run before
 /// fold-constants, which would fold the weights' DequantizeLinear into float weights. Returns

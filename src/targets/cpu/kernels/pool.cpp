@@ -133,10 +133,10 @@ void forEachNhwcBlock(int64_t units, int64_t floatsPerUnit, int64_t channels, Th
   });
 }
 
-void windowedPoolNhwc(const Pool2dShape &shape, bool countIncludePad, const float *x, float *y, ThreadPool *pool,
-                      void (*rowsFn)(const PoolNhwcArgs &)) {
-  const int64_t inImage = shape.inHeight * shape.inWidth * shape.channels;
-  const int64_t outImage = shape.outHeight * shape.outWidth * shape.channels;
+void windowedPoolNhwc(const Pool2dShape &shape, bool countIncludePad, const void *x, void *y, int64_t elementBytes,
+                      ThreadPool *pool, void (*rowsFn)(const PoolNhwcArgs &)) {
+  const int64_t inImage = shape.inHeight * shape.inWidth * shape.channels * elementBytes;
+  const int64_t outImage = shape.outHeight * shape.outWidth * shape.channels * elementBytes;
   PoolNhwcArgs base;
   base.channels = shape.channels;
   base.inHeight = shape.inHeight;
@@ -165,8 +165,8 @@ void windowedPoolNhwc(const Pool2dShape &shape, bool countIncludePad, const floa
                      for (int64_t row = rowBegin; row < rowEnd;) {
                        const int64_t image = row / shape.outHeight;
                        const int64_t end = std::min(rowEnd, (image + 1) * shape.outHeight);
-                       args.x = x + image * inImage;
-                       args.y = y + image * outImage;
+                       args.x = static_cast<const std::byte *>(x) + image * inImage;
+                       args.y = static_cast<std::byte *>(y) + image * outImage;
                        args.rowBegin = row - image * shape.outHeight;
                        args.rowEnd = end - image * shape.outHeight;
                        rowsFn(args);
@@ -200,12 +200,18 @@ const char *poolKernelName() { return selectedVariant().name; }
 
 void maxPool2dNhwcWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, const float *x, float *y,
                        ThreadPool *pool) {
-  windowedPoolNhwc(shape, /*countIncludePad=*/false, x, y, pool, variant.functions->maxRows);
+  windowedPoolNhwc(shape, /*countIncludePad=*/false, x, y, sizeof(float), pool, variant.functions->maxRows);
+}
+
+void maxPool2dNhwcBytesWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, const void *x, bool isSigned,
+                            void *y, ThreadPool *pool) {
+  windowedPoolNhwc(shape, /*countIncludePad=*/false, x, y, /*elementBytes=*/1, pool,
+                   isSigned ? variant.functions->maxRowsS8 : variant.functions->maxRowsU8);
 }
 
 void averagePool2dNhwcWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, bool countIncludePad,
                            const float *x, float *y, ThreadPool *pool) {
-  windowedPoolNhwc(shape, countIncludePad, x, y, pool, variant.functions->averageRows);
+  windowedPoolNhwc(shape, countIncludePad, x, y, sizeof(float), pool, variant.functions->averageRows);
 }
 
 void globalAveragePoolNhwcWith(const PoolNhwcVariant &variant, int64_t batch, int64_t plane, int64_t channels,
@@ -223,6 +229,10 @@ void globalAveragePoolNhwcWith(const PoolNhwcVariant &variant, int64_t batch, in
 
 void maxPool2dNhwc(const Pool2dShape &shape, const float *x, float *y, ThreadPool *pool) {
   maxPool2dNhwcWith(selectedNhwcVariant(), shape, x, y, pool);
+}
+
+void maxPool2dNhwcBytes(const Pool2dShape &shape, const void *x, bool isSigned, void *y, ThreadPool *pool) {
+  maxPool2dNhwcBytesWith(selectedNhwcVariant(), shape, x, isSigned, y, pool);
 }
 
 void averagePool2dNhwc(const Pool2dShape &shape, bool countIncludePad, const float *x, float *y, ThreadPool *pool) {

@@ -60,6 +60,9 @@ const char *poolKernelName();
 /// padding, dilation and ceil-mode conventions.
 void maxPool2dNhwc(const Pool2dShape &shape, const float *x, float *y, ThreadPool *pool);
 void averagePool2dNhwc(const Pool2dShape &shape, bool countIncludePad, const float *x, float *y, ThreadPool *pool);
+/// MaxPool of X [N, H, W, C] of bytes (u8, or s8 when `isSigned`: quantized activations, whose
+/// maximum is that of their dequantized values) into Y [N, OH, OW, C]; padding is never the maximum.
+void maxPool2dNhwcBytes(const Pool2dShape &shape, const void *x, bool isSigned, void *y, ThreadPool *pool);
 /// Y[n, c] = mean over the `plane` positions of X [N, plane, C].
 void globalAveragePoolNhwc(int64_t batch, int64_t plane, int64_t channels, const float *x, float *y, ThreadPool *pool);
 
@@ -78,6 +81,8 @@ std::span<const PoolNhwcVariant> poolNhwcVariants();
 /// host has the variant's ISA bits.
 void maxPool2dNhwcWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, const float *x, float *y,
                        ThreadPool *pool);
+void maxPool2dNhwcBytesWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, const void *x, bool isSigned,
+                            void *y, ThreadPool *pool);
 void averagePool2dNhwcWith(const PoolNhwcVariant &variant, const Pool2dShape &shape, bool countIncludePad,
                            const float *x, float *y, ThreadPool *pool);
 void globalAveragePoolNhwcWith(const PoolNhwcVariant &variant, int64_t batch, int64_t plane, int64_t channels,

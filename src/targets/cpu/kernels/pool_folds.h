@@ -13,6 +13,14 @@ struct MaxOp {
   static float apply(float acc, float x) { return acc >= x ? acc : x; }
 };
 
+/// The maximum of u8 or s8 values; the identity is the type's lowest (never kept: a window always
+/// has a tap inside the input).
+template <class T>
+struct BytesMaxOp {
+  static T identity() { return T(T(-1) < T(0) ? -128 : 0); }
+  static T apply(T acc, T x) { return acc >= x ? acc : x; }
+};
+
 struct SumOp {
   static float identity() { return 0.0f; }
   static float apply(float acc, float x) { return acc + x; }

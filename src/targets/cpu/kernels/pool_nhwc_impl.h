@@ -14,22 +14,23 @@
 namespace tessel::cpu {
 namespace {
 
-// Channels folded at once: four AVX-512 vectors, enough to hide the latency of each add or max.
+// Channels folded at once: four AVX-512 vectors of floats (one of bytes), enough to hide the
+// latency of each add or max.
 constexpr int64_t kChunk = 64;
 
 /// y[c] = Op over the window's input taps, times `scale` for the average, for `count` channels.
-template <class Op, bool kScale>
+template <class T, class Op, bool kScale>
 inline void foldWindow(const PoolNhwcArgs &a, int64_t top, int64_t left, int64_t khBegin, int64_t khEnd,
-                       int64_t kwBegin, int64_t kwEnd, float scale, float *y, int64_t count) {
-  const float *xImage = a.x + a.channelBegin;
+                       int64_t kwBegin, int64_t kwEnd, float scale, T *y, int64_t count) {
+  const T *xImage = static_cast<const T *>(a.x) + a.channelBegin;
   for (int64_t c = 0; c < count; c += kChunk) {
     const int64_t n = count - c < kChunk ? count - c : kChunk;
-    float acc[kChunk];
+    T acc[kChunk];
     for (int64_t j = 0; j < kChunk; ++j) acc[j] = Op::identity();
     for (int64_t kh = khBegin; kh < khEnd; ++kh) {
       for (int64_t kw = kwBegin; kw < kwEnd; ++kw) {
         const int64_t pixel = (top + kh * a.dilationHeight) * a.inWidth + left + kw * a.dilationWidth;
-        const float *x = xImage + pixel * a.channels + c;
+        const T *x = xImage + pixel * a.channels + c;
         if (n == kChunk) {
           for (int64_t j = 0; j < kChunk; ++j) acc[j] = Op::apply(acc[j], x[j]);
         } else {
@@ -37,11 +38,15 @@ inline void foldWindow(const PoolNhwcArgs &a, int64_t top, int64_t left, int64_t
         }
       }
     }
-    for (int64_t j = 0; j < n; ++j) y[c + j] = kScale ? acc[j] * scale : acc[j];
+    if constexpr (kScale) {
+      for (int64_t j = 0; j < n; ++j) y[c + j] = acc[j] * scale;
+    } else {
+      for (int64_t j = 0; j < n; ++j) y[c + j] = acc[j];
+    }
   }
 }
 
-template <class Op, bool kAverage>
+template <class T, class Op, bool kAverage>
 void poolRows(const PoolNhwcArgs &a) {
   const int64_t count = a.channelEnd - a.channelBegin;
   // count_include_pad counts the taps inside the padded input (never past the end pads, which a
@@ -66,14 +71,16 @@ void poolRows(const PoolNhwcArgs &a) {
         indicesInside(left, a.dilationWidth, a.kernelWidth, colLo, colHi, &cb, &ce);
         scale = 1.0f / float(countedRows * (ce - cb));
       }
-      float *y = a.y + (oh * a.outWidth + ow) * a.channels + a.channelBegin;
-      foldWindow<Op, kAverage>(a, top, left, khBegin, khEnd, kwBegin, kwEnd, scale, y, count);
+      T *y = static_cast<T *>(a.y) + (oh * a.outWidth + ow) * a.channels + a.channelBegin;
+      foldWindow<T, Op, kAverage>(a, top, left, khBegin, khEnd, kwBegin, kwEnd, scale, y, count);
     }
   }
 }
 
-void maxRows(const PoolNhwcArgs &a) { poolRows<MaxOp, /*kAverage=*/false>(a); }
-void averageRows(const PoolNhwcArgs &a) { poolRows<SumOp, /*kAverage=*/true>(a); }
+void maxRows(const PoolNhwcArgs &a) { poolRows<float, MaxOp, /*kAverage=*/false>(a); }
+void maxRowsU8(const PoolNhwcArgs &a) { poolRows<uint8_t, BytesMaxOp<uint8_t>, /*kAverage=*/false>(a); }
+void maxRowsS8(const PoolNhwcArgs &a) { poolRows<int8_t, BytesMaxOp<int8_t>, /*kAverage=*/false>(a); }
+void averageRows(const PoolNhwcArgs &a) { poolRows<float, SumOp, /*kAverage=*/true>(a); }
 
 void scaledChannelSums(const float *x, int64_t pixels, int64_t channels, int64_t channelBegin, int64_t channelEnd,
                        float scale, float *y) {
@@ -94,6 +101,7 @@ void scaledChannelSums(const float *x, int64_t pixels, int64_t channels, int64_t
 
 }  // namespace
 
-extern const PoolNhwcFunctions TESSEL_POOL_NHWC_FUNCTIONS = {&maxRows, &averageRows, &scaledChannelSums};
+extern const PoolNhwcFunctions TESSEL_POOL_NHWC_FUNCTIONS = {&maxRows, &maxRowsU8, &maxRowsS8, &averageRows,
+                                                             &scaledChannelSums};
 
 }  // namespace tessel::cpu

@@ -9,8 +9,8 @@ namespace tessel::cpu {
 
 /// Output rows [rowBegin, rowEnd) of one image of a windowed pool, channels [channelBegin, channelEnd).
 struct PoolNhwcArgs {
-  const float *x = nullptr;  // One image, [inHeight, inWidth, channels].
-  float *y = nullptr;        // One image, [outHeight, outWidth, channels].
+  const void *x = nullptr;  // One image, [inHeight, inWidth, channels], of f32 (u8 or s8 for the
+  void *y = nullptr;        // byte maxima); y one image, [outHeight, outWidth, channels].
   int64_t channels = 0, channelBegin = 0, channelEnd = 0;
   int64_t rowBegin = 0, rowEnd = 0;
   int64_t inHeight = 0, inWidth = 0, outHeight = 0, outWidth = 0;
@@ -24,6 +24,8 @@ struct PoolNhwcArgs {
 /// pixels of x[p * channels + c] for c in [channelBegin, channelEnd).
 struct PoolNhwcFunctions {
   void (*maxRows)(const PoolNhwcArgs &args);
+  void (*maxRowsU8)(const PoolNhwcArgs &args);  // Quantized activations: their maximum is that of
+  void (*maxRowsS8)(const PoolNhwcArgs &args);  // the dequantized values.
   void (*averageRows)(const PoolNhwcArgs &args);
   void (*scaledChannelSums)(const float *x, int64_t pixels, int64_t channels, int64_t channelBegin, int64_t channelEnd,
                             float scale, float *y);

@@ -1,7 +1,7 @@
 // cpu lowering of MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool to the pooling kernels
 // (kernels/pool.h). The window geometry (kernel, strides, dilations, pads, auto_pad, ceil_mode)
 // comes from the reference kernels' reader, so both targets agree on output sizes. Covered: f32,
-// 1-D and 2-D windows, any rank for the global pools; MaxPool's Indices output (and with it
+// 1-D and 2-D windows, any rank for the global pools, and channels-last MaxPool of u8 or s8; MaxPool's Indices output (and with it
 // storage_order), LpPool and 3-D windows run the reference kernel.
 //
 // The tessel-domain MaxPool, AveragePool and GlobalAveragePool (the layout pass's pools) carry
@@ -24,6 +24,24 @@ enum class PoolKind { Max, Average };
 
 /// Where X's and Y's dims sit: [N, C, spatial...], or [N, H, W, C] when channels-last.
 enum class PoolLayout { ChannelsFirst, ChannelsLast };
+
+/// MaxPool of u8 or s8 channels-last values (quantized activations, after fuse-qdq).
+class BytesMaxPoolStep final : public Step {
+ public:
+  BytesMaxPoolStep(const Pool2dShape &shape, bool isSigned) : shape_(shape), isSigned_(isSigned) {}
+
+  Status run(const StepIo &io) const override {
+    maxPool2dNhwcBytes(shape_, io.inputs[0], isSigned_, io.outputs[0], io.pool);
+    return Status::success();
+  }
+  std::string kernelName() const override {
+    return std::string(isSigned_ ? "max_pool2d_nhwc_s8 " : "max_pool2d_nhwc_u8 ") + poolNhwcKernelName();
+  }
+
+ private:
+  Pool2dShape shape_;
+  bool isSigned_;
+};
 
 class WindowPoolStep final : public Step {
  public:
@@ -130,9 +148,20 @@ std::optional<PoolLayout> tesselPoolLayout(const LowerContext &ctx) {
   return PoolLayout::ChannelsLast;
 }
 
+/// A channels-last MaxPool of u8 or s8 values: the type, or nullopt for any other pool.
+std::optional<DType> bytesMaxPoolType(const LowerContext &ctx, PoolKind kind, PoolLayout layout) {
+  if (kind != PoolKind::Max || layout != PoolLayout::ChannelsLast || ctx.numInputs() < 1 || !ctx.hasInput(0)) {
+    return std::nullopt;
+  }
+  const DType dtype = ctx.inputDType(0);
+  if ((dtype != DType::UInt8 && dtype != DType::Int8) || ctx.outputDType(0) != dtype) return std::nullopt;
+  return dtype;
+}
+
 Expected<std::unique_ptr<Step>> lowerWindowPool(LowerContext &ctx, PoolKind kind, PoolLayout layout) {
   const std::string &op = ctx.node().opType();
-  if (!isFloat32Node(ctx)) return std::unique_ptr<Step>();
+  const std::optional<DType> bytes = bytesMaxPoolType(ctx, kind, layout);
+  if (!isFloat32Node(ctx) && !bytes) return std::unique_ptr<Step>();
   // The Indices output (and storage_order, which only shapes it) is left to the reference kernel.
   if (ctx.node().outputs().size() > 1 && ctx.node().output(1) != nullptr) return std::unique_ptr<Step>();
   const bool channelsLast = layout == PoolLayout::ChannelsLast;
@@ -179,6 +208,7 @@ Expected<std::unique_ptr<Step>> lowerWindowPool(LowerContext &ctx, PoolKind kind
     s.padTop = g.padBegin[0];
     s.padBottom = g.padEnd[0];
   }
+  if (bytes) return std::unique_ptr<Step>(std::make_unique<BytesMaxPoolStep>(s, *bytes == DType::Int8));
   const bool countIncludePad = ctx.node().attrInt("count_include_pad", 0) != 0;
   return std::unique_ptr<Step>(std::make_unique<WindowPoolStep>(kind, layout, s, countIncludePad));
 }

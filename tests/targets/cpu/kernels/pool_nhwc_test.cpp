@@ -2,7 +2,8 @@
 // the NCHW kernels on transposed data: MaxPool and AveragePool (with and without
 // count_include_pad) at channel counts 1, 3, 17, 33, 64 and 144 (below, at and above a chunk of
 // channels), odd sizes, asymmetric pads, strides 1 to 3, dilation 2, ceil-mode windows that reach
-// past the end pad, batch 2; the global average pool at planes below and above a vector. One
+// past the end pad, batch 2; MaxPool of u8 and s8 bytes too; the global average pool at planes
+// below and above a vector. One
 // thread, two and three (whose ranges do not line up with images or channel chunks), every ISA
 // variant the host can run.
 #include <gtest/gtest.h>
@@ -153,6 +154,33 @@ TEST(PoolNhwc, WindowedPoolsMatchReference) {
       checkWindowed(*variant, kind, nullptr);
       checkWindowed(*variant, kind, &twoThreads);
       checkWindowed(*variant, kind, &threeThreads);
+    }
+  }
+}
+
+TEST(PoolNhwc, BytesMaxPoolMatchesReference) {
+  // Quantized activations (u8 and s8) pooled as bytes: exact, every case, variant and thread count.
+  ThreadPool threeThreads(3);
+  for (const PoolNhwcVariant *variant : runnableVariants()) {
+    for (bool isSigned : {false, true}) {
+      for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &threeThreads}) {
+        for (const PoolCase &c : cases()) {
+          const Pool2dShape &s = c.shape;
+          SCOPED_TRACE(::testing::Message() << c.name << " " << variant->name << (isSigned ? " s8" : " u8"));
+          const auto noise = randomFloats(s.batch * s.channels * s.inHeight * s.inWidth, uint32_t(s.channels));
+          std::vector<uint8_t> x(noise.size());
+          std::vector<float> values(noise.size());
+          for (size_t i = 0; i < x.size(); ++i) {
+            x[i] = uint8_t(int(std::lround(noise[i] * 127.0f)) + (isSigned ? 0 : 128));
+            values[i] = isSigned ? float(int8_t(x[i])) : float(x[i]);
+          }
+          std::vector<uint8_t> y(size_t(s.batch * s.channels * s.outHeight * s.outWidth), 0x5a);
+          maxPool2dNhwcBytesWith(*variant, s, x.data(), isSigned, y.data(), pool);
+          std::vector<float> got(y.size());
+          for (size_t i = 0; i < y.size(); ++i) got[i] = isSigned ? float(int8_t(y[i])) : float(y[i]);
+          checkClose(got, referencePool(s, Kind::Max, values), 0.0);
+        }
+      }
     }
   }
 }

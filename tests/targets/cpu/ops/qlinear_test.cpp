@@ -305,5 +305,39 @@ TEST(CpuQdqModel, ResidualBlockStaysChannelsLast) {
   EXPECT_TRUE(ran(kernels, "nhwc")) << fmt::format("{}", fmt::join(kernels, "; "));
 }
 
+TEST(CpuQdqModel, MaxPoolOfQuantizedValuesStaysChannelsLast) {
+  // Conv -> Q -> DQ -> MaxPool -> Q of the same scale and zero point: the pool runs on the
+  // channels-last bytes (u8 and s8), with no DequantizeLinear, QuantizeLinear or Transpose between
+  // the two; of another scale it stays a float MaxPool.
+  for (const char *type : {"u8", "i8"}) {
+    for (const char *poolScale : {"0.01", "0.02"}) {
+      const bool u8 = std::string(type) == "u8", same = std::string(poolScale) == "0.01";
+      std::string body = constant("xs", "f32", {}, "0.008") + constant("xz", "u8", {}, "128") +
+                         constant("w", "i8", {16, 3, 3, 3}, fmt::format("{}", fmt::join(sequence(432, 8, -127, 127), ", "))) +
+                         constant("ws", "f32", {}, "0.0025") + constant("wz", "i8", {}, "0") +
+                         constant("cs", "f32", {}, "0.01") + constant("cz", type, {}, u8 ? "100" : "-20") +
+                         constant("ps", "f32", {}, poolScale) +
+                         "  %xq = QuantizeLinear(%x, %xs, %xz)\n"
+                         "  %xd = DequantizeLinear(%xq, %xs, %xz)\n"
+                         "  %wd = DequantizeLinear(%w, %ws, %wz)\n"
+                         "  %c = Conv(%xd, %wd) {pads = [1, 1, 1, 1]}\n"
+                         "  %cq = QuantizeLinear(%c, %cs, %cz)\n"
+                         "  %cd = DequantizeLinear(%cq, %cs, %cz)\n"
+                         "  %p = MaxPool(%cd) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]}\n"
+                         "  %y = QuantizeLinear(%p, %ps, %cz)\n"
+                         "  return %y\n";
+      const auto kernels = check(model("%x: f32[1,3,15,13]", "%y: ?", body), 1.0, /*optLevel=*/3);
+      const std::string bytesPool = u8 ? "max_pool2d_nhwc_u8" : "max_pool2d_nhwc_s8";
+      EXPECT_EQ(ran(kernels, bytesPool), same) << fmt::format("{}", fmt::join(kernels, "; "));
+      if (same) {
+        EXPECT_FALSE(ran(kernels, "DequantizeLinear")) << fmt::format("{}", fmt::join(kernels, "; "));
+        int transposes = 0;
+        for (const std::string &k : kernels) transposes += k.rfind("Transpose", 0) == 0;
+        EXPECT_EQ(transposes, 2) << fmt::format("{}", fmt::join(kernels, "; "));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessel::cpu
