@@ -23,10 +23,11 @@ struct GemmGrid {
 };
 
 /// The grid of at most `threads` tasks with the least cost: the largest task's multiply-adds, plus
-/// `packCostPerValue` for each value of B it packs (0 when B is packed once, ahead of the call),
-/// plus kGemmTaskCost per extra task.
+/// `packCostPerValue` for each value of B it packs or reads (0 when B is packed once, ahead of the
+/// call, and its reads are cheap next to the products), plus `aCostPerValue` for each value of A it
+/// reads, plus kGemmTaskCost per extra task.
 inline GemmGrid chooseGemmGrid(int64_t mr, int64_t nr, const GemmShape &shape, int threads,
-                               int64_t packCostPerValue) {
+                               int64_t packCostPerValue, int64_t aCostPerValue = 0) {
   auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   const int64_t rowTiles = ceilDiv(shape.m, mr), colTiles = ceilDiv(shape.n, nr);
   GemmGrid best{rowTiles * mr, colTiles * nr, 1, 1};
@@ -36,7 +37,7 @@ inline GemmGrid chooseGemmGrid(int64_t mr, int64_t nr, const GemmShape &shape, i
       const int64_t rows = ceilDiv(rowTiles, tm) * mr, cols = ceilDiv(colTiles, tn) * nr;
       const GemmGrid grid{rows, cols, ceilDiv(shape.m, rows), ceilDiv(shape.n, cols)};
       const int64_t cost =
-          (rows + packCostPerValue) * cols * shape.k + kGemmTaskCost * (grid.tasks() - 1);
+          (rows + packCostPerValue) * cols * shape.k + aCostPerValue * rows * shape.k + kGemmTaskCost * (grid.tasks() - 1);
       if (cost < bestCost) {
         bestCost = cost;
         best = grid;
