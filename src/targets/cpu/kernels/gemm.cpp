@@ -90,6 +90,10 @@ struct TaskBuffers {
   uint32_t *aPairs = nullptr;
   const uint32_t **aPairRows = nullptr;
   int64_t pairStride = 0;
+  // bf16 with A read in place over several column blocks: all of the task's A rows as pairs, over
+  // the whole K (null otherwise), converted once instead of once per column block.
+  uint32_t *aAllPairs = nullptr;
+  int64_t allPairStride = 0;
 };
 
 size_t rowPointerBytes(const GemmKernel &kernel, const Blocking &blocking) {
@@ -101,11 +105,25 @@ int64_t pairStride(const GemmKernel &kernel, const Blocking &blocking) {
   return roundUp(kSteps(kernel, blocking.kc), kAlignBytes / int64_t(sizeof(uint32_t)));
 }
 
+/// Whether a task converts all its A rows to bf16 pairs up front: a bf16 variant, A read in place,
+/// and more than one column block, each of which would convert (and read from memory) A again.
+bool convertsAllOfA(const GemmKernel &kernel, const GemmShape &part, const Blocking &blocking, GemmPacking packing) {
+  return kernel.kPack > 1 && !packing.a && blocking.nc < part.n;
+}
+
+/// Words per row of all of A as pairs: a whole number of cache lines.
+int64_t allPairStride(const GemmKernel &kernel, int64_t k) {
+  return roundUp(kSteps(kernel, std::max<int64_t>(k, 1)), kAlignBytes / int64_t(sizeof(uint32_t)));
+}
+
 size_t taskScratchBytes(const GemmKernel &kernel, const GemmShape &part, GemmPacking packing) {
   const Blocking blocking = chooseBlocking(kernel, part);
   size_t bytes = 0;
   if (!packing.a) bytes += rowPointerBytes(kernel, blocking);
   if (kernel.kPack > 1) bytes += rowPointerBytes(kernel, blocking) + alignedBytes(blocking.mc * pairStride(kernel, blocking));
+  if (convertsAllOfA(kernel, part, blocking, packing)) {
+    bytes += alignedBytes(part.m * allPairStride(kernel, part.k) * int64_t(sizeof(uint32_t)));
+  }
   // One block of rows packs B a panel at a time into the same place (see runTask).
   if (!packing.b) {
     bytes += alignedBytes(kSteps(kernel, blocking.kc) * (part.m <= blocking.mc ? kernel.nr : blocking.nc));
@@ -126,6 +144,11 @@ TaskBuffers carveTaskBuffers(const GemmKernel &kernel, const GemmShape &part, Ge
     buffers.pairStride = pairStride(kernel, blocking);
     buffers.aPairs = reinterpret_cast<uint32_t *>(base);
     base += alignedBytes(blocking.mc * buffers.pairStride);
+  }
+  if (convertsAllOfA(kernel, part, blocking, packing)) {
+    buffers.allPairStride = allPairStride(kernel, part.k);
+    buffers.aAllPairs = reinterpret_cast<uint32_t *>(base);
+    base += alignedBytes(part.m * buffers.allPairStride * int64_t(sizeof(uint32_t)));
   }
   if (!packing.b) buffers.b = reinterpret_cast<float *>(base);
   return buffers;
@@ -280,6 +303,17 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Blocking &b
   const int64_t nr = kernel.nr;
 
   MicrokernelArgs args;
+  // All of A's rows to pairs once (a block of rows at a time, through the row pointers).
+  const bool allPairs = buffers.aAllPairs != nullptr && aOp.raw != nullptr && aOp.indirect == nullptr &&
+                        aOp.packed == nullptr;
+  if (allPairs) {
+    for (int64_t ic = 0; ic < shape.m; ic += blocking.mc) {
+      const int64_t mc = std::min(blocking.mc, shape.m - ic);
+      for (int64_t i = 0; i < mc; ++i) buffers.aRows[i] = aOp.raw + (ic + i) * aOp.ld;
+      kernel.packPairs(buffers.aRows, mc, shape.k, buffers.aAllPairs + ic * buffers.allPairStride,
+                       buffers.allPairStride);
+    }
+  }
   for (int64_t jc = 0; jc < shape.n; jc += blocking.nc) {
     const int64_t nc = std::min(blocking.nc, shape.n - jc);
     const int64_t segment = aOp.indirect != nullptr ? aOp.indirect->segment : 0;
@@ -319,7 +353,13 @@ void runTask(const GemmKernel &kernel, const GemmShape &shape, const Blocking &b
           aBase = nullptr;
           aStride = 0;
         }
-        if (kernel.kPack > 1) {
+        if (allPairs) {
+          // Converted up front: the block's rows from the K block's first pair (pc is even).
+          for (int64_t i = 0; i < mc; ++i) {
+            buffers.aPairRows[i] = buffers.aAllPairs + (ic + i) * buffers.allPairStride + pc / kernel.kPack;
+          }
+          for (int64_t i = mc; i < roundUp(mc, mr); ++i) buffers.aPairRows[i] = buffers.aPairRows[mc - 1];
+        } else if (kernel.kPack > 1) {
           // Once per block: every B panel of the block multiplies the same converted rows.
           kernel.packPairs(buffers.aRows, mc, kc, buffers.aPairs, buffers.pairStride);
           for (int64_t i = 0; i < mc; ++i) buffers.aPairRows[i] = buffers.aPairs + i * buffers.pairStride;

@@ -300,6 +300,9 @@ TEST_P(GemmVariantTest, CrossesCacheBlocks) {
   checkShape(kernel(), {600, 40, 1100}, EpilogueMode::BiasRelu);
   checkShape(kernel(), {3, 4200, 300}, EpilogueMode::AccumulateBiasRelu);
   checkShape(kernel(), {700, 70, 600}, EpilogueMode::RowBiasResidualClip);
+  // Every kind of block at once: a bf16 variant then converts all of A to pairs up front and reads
+  // each K block of them from there.
+  checkShape(kernel(), {200, 700, 2100}, EpilogueMode::BiasRelu);
 }
 
 // The split over a pool's threads gives the same bits as one thread (every task sums K in the
