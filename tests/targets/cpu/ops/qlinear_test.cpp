@@ -180,6 +180,12 @@ TEST(CpuQLinearConv, WithinOneStepOfTheReference) {
       // spanning both images).
       {{{2, 16, 9, 7}, {16, 1, 3, 3}, "group = 16, pads = [1, 1, 1, 1]", "i8", "i8", "u8"},
        "qlinear_conv_as_f32 f32_depthwise"},
+      // Rows of 13 pixels: interior runs of four pixels summed together, the edge pixels and
+      // the rest of 8 channels one by one (stride 1 and 2).
+      {{{1, 40, 7, 13}, {40, 1, 3, 3}, "group = 40, pads = [1, 1, 1, 1]", "u8", "i8", "u8"},
+       "qlinear_conv_as_f32 f32_depthwise"},
+      {{{1, 32, 9, 19}, {32, 1, 3, 3}, "group = 32, pads = [1, 1, 1, 1], strides = [2, 2]", "i8", "i8", "i8"},
+       "qlinear_conv_as_f32 f32_depthwise"},
       // Two whole blocks of 16 channels and a rest of 8 in the int8 kernel, dilated, stride 2.
       {{{1, 40, 11, 9}, {40, 1, 3, 3}, "group = 40, pads = [2, 2, 2, 2], strides = [2, 2], dilations = [2, 2]"},
        "qlinear_conv_as_f32 f32_depthwise"},
