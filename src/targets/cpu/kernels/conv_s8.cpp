@@ -79,41 +79,71 @@ inline void copyFew(uint8_t *dst, const uint8_t *src, int64_t n) {
   }
 }
 
-/// Patch rows of output pixels [p0, p0 + rows) gathered straight into the GEMM's packed A, taps
-/// outside the image filled with the zero point.
-void gatherPatches(const ConvS8Plan &p, const PatchSource &x, int64_t p0, int64_t rows, bool xSigned, int32_t xZero,
-                   bool sums, const PackedS8A &packed, ThreadPool *pool) {
+/// Patch rows [begin, end) of a chunk of output pixels from p0, gathered straight into the GEMM's
+/// packed A, taps outside the image filled with the zero point.
+void gatherPatchRows(const ConvS8Plan &p, const PatchSource &x, int64_t p0, int64_t begin, int64_t end, bool xSigned,
+                     int32_t xZero, bool sums, const PackedS8A &packed) {
   const Conv2dShape &s = p.shape;
   const int64_t c = s.inChannels, k = p.k(), rowBytes = packedS8ARowBytes(k), tapRow = s.kernelWidth * c;
-  parallelRanges(pool, rows, std::max<int64_t>(1, kGrainBytes / k), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t oh = (p0 + r) / s.outWidth, ow = (p0 + r) % s.outWidth;
-      const int64_t ih0 = oh * s.strideHeight - x.padTop, iw0 = ow * s.strideWidth - x.padLeft;
-      const bool rowInside = s.dilationWidth == 1 && iw0 >= 0 && iw0 + s.kernelWidth <= x.width;
-      uint8_t *dst = reinterpret_cast<uint8_t *>(const_cast<uint32_t *>(packed.rows)) + r * rowBytes;
-      for (int64_t kh = 0; kh < s.kernelHeight; ++kh, dst += tapRow) {
-        const int64_t ih = ih0 + kh * s.dilationHeight;
-        if (ih < 0 || ih >= x.height) {
-          std::memset(dst, x.fill, size_t(tapRow));
-          continue;
-        }
-        const uint8_t *row = x.image + ih * x.width * c;
-        if (rowInside) {  // The row's taps are adjacent pixels inside the image: one copy.
-          copyFew(dst, row + iw0 * c, tapRow);
-          continue;
-        }
-        for (int64_t kw = 0; kw < s.kernelWidth; ++kw) {
-          const int64_t iw = iw0 + kw * s.dilationWidth;
-          if (iw < 0 || iw >= x.width) {
-            std::memset(dst + kw * c, x.fill, size_t(c));
-          } else {
-            copyFew(dst + kw * c, row + iw * c, c);
-          }
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t oh = (p0 + r) / s.outWidth, ow = (p0 + r) % s.outWidth;
+    const int64_t ih0 = oh * s.strideHeight - x.padTop, iw0 = ow * s.strideWidth - x.padLeft;
+    const bool rowInside = s.dilationWidth == 1 && iw0 >= 0 && iw0 + s.kernelWidth <= x.width;
+    uint8_t *dst = reinterpret_cast<uint8_t *>(const_cast<uint32_t *>(packed.rows)) + r * rowBytes;
+    for (int64_t kh = 0; kh < s.kernelHeight; ++kh, dst += tapRow) {
+      const int64_t ih = ih0 + kh * s.dilationHeight;
+      if (ih < 0 || ih >= x.height) {
+        std::memset(dst, x.fill, size_t(tapRow));
+        continue;
+      }
+      const uint8_t *row = x.image + ih * x.width * c;
+      if (rowInside) {  // The row's taps are adjacent pixels inside the image: one copy.
+        copyFew(dst, row + iw0 * c, tapRow);
+        continue;
+      }
+      for (int64_t kw = 0; kw < s.kernelWidth; ++kw) {
+        const int64_t iw = iw0 + kw * s.dilationWidth;
+        if (iw < 0 || iw >= x.width) {
+          std::memset(dst + kw * c, x.fill, size_t(c));
+        } else {
+          copyFew(dst + kw * c, row + iw * c, c);
         }
       }
-      finishPackedS8ARow(*p.kernel, k, xSigned, xZero, sums, packed, r);
     }
+    finishPackedS8ARow(*p.kernel, k, xSigned, xZero, sums, packed, r);
+  }
+}
+
+/// The product of a chunk of patch rows: where the GEMM splits its rows over the threads, each
+/// task gathers the rows it multiplies and multiplies them (one hand-off, the rows in the cache of
+/// the core that reads them); otherwise all rows are gathered, then multiplied.
+void patchProduct(const ConvS8Plan &p, const PatchSource &x, int64_t p0, const GemmShape &shape, bool xSigned,
+                  int32_t xZero, bool sums, const PackedS8A &packed, const PackedS8BView &b, int32_t *result,
+                  const S8GemmBytes *bytes, ThreadPool *pool) {
+  const int64_t n = shape.n;
+  const GemmGrid grid = s8GemmGrid(*p.kernel, shape, pool != nullptr ? pool->size() : 1);
+  if (grid.taskCols == 1 && grid.tasks() > 1 && pool != nullptr) {
+    pool->parallelFor(grid.tasks(), [&](int64_t task) {
+      const int64_t r0 = task * grid.rowsPerTask, r1 = std::min(shape.m, r0 + grid.rowsPerTask);
+      if (r0 >= r1) return;
+      gatherPatchRows(p, x, p0, r0, r1, xSigned, xZero, sums, packed);
+      const PackedS8A rows{packed.rows + r0 * packed.strideWords, packed.strideWords, packed.rowTerm + r0,
+                           packed.zero + r0};
+      S8GemmBytes part;
+      if (bytes != nullptr) {
+        part = *bytes;
+        part.y += r0 * bytes->ldy;
+      }
+      // The int32 sums exist where they are kept (no requantization, or K summed in blocks).
+      int32_t *sums32 = bytes == nullptr || s8GemmSplitsK(*p.kernel, shape.k) ? result + r0 * n : result;
+      s8GemmPrepacked({r1 - r0, n, shape.k}, rows, b, sums32, n, bytes != nullptr ? &part : nullptr, nullptr);
+    });
+    return;
+  }
+  parallelRanges(pool, shape.m, std::max<int64_t>(1, kGrainBytes / p.k()), [&](int64_t begin, int64_t end) {
+    gatherPatchRows(p, x, p0, begin, end, xSigned, xZero, sums, packed);
   });
+  s8GemmPrepacked(shape, packed, b, result, n, bytes, pool);
 }
 
 }  // namespace
@@ -215,9 +245,8 @@ void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, 
         const S8GemmA operand{source.image + p0 * s.inChannels, s.inChannels, xSigned, &xZero, 1};
         s8GemmPacked(shape, operand, b, result, n, pool, {gemmScratch, s8GemmScratchBytes(shape)}, out);
       } else {
-        const PackedS8A packed = carvePackedS8A(shape, gemmScratch);
-        gatherPatches(plan, source, p0, rows, xSigned, xZero, sums, packed, pool);
-        s8GemmPrepacked(shape, packed, b, result, n, out, pool);
+        patchProduct(plan, source, p0, shape, xSigned, xZero, sums, carvePackedS8A(shape, gemmScratch), b, result, out,
+                     pool);
       }
       if (plan.channelsLast) continue;
       // The chunk's [rows, Cout] to columns [p0, p0 + rows) of each channel's plane, a block of

@@ -275,6 +275,10 @@ bool s8GemmSplitsK(const S8GemmKernel &kernel, int64_t k) {
   return k > 0 && chooseBlocking(kernel, GemmShape{1, kernel.nr, k}).kq < quadsOf(k);
 }
 
+GemmGrid s8GemmGrid(const S8GemmKernel &kernel, const GemmShape &shape, int threads) {
+  return chooseGemmGrid(kernel.mr, kernel.nr, shape, threads, kOperandByteCost, kOperandByteCost);
+}
+
 void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
                      const S8GemmBytes *bytes, ThreadPool *pool) {
   TESSEL_CHECK(b.kernel != nullptr && b.k == shape.k && b.n == shape.n, "packed B is {}x{}, s8 gemm wants {}x{}", b.k,
@@ -292,8 +296,7 @@ void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8B
   const int32_t *bZero = colSum + roundUp(shape.n, kernel.nr);
   const int64_t panelStrideBytes = quadsOf(shape.k) * kernel.nr * kWordBytes;
   TESSEL_CHECK(kernel.nr <= kMaxNr, "s8 gemm variant {} is wider than {} columns", kernel.name, kMaxNr);
-  const GemmGrid grid = chooseGemmGrid(kernel.mr, kernel.nr, shape, pool != nullptr ? pool->size() : 1,
-                                       kOperandByteCost, kOperandByteCost);
+  const GemmGrid grid = s8GemmGrid(kernel, shape, pool != nullptr ? pool->size() : 1);
   // Every row's corrections alike: B without zero points and one a' (the usual activations).
   const bool sharedZero = !std::any_of(bZero, bZero + shape.n, [](int32_t z) { return z != 0; }) &&
                           std::all_of(a.zero, a.zero + shape.m, [&](int32_t z) { return z == a.zero[0]; });

@@ -19,6 +19,7 @@
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/cpu_features.h"
 #include "targets/cpu/kernels/gemm.h"
+#include "targets/cpu/kernels/gemm_grid.h"
 #include "targets/cpu/kernels/gemm_s8_microkernel.h"
 
 namespace tessel::cpu {
@@ -124,6 +125,11 @@ bool s8GemmSplitsK(const S8GemmKernel &kernel, int64_t k);
 /// Requires shape.k == b.k <= kS8GemmMaxK, shape.n == b.n and ldc >= n.
 void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
                      const S8GemmBytes *bytes, ThreadPool *pool);
+
+/// How s8GemmPrepacked splits C over `threads` threads. A caller that gathers A's rows itself may
+/// gather, where the split is by rows only, each task's rows in that task (and call
+/// s8GemmPrepacked on them without a pool): one hand-off, the rows in the cache that reads them.
+GemmGrid s8GemmGrid(const S8GemmKernel &kernel, const GemmShape &shape, int threads);
 
 /// s8GemmPrepacked on A packed (threaded) into s8GemmScratchBytes of scratch. Requires lda >= k.
 void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
