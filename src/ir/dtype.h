@@ -51,6 +51,8 @@ bool isFloatingPoint(DType type);  // f16, bf16, f32, f64, fp8 formats.
 bool isSignedInteger(DType type);
 bool isUnsignedInteger(DType type);
 inline bool isInteger(DType type) { return isSignedInteger(type) || isUnsignedInteger(type); }
+/// u8 or s8: the types of quantized tensors (QuantizeLinear, QLinear*, *Integer).
+inline bool isQuantized8Bit(DType type) { return type == DType::UInt8 || type == DType::Int8; }
 
 /// C++ storage type for each dtype, and the inverse.
 template <DType D> struct StorageOf;

@@ -37,7 +37,7 @@ bool isRank4Quantized(const Value *value) {
   if (!value || !value->type().isTensor()) return false;
   const DType dtype = value->type().dtype();
   const Shape &shape = value->type().shape();
-  return (dtype == DType::UInt8 || dtype == DType::Int8) && shape.rankKnown() && shape.rank() == 4;
+  return isQuantized8Bit(dtype) && shape.rankKnown() && shape.rank() == 4;
 }
 
 /// `type` (a rank-4 tensor) with its dims reordered: dim i of the result is dim perm[i] of `type`.

@@ -20,8 +20,6 @@ namespace {
 
 using passes::constantValueOf;
 
-bool isQuantizedType(DType dtype) { return dtype == DType::UInt8 || dtype == DType::Int8; }
-
 /// A DequantizeLinear (or, for the output, QuantizeLinear) with constant parameters: its
 /// quantized side, scales and zero points (one each, or one per index of `axis`).
 struct QuantParams {
@@ -73,7 +71,7 @@ std::optional<QuantParams> dequantizeOf(const Model &model, Value *value, bool a
   Node *dq = passes::producerIs(value, "DequantizeLinear");
   if (!dq || !dq->input(0) || !value->type().isTensor() || !value->type().shape().rankKnown()) return std::nullopt;
   std::optional<QuantParams> p = readParams(model, dq, dq->input(0), value->type().shape().rank());
-  if (!p || !(isQuantizedType(p->dtype) || (allowInt32 && p->dtype == DType::Int32))) return std::nullopt;
+  if (!p || !(isQuantized8Bit(p->dtype) || (allowInt32 && p->dtype == DType::Int32))) return std::nullopt;
   return p;
 }
 
@@ -126,7 +124,7 @@ std::optional<OutputQuantization> outputQuantizationOf(const Model &model, Value
   std::optional<QuantParams> p = readParams(model, user, user->output(0), 0);
   if (!p) return std::nullopt;
   if (!p->zeroPoint) p->dtype = DType::UInt8;
-  if (!isQuantizedType(p->dtype) || p->scales.size() != 1) return std::nullopt;
+  if (!isQuantized8Bit(p->dtype) || p->scales.size() != 1) return std::nullopt;
   // Quantizing saturates at the type's bounds; an activation whose bounds quantize to those (or past
   // them) changes nothing: below its min both sides give the type's minimum, above its max the maximum.
   if (bounds) {

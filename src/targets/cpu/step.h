@@ -36,6 +36,9 @@ struct StepIo {
   ThreadPool *pool = nullptr;
 };
 
+/// Scratch is handed out in 64-byte (cache line) aligned pieces: `bytes` rounded up to whole lines.
+inline size_t alignScratchBytes(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
 class Step {
  public:
   virtual ~Step() = default;

@@ -27,9 +27,6 @@ namespace {
 
 std::string formatSizes(const std::vector<int64_t> &sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
 
-constexpr size_t kAlign = 64;
-size_t alignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
 /// Y = alpha * Y + beta * C with C broadcast by (rowStride, colStride); runs after the product
 /// for what the GEMM epilogue cannot express.
 struct PostPass {
@@ -69,10 +66,10 @@ class MatMulStep final : public Step {
   MatMulStep(MatMulPlan plan, std::string op) : plan_(std::move(plan)), op_(std::move(op)) {
     const GemmShape shape{plan_.m, plan_.n, plan_.k};
     const GemmPacking packing{plan_.packedA != nullptr, plan_.packedB != nullptr};
-    transposeABytes_ = plan_.transposeA ? alignUp(size_t(plan_.m * plan_.k) * sizeof(float)) : 0;
-    transposeBBytes_ = plan_.transposeB ? alignUp(size_t(plan_.k * plan_.n) * sizeof(float)) : 0;
-    slotBytes_ = plan_.batchParallel ? alignUp(sgemmScratchBytes(*plan_.kernel, shape, 1, packing))
-                                     : alignUp(sgemmScratchBytes(*plan_.kernel, shape, plan_.threads, packing));
+    transposeABytes_ = plan_.transposeA ? alignScratchBytes(size_t(plan_.m * plan_.k) * sizeof(float)) : 0;
+    transposeBBytes_ = plan_.transposeB ? alignScratchBytes(size_t(plan_.k * plan_.n) * sizeof(float)) : 0;
+    const int slotThreads = plan_.batchParallel ? 1 : plan_.threads;
+    slotBytes_ = alignScratchBytes(sgemmScratchBytes(*plan_.kernel, shape, slotThreads, packing));
   }
 
   Status run(const StepIo &io) const override {
@@ -239,7 +236,7 @@ Expected<const float *> packConstantB(LowerContext &ctx, MatMulPlan &plan, const
 Expected<const float *> storeConstant(LowerContext &ctx, std::string_view key, int64_t floats,
                                       const std::function<void(float *)> &fill) {
   TESSEL_ASSIGN_OR_RETURN(const std::byte *stored,
-                          ctx.packed(key, alignUp(size_t(floats) * sizeof(float)),
+                          ctx.packed(key, alignScratchBytes(size_t(floats) * sizeof(float)),
                                      [&](std::byte *dst) { fill(reinterpret_cast<float *>(dst)); }));
   return reinterpret_cast<const float *>(stored);
 }

@@ -39,9 +39,6 @@
 namespace tessel::cpu {
 namespace {
 
-constexpr size_t kAlign = 64;
-size_t alignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
 // Both ops number their inputs alike: x (QLinearMatMul's a), its scale and zero point, w (b), its
 // scale and zero point, y's scale and zero point, and QLinearConv's bias.
 constexpr size_t kX = 0, kXScale = 1, kXZero = 2, kW = 3, kWScale = 4, kWZero = 5, kYScale = 6, kYZero = 7, kBias = 8;
@@ -51,8 +48,6 @@ constexpr int64_t kRequantizeGrain = 16384;
 // Elements one call of a requantization loop covers at least, rows of few channels together: its
 // vector body takes 64 at a time.
 constexpr int64_t kRequantizeSpan = 256;
-
-bool isQuantizedType(DType dtype) { return dtype == DType::UInt8 || dtype == DType::Int8; }
 
 /// The constant scales and zero points of a QLinear op, and how each output j is requantized.
 struct QLinearParams {
@@ -92,7 +87,7 @@ std::optional<QLinearParams> readQLinearParams(const LowerContext &ctx, int64_t 
     if (!ctx.hasInput(i)) return std::nullopt;
   }
   const DType xType = ctx.inputDType(kX), wType = ctx.inputDType(kW), yType = ctx.outputDType(0);
-  if (!isQuantizedType(xType) || !isQuantizedType(wType) || !isQuantizedType(yType)) return std::nullopt;
+  if (!isQuantized8Bit(xType) || !isQuantized8Bit(wType) || !isQuantized8Bit(yType)) return std::nullopt;
   const auto xScale = readScales(ctx, kXScale, 1), yScale = readScales(ctx, kYScale, 1);
   const auto wScale = readScales(ctx, kWScale, outputs);
   const auto xZero = readZeroPoints(ctx, kXZero, xType, 1), yZero = readZeroPoints(ctx, kYZero, yType, 1);
@@ -156,8 +151,8 @@ class QLinearConvStep final : public Step {
     }
     // The int8 kernels requantize as they go; the f32 kernels need the whole sums and a float X.
     const bool int8 = product_ == ConvProduct::S8Gemm || product_ == ConvProduct::S8DepthwiseNhwc;
-    accBytes_ = int8 ? 0 : alignUp(size_t(outputCount()) * sizeof(int32_t));
-    centredBytes_ = int8 ? 0 : alignUp(size_t(inputCount()) * sizeof(float));
+    accBytes_ = int8 ? 0 : alignScratchBytes(size_t(outputCount()) * sizeof(int32_t));
+    centredBytes_ = int8 ? 0 : alignScratchBytes(size_t(inputCount()) * sizeof(float));
   }
 
   Status run(const StepIo &io) const override {
@@ -289,9 +284,9 @@ class QLinearMatMulStep final : public Step {
     zeroBias_.assign(size_t(shape_.n), 0);
     // The int8 GEMM keeps int32 sums only for a K it sums in blocks (or an empty K).
     const bool sums = s8_ == nullptr || shape_.k == 0 || s8GemmSplitsK(*s8_, shape_.k);
-    accBytes_ = sums ? alignUp(size_t(shape_.m * shape_.n) * sizeof(int32_t)) : 0;
+    accBytes_ = sums ? alignScratchBytes(size_t(shape_.m * shape_.n) * sizeof(int32_t)) : 0;
     if (s8_ == nullptr) {
-      centredBytes_ = alignUp(size_t(shape_.m * shape_.k) * sizeof(float));
+      centredBytes_ = alignScratchBytes(size_t(shape_.m * shape_.k) * sizeof(float));
       gemmBytes_ = sgemmScratchBytes(*f32_, shape_, threads, {.a = false, .b = true});
     } else {
       gemmBytes_ = s8GemmScratchBytes(shape_);
@@ -381,7 +376,7 @@ Expected<std::unique_ptr<Step>> lowerQLinearAdd(LowerContext &ctx) {
     if (!ctx.hasInput(i)) return std::unique_ptr<Step>();
   }
   const DType type = ctx.inputDType(0);
-  if (!isQuantizedType(type) || ctx.inputDType(3) != type || ctx.outputDType(0) != type ||
+  if (!isQuantized8Bit(type) || ctx.inputDType(3) != type || ctx.outputDType(0) != type ||
       ctx.inputSizes(0) != ctx.inputSizes(3)) {
     return std::unique_ptr<Step>();
   }
@@ -438,15 +433,15 @@ Expected<std::unique_ptr<Step>> lowerQLinearConv(LowerContext &ctx) {
   if (channelsLast && runsDepthwiseConvS8(shape)) {
     const std::vector<int16_t> packed16 = packDepthwiseS8Weights(shape, w->rawData(), params->wSigned, params->wZero);
     const size_t bytes = packed16.size() * sizeof(int16_t);
-    TESSEL_ASSIGN_OR_RETURN(const std::byte *packed, ctx.packed("depthwise_weights_s16", alignUp(bytes), [&](std::byte *dst) {
-                              std::memcpy(dst, packed16.data(), bytes);
-                            }));
+    TESSEL_ASSIGN_OR_RETURN(const std::byte *packed,
+                            ctx.packed("depthwise_weights_s16", alignScratchBytes(bytes),
+                                       [&](std::byte *dst) { std::memcpy(dst, packed16.data(), bytes); }));
     return step(ConvProduct::S8DepthwiseNhwc, plans, packed);
   }
 
   const std::vector<float> centred = centredWeights(*w, params->wZero, shape.columnRows());
   auto store = [&](std::string_view key, size_t bytes, const std::function<void(float *)> &pack) {
-    return ctx.packed(key, alignUp(bytes), [&](std::byte *dst) { pack(reinterpret_cast<float *>(dst)); });
+    return ctx.packed(key, alignScratchBytes(bytes), [&](std::byte *dst) { pack(reinterpret_cast<float *>(dst)); });
   };
   if (channelsLast) {
     if (!runsConvNhwc(shape)) return std::unique_ptr<Step>();

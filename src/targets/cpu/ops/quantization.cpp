@@ -48,9 +48,6 @@
 namespace tessel::cpu {
 namespace {
 
-constexpr size_t kAlign = 64;
-size_t alignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
 // Below this every integer is a float32 and so is the sum of two of them.
 constexpr double kExactFloatSums = 16777216.0;  // 2^24
 
@@ -59,8 +56,6 @@ std::string formatSizes(const std::vector<int64_t> &sizes) { return fmt::format(
 int64_t product(const std::vector<int64_t> &sizes) {
   return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
 }
-
-bool isQuantizedType(DType dtype) { return dtype == DType::UInt8 || dtype == DType::Int8; }
 
 /// The largest |v - zeroPoint| over the values v of `dtype` (u8 or i8) and the zero points of a
 /// constant tensor (one value or several), or for any zero point of that type when it is fed.
@@ -188,8 +183,8 @@ class ConvIntegerStep final : public Step {
                   const ActivationZeroPoint &xZero)
       : shape_(shape), depthwise_(plan == nullptr), high_(high), low_(low), shift_(shift), xZero_(xZero) {
     if (plan != nullptr) plan_ = *plan;
-    centredBytes_ = alignUp(size_t(inputCount()) * sizeof(float));
-    lowSumsBytes_ = low_ != nullptr ? alignUp(size_t(outputCount()) * sizeof(float)) : 0;
+    centredBytes_ = alignScratchBytes(size_t(inputCount()) * sizeof(float));
+    lowSumsBytes_ = low_ != nullptr ? alignScratchBytes(size_t(outputCount()) * sizeof(float)) : 0;
   }
 
   Status run(const StepIo &io) const override {
@@ -279,7 +274,7 @@ Expected<std::unique_ptr<Step>> lowerConvInteger(LowerContext &ctx) {
   const Tensor *w = ctx.constantInput(kConvW);
   const size_t rank = ctx.inputSizes(kConvX).size();
   // 3-D convolutions, fed weights and other types are left to the reference kernel.
-  if (!isQuantizedType(xType) || !isQuantizedType(wType) || ctx.outputDType(0) != DType::Int32 || w == nullptr ||
+  if (!isQuantized8Bit(xType) || !isQuantized8Bit(wType) || ctx.outputDType(0) != DType::Int32 || w == nullptr ||
       rank < 3 || rank > 4) {
     return std::unique_ptr<Step>();
   }
@@ -311,7 +306,7 @@ Expected<std::unique_ptr<Step>> lowerConvInteger(LowerContext &ctx) {
     if (depthwise) {
       const size_t bytes = part.size() * sizeof(float);
       TESSEL_ASSIGN_OR_RETURN(const std::byte *stored,
-                              ctx.packed(fmt::format("depthwise_weights_{}", name), alignUp(bytes),
+                              ctx.packed(fmt::format("depthwise_weights_{}", name), alignScratchBytes(bytes),
                                          [&](std::byte *dst) { std::memcpy(dst, part.data(), bytes); }));
       return reinterpret_cast<const float *>(stored);
     }
@@ -350,8 +345,8 @@ class MatMulIntegerStep final : public Step {
         low_(low),
         shift_(shift),
         aZero_(aZero) {
-    centredBytes_ = alignUp(size_t(shape_.m * shape_.k) * sizeof(float));
-    lowSumsBytes_ = low != nullptr ? alignUp(size_t(shape_.m * shape_.n) * sizeof(float)) : 0;
+    centredBytes_ = alignScratchBytes(size_t(shape_.m * shape_.k) * sizeof(float));
+    lowSumsBytes_ = low != nullptr ? alignScratchBytes(size_t(shape_.m * shape_.n) * sizeof(float)) : 0;
     gemmBytes_ = sgemmScratchBytes(kernel, shape_, threads, {.a = false, .b = true});
   }
 
@@ -407,7 +402,7 @@ class MatMulIntegerStep final : public Step {
 class MatMulIntegerS8Step final : public Step {
  public:
   MatMulIntegerS8Step(const GemmShape &shape, const PackedS8BView &b, const ActivationZeroPoint &aZero)
-      : shape_(shape), b_(b), aZero_(aZero), zeroBytes_(alignUp(size_t(aZero.count) * sizeof(int32_t))) {}
+      : shape_(shape), b_(b), aZero_(aZero), zeroBytes_(alignScratchBytes(size_t(aZero.count) * sizeof(int32_t))) {}
 
   Status run(const StepIo &io) const override {
     auto *scratch = static_cast<std::byte *>(io.scratch);
@@ -455,7 +450,7 @@ Expected<std::unique_ptr<Step>> lowerMatMulInteger(LowerContext &ctx) {
   const Tensor *b = ctx.constantInput(kMatB);
   const std::vector<int64_t> aSizes = ctx.inputSizes(kMatA), bSizes = ctx.inputSizes(kMatB);
   // Fed or batched B, a 0-D A and other types are left to the reference kernel.
-  if (!isQuantizedType(aType) || !isQuantizedType(bType) || ctx.outputDType(0) != DType::Int32 || b == nullptr ||
+  if (!isQuantized8Bit(aType) || !isQuantized8Bit(bType) || ctx.outputDType(0) != DType::Int32 || b == nullptr ||
       bSizes.size() != 2 || aSizes.empty()) {
     return std::unique_ptr<Step>();
   }
@@ -576,7 +571,7 @@ struct LinearQuantization {
 std::optional<LinearQuantization> readLinearQuantization(const LowerContext &ctx, const std::vector<int64_t> &sizes,
                                                          DType quantized) {
   const Tensor *scale = ctx.constantInput(1);
-  if (scale == nullptr || scale->dtype() != DType::Float32 || !isQuantizedType(quantized)) return std::nullopt;
+  if (scale == nullptr || scale->dtype() != DType::Float32 || !isQuantized8Bit(quantized)) return std::nullopt;
   LinearQuantization q;
   q.isSigned = quantized == DType::Int8;
   q.inner = product(sizes);
