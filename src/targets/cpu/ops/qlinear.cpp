@@ -142,12 +142,15 @@ class QLinearConvStep final : public Step {
         weights_(weights),
         params_(std::move(params)),
         bias_(std::move(bias)) {
-    // Channels-last rows of few channels are requantized several at a time, on repeated parameters.
-    const int64_t channels = shape_.outChannels;
-    tiledRows_ = std::max<int64_t>(1, (kRequantizeSpan + channels - 1) / channels);
-    for (int64_t r = 0; r < tiledRows_; ++r) {
-      tiledBias_.insert(tiledBias_.end(), bias_.begin(), bias_.end());
-      tiledMultiplier_.insert(tiledMultiplier_.end(), params_.multiplier.begin(), params_.multiplier.end());
+    // The f32 channels-last product's rows of few channels are requantized several at a time, on
+    // repeated parameters (the int8 kernels requantize as they go).
+    if (channelsLast()) {
+      const int64_t channels = shape_.outChannels;
+      tiledRows_ = std::max<int64_t>(1, (kRequantizeSpan + channels - 1) / channels);
+      for (int64_t r = 0; r < tiledRows_; ++r) {
+        tiledBias_.insert(tiledBias_.end(), bias_.begin(), bias_.end());
+        tiledMultiplier_.insert(tiledMultiplier_.end(), params_.multiplier.begin(), params_.multiplier.end());
+      }
     }
     // The int8 kernels requantize as they go; the f32 kernels need the whole sums and a float X.
     const bool int8 = product_ == ConvProduct::S8Gemm || product_ == ConvProduct::S8DepthwiseNhwc;
