@@ -89,7 +89,7 @@ void gatherPatchRows(const ConvS8Plan &p, const PatchSource &x, int64_t p0, int6
     const int64_t oh = (p0 + r) / s.outWidth, ow = (p0 + r) % s.outWidth;
     const int64_t ih0 = oh * s.strideHeight - x.padTop, iw0 = ow * s.strideWidth - x.padLeft;
     const bool rowInside = s.dilationWidth == 1 && iw0 >= 0 && iw0 + s.kernelWidth <= x.width;
-    uint8_t *dst = reinterpret_cast<uint8_t *>(const_cast<uint32_t *>(packed.rows)) + r * rowBytes;
+    uint8_t *dst = reinterpret_cast<uint8_t *>(packed.rows) + r * rowBytes;
     for (int64_t kh = 0; kh < s.kernelHeight; ++kh, dst += tapRow) {
       const int64_t ih = ih0 + kh * s.dilationHeight;
       if (ih < 0 || ih >= x.height) {

@@ -80,6 +80,13 @@ Blocking chooseBlocking(const S8GemmKernel &kernel, const GemmShape &shape) {
   return blocking;
 }
 
+/// Whether a column of packed B has a zero point (b', stored after the column sums).
+bool hasZeroPoints(const PackedS8BView &b) {
+  const int64_t paddedN = roundUp(b.n, b.kernel->nr);
+  const auto *bZero = reinterpret_cast<const int32_t *>(b.data + panelBytes(*b.kernel, b.k, b.n)) + paddedN;
+  return std::any_of(bZero, bZero + b.n, [](int32_t z) { return z != 0; });
+}
+
 /// Packs rows [begin, end) of A as A' (u8, zero past K to whole cache lines) with their row terms
 /// and shifted zero points.
 void packARows(const S8GemmKernel &kernel, const GemmShape &shape, const S8GemmA &a, int64_t begin, int64_t end,
@@ -89,8 +96,7 @@ void packARows(const S8GemmKernel &kernel, const GemmShape &shape, const S8GemmA
   for (int64_t i = begin; i < end; ++i) {
     const uint8_t *src = static_cast<const uint8_t *>(a.data) + i * a.lda;
     // At most kS8GemmMaxK * 255 < 2^24.
-    const int32_t sum = kernel.packRow(src, k, a.isSigned,
-                                       reinterpret_cast<uint8_t *>(const_cast<uint32_t *>(packed.rows + i * packed.strideWords)));
+    const int32_t sum = kernel.packRow(src, k, a.isSigned, reinterpret_cast<uint8_t *>(packed.rows + i * packed.strideWords));
     const int32_t zero = (a.zeroPoints != nullptr ? a.zeroPoints[i % a.zeroPointCount] : 0) + shift;
     packed.zero[i] = zero;
     packed.rowTerm[i] = sum - int32_t(k) * zero;
@@ -107,7 +113,8 @@ bool readAInPlace(const GemmShape &shape, const S8GemmA &a, const PackedS8BView 
     return false;
   }
   *inPlace = packed;
-  inPlace->rows = static_cast<const uint32_t *>(a.data);
+  // Only ever read: the microkernels take A as const.
+  inPlace->rows = const_cast<uint32_t *>(static_cast<const uint32_t *>(a.data));
   inPlace->strideWords = a.lda / kS8GemmKPack;
   for (int64_t i = 0; i < shape.m; ++i) {
     inPlace->zero[i] = a.zeroPoints != nullptr ? a.zeroPoints[i % a.zeroPointCount] : 0;
@@ -239,7 +246,7 @@ int64_t packedS8ARowBytes(int64_t k) { return aStrideWords(k) * kWordBytes; }
 
 PackedS8A carvePackedS8A(const GemmShape &shape, std::byte *scratch) {
   PackedS8A packed;
-  packed.rows = reinterpret_cast<const uint32_t *>(scratch);
+  packed.rows = reinterpret_cast<uint32_t *>(scratch);
   packed.strideWords = aStrideWords(shape.k);
   scratch += alignedBytes(shape.m * aStrideWords(shape.k) * kWordBytes);
   packed.rowTerm = reinterpret_cast<int32_t *>(scratch);
@@ -248,12 +255,7 @@ PackedS8A carvePackedS8A(const GemmShape &shape, std::byte *scratch) {
   return packed;
 }
 
-bool s8GemmNeedsRowSums(bool aSigned, const PackedS8BView &b) {
-  if (aSigned) return true;
-  const int64_t paddedN = roundUp(b.n, b.kernel->nr);
-  const auto *bZero = reinterpret_cast<const int32_t *>(b.data + panelBytes(*b.kernel, b.k, b.n)) + paddedN;
-  return std::any_of(bZero, bZero + b.n, [](int32_t z) { return z != 0; });
-}
+bool s8GemmNeedsRowSums(bool aSigned, const PackedS8BView &b) { return aSigned || hasZeroPoints(b); }
 
 void finishPackedS8ARow(const S8GemmKernel &kernel, int64_t k, bool isSigned, int32_t zeroPoint, bool sums,
                         const PackedS8A &a, int64_t row) {
@@ -264,7 +266,7 @@ void finishPackedS8ARow(const S8GemmKernel &kernel, int64_t k, bool isSigned, in
     return;
   }
   // packRow reads each 64 bytes before it writes them, so it may pack a row onto itself.
-  auto *bytes = reinterpret_cast<uint8_t *>(const_cast<uint32_t *>(a.rows + row * a.strideWords));
+  auto *bytes = reinterpret_cast<uint8_t *>(a.rows + row * a.strideWords);
   const int32_t sum = kernel.packRow(bytes, k, isSigned, bytes);
   const int32_t zero = zeroPoint + (isSigned ? kSignShift : 0);
   a.zero[row] = zero;
@@ -298,7 +300,7 @@ void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8B
   TESSEL_CHECK(kernel.nr <= kMaxNr, "s8 gemm variant {} is wider than {} columns", kernel.name, kMaxNr);
   const GemmGrid grid = s8GemmGrid(kernel, shape, pool != nullptr ? pool->size() : 1);
   // Every row's corrections alike: B without zero points and one a' (the usual activations).
-  const bool sharedZero = !std::any_of(bZero, bZero + shape.n, [](int32_t z) { return z != 0; }) &&
+  const bool sharedZero = !hasZeroPoints(b) &&
                           std::all_of(a.zero, a.zero + shape.m, [&](int32_t z) { return z == a.zero[0]; });
   auto runOne = [&](int64_t task) {
     const int64_t row0 = (task / grid.taskCols) * grid.rowsPerTask;

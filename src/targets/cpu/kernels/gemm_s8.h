@@ -87,7 +87,7 @@ size_t s8GemmScratchBytes(const GemmShape &shape);
 /// nothing the product needs, A's own rows (s8GemmPacked decides). A caller that gathers A's rows
 /// itself (a convolution's patches) writes each row's k bytes in place and calls finishPackedS8ARow.
 struct PackedS8A {
-  const uint32_t *rows = nullptr;
+  uint32_t *rows = nullptr;
   int64_t strideWords = 0;
   int32_t *rowTerm = nullptr;
   int32_t *zero = nullptr;

@@ -1,8 +1,9 @@
 // cpu lowering of MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool to the pooling kernels
 // (kernels/pool.h). The window geometry (kernel, strides, dilations, pads, auto_pad, ceil_mode)
 // comes from the reference kernels' reader, so both targets agree on output sizes. Covered: f32,
-// 1-D and 2-D windows, any rank for the global pools, and channels-last MaxPool of u8 or s8; MaxPool's Indices output (and with it
-// storage_order), LpPool and 3-D windows run the reference kernel.
+// 1-D and 2-D windows, any rank for the global pools, and channels-last MaxPool of u8 or s8;
+// MaxPool's Indices output (and with it storage_order), LpPool and 3-D windows run the reference
+// kernel.
 //
 // The tessel-domain MaxPool, AveragePool and GlobalAveragePool (the layout pass's pools) carry
 // `channels_last`: with 1, X and Y are [N, H, W, C] (rank 4) and the channels-last kernels run;
@@ -154,7 +155,7 @@ std::optional<DType> bytesMaxPoolType(const LowerContext &ctx, PoolKind kind, Po
     return std::nullopt;
   }
   const DType dtype = ctx.inputDType(0);
-  if ((dtype != DType::UInt8 && dtype != DType::Int8) || ctx.outputDType(0) != dtype) return std::nullopt;
+  if (!isQuantized8Bit(dtype) || ctx.outputDType(0) != dtype) return std::nullopt;
   return dtype;
 }
 
