@@ -9,7 +9,8 @@
 //
 // The channels-last kernel (depthwiseConv2dNhwc, X [N, H, W, C]) vectorizes across channels, which
 // are contiguous: for each output row and vector of channels it keeps a fixed kernel's tap vectors
-// in registers and accumulates a block of output pixels at once (depthwise_conv_nhwc_impl.h). The
+// in registers and accumulates a block of output pixels at once (depthwise_conv_nhwc_rows.h, the
+// row loop the int8 kernel shares, with float elements in depthwise_conv_nhwc_impl.h). The
 // weights are packed once as [KH, KW, C padded to 16]. Threaded over (image, output row range,
 // channel range) so that even a 7x7 plane splits evenly.
 #pragma once

@@ -4,29 +4,22 @@
 
 #include <algorithm>
 
-#include "targets/cpu/kernels/cpu_features.h"
-#include "targets/cpu/kernels/depthwise_conv_s8_variants.h"
+#include "support/diagnostic.h"
 #include "targets/cpu/kernels/elementwise.h"
 
 namespace tessel::cpu {
 
 namespace {
 
-struct Variant {
-  const char *name;
-  Isa isa;
-  void (*rows)(const DepthwiseS8Args &);
-};
-
-constexpr Variant kVariants[] = {
+constexpr DepthwiseS8Variant kVariants[] = {
     {"s8_depthwise_conv2d_nhwc__avx512", Isa::Avx512 | Isa::Fma, depthwiseS8Rows__avx512},
     {"s8_depthwise_conv2d_nhwc__avx2", Isa::Avx2 | Isa::Fma, depthwiseS8Rows__avx2},
     {"s8_depthwise_conv2d_nhwc__generic", Isa::None, depthwiseS8Rows__generic},
 };
 
-const Variant &selected() {
-  static const Variant &variant = []() -> const Variant & {
-    for (const Variant &v : kVariants) {
+const DepthwiseS8Variant &selected() {
+  static const DepthwiseS8Variant &variant = []() -> const DepthwiseS8Variant & {
+    for (const DepthwiseS8Variant &v : kVariants) {
       if (hasAll(hostIsa(), v.isa)) return v;
     }
     return kVariants[std::size(kVariants) - 1];
@@ -40,7 +33,8 @@ constexpr int64_t kTaskElements = 16384;
 }  // namespace
 
 bool runsDepthwiseConvS8(const Conv2dShape &shape) {
-  return shape.group > 1 && shape.group == shape.inChannels && shape.group == shape.outChannels;
+  return shape.group > 1 && shape.group == shape.inChannels && shape.group == shape.outChannels &&
+         shape.kernelHeight * shape.kernelWidth <= kMaxExactTaps;
 }
 
 std::vector<int16_t> packDepthwiseS8Weights(const Conv2dShape &shape, const void *w, bool wSigned,
@@ -57,11 +51,12 @@ std::vector<int16_t> packDepthwiseS8Weights(const Conv2dShape &shape, const void
   return packed;
 }
 
-void depthwiseConvS8(const Conv2dShape &shape, const void *x, bool xSigned, int32_t xZero, const int16_t *weights,
-                     const DepthwiseS8Output &output, void *y, ThreadPool *pool) {
+void depthwiseConvS8With(const DepthwiseS8Variant &variant, const Conv2dShape &shape, const void *x, bool xSigned,
+                         int32_t xZero, const int16_t *weights, const DepthwiseS8Output &output, void *y,
+                         ThreadPool *pool) {
+  TESSEL_CHECK(hasAll(hostIsa(), variant.isa), "depthwise variant {} needs ISA this host lacks", variant.name);
   const int64_t c = shape.outChannels, rows = shape.batch * shape.outHeight;
   const int64_t rowElements = shape.outWidth * c;
-  const Variant &variant = selected();
   parallelRanges(pool, rows, std::max<int64_t>(1, kTaskElements / std::max<int64_t>(rowElements, 1)),
                  [&](int64_t begin, int64_t end) {
                    // A task's rows may span images: one call per image.
@@ -98,6 +93,13 @@ void depthwiseConvS8(const Conv2dShape &shape, const void *x, bool xSigned, int3
                  });
 }
 
+void depthwiseConvS8(const Conv2dShape &shape, const void *x, bool xSigned, int32_t xZero, const int16_t *weights,
+                     const DepthwiseS8Output &output, void *y, ThreadPool *pool) {
+  depthwiseConvS8With(selected(), shape, x, xSigned, xZero, weights, output, y, pool);
+}
+
 const char *depthwiseConvS8KernelName() { return selected().name; }
+
+std::span<const DepthwiseS8Variant> depthwiseConvS8Variants() { return kVariants; }
 
 }  // namespace tessel::cpu

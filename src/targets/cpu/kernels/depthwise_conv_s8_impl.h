@@ -1,101 +1,160 @@
-// The int8 channels-last depthwise loop, compiled per ISA by isa/<family>/depthwise_conv_s8.cpp
-// (which defines TESSEL_DEPTHWISE_S8_FN). Every loop runs over the channels, contiguous in x, the
-// weights and y, so it vectorizes on int32 lanes; the requantization is quantize_impl.h's.
-#pragma once
-
-#include <cstddef>
-#include <vector>
-
+// The int8 channels-last depthwise loop: depthwise_conv_nhwc_rows.h with 8-bit elements, compiled
+// per ISA by isa/<family>/depthwise_conv_s8.cpp, which defines TESSEL_DEPTHWISE_S8_FN (the exported
+// name) and the row loop's TESSEL_DEPTHWISE_NHWC_{LANES,PIXELS}.
+// The sums are float vectors and exact: every product (x - xZero) * w is an integer of magnitude at
+// most 255 * 255, so a sum over at most kMaxExactTaps taps stays below 2^24, where floats hold
+// every integer (and the fused multiply-adds round nothing). The requantization then takes the sum
+// back to int32 and is the reference's, bit for bit: float(sum + bias) * multiplier, clamped,
+// rounded half to even, plus the zero point.
 #include "targets/cpu/kernels/depthwise_conv_s8_variants.h"
-#include "targets/cpu/kernels/vector_math.h"
+
+#ifndef TESSEL_DEPTHWISE_S8_FN
+#error "define TESSEL_DEPTHWISE_S8_FN before including depthwise_conv_s8_impl.h"
+#endif
+
+#include "targets/cpu/kernels/depthwise_conv_nhwc_rows.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace tessel::cpu {
 namespace {
 
-/// round_half_to_even(v) for |v| <= 2^22 (as quantize_impl.h).
-inline float roundHalfEvenS8(float v) {
-  constexpr float kShift = 12582912.0f;  // 1.5 * 2^23.
-  return (v + kShift) - kShift;
-}
+static_assert(kMaxExactTaps * 255 * 255 < (1 << 24), "sums of this many taps must be exact in floats");
 
-// Channels per register block: 16 int32 sums are one zmm (two ymm), kept in registers over all
-// the taps of a pixel; the sums of the last, narrower block go through the same loops at a runtime
-// width.
-constexpr int64_t kChannelBlock = 16;
-
-/// One tap of an output pixel inside the image: where its input pixel and its weights start.
-struct DepthwiseTap {
-  int64_t input, weight;  // Element offsets into x and into the weights.
+typedef int32_t IntVec __attribute__((vector_size(kLanes * sizeof(int32_t))));
+typedef int16_t ShortVec __attribute__((vector_size(kLanes * sizeof(int16_t)), aligned(alignof(int16_t))));
+/// kLanes bytes of type T (uint8_t or int8_t) at any address. A member typedef: an alias template
+/// would drop the alignment attribute.
+template <class T>
+struct Bytes {
+  typedef T Vec __attribute__((vector_size(kLanes), aligned(1)));
 };
 
-/// The sums and output of `width` channels (kWidth when it is not 0) from `channel` on, over the
-/// pixel's taps inside the image.
-template <int64_t kWidth, class X, class Y>
-inline void depthwisePixel(const DepthwiseS8Args &a, const X *x, const DepthwiseTap *taps, int64_t tapCount,
-                           Y *__restrict out, int64_t channel, int64_t width, float lo, float hi) {
-  if constexpr (kWidth != 0) width = kWidth;
-  const int32_t xZero = a.xZero;
-  const int16_t *weights = a.weights + channel;
-  x += channel;
-  int32_t acc[kChannelBlock] = {};
-  for (int64_t t = 0; t < tapCount; ++t) {
-    const X *__restrict in = x + taps[t].input;
-    const int16_t *__restrict w = weights + taps[t].weight;
-    for (int64_t i = 0; i < width; ++i) acc[i] += (int32_t(in[i]) - xZero) * int32_t(w[i]);
-  }
-  // Locals, not reads through `a`: a store of 8-bit y may alias anything, which would reload them
-  // every channel and keep the loop scalar.
-  out += channel;
-  const int32_t *__restrict bias = a.bias + channel;
-  const float *__restrict multiplier = a.multiplier + channel;
-  // Clamped to the integers that land in [lo, hi] after adding yZero, then rounded: the same as
-  // rounding first (the bounds are integers), and small enough for roundHalfEvenS8.
-  const float yZero = a.yZero, below = lo - yZero, above = hi - yZero;
-  int32_t q[kChannelBlock];
-  for (int64_t i = 0; i < width; ++i) {
-    const float v = minFloat(maxFloat(float(acc[i] + bias[i]) * multiplier[i], below), above);
-    q[i] = int32_t(roundHalfEvenS8(v) + yZero);
-  }
-  for (int64_t i = 0; i < width; ++i) out[i] = Y(q[i]);
+/// kLanes bytes from p as int32 lanes. GCC 12 turns a vector-extension conversion from bytes into
+/// one scalar load per lane, so the AVX builds use the extending load's intrinsic.
+template <class T>
+TESSEL_DW_NHWC_INLINE IntVec widenBytes(const T *p) {
+  [[maybe_unused]] constexpr bool kSigned = std::is_same_v<T, int8_t>;
+#if defined(__AVX512F__)
+  static_assert(kLanes == 16);
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+  // The zero-masked forms (all lanes on): the plain ones trip GCC 12's uninitialized warning.
+  constexpr __mmask16 kAll = 0xffff;
+  return (IntVec)(kSigned ? _mm512_maskz_cvtepi8_epi32(kAll, bytes) : _mm512_maskz_cvtepu8_epi32(kAll, bytes));
+#elif defined(__AVX2__)
+  static_assert(kLanes == 8);
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p));
+  return (IntVec)(kSigned ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes));
+#else
+  IntVec v;
+  for (int i = 0; i < kLanes; ++i) v[i] = int32_t(p[i]);
+  return v;
+#endif
 }
 
-template <class X, class Y>
-void depthwiseRows(const DepthwiseS8Args &a) {
-  const X *x = static_cast<const X *>(a.x);
-  Y *y = static_cast<Y *>(a.y);
-  const int64_t c = a.channels;
-  const int64_t whole = c / kChannelBlock * kChannelBlock;
-  const float lo = a.ySigned ? -128.0f : 0.0f, hi = a.ySigned ? 127.0f : 255.0f;
-  // The taps inside the image, found once per pixel and shared by all its channel blocks.
-  std::vector<DepthwiseTap> taps(static_cast<std::size_t>(a.kernelHeight * a.kernelWidth));
-  for (int64_t oh = a.rowBegin; oh < a.rowEnd; ++oh) {
-    for (int64_t ow = 0; ow < a.outWidth; ++ow) {
-      int64_t count = 0;
-      for (int64_t kh = 0; kh < a.kernelHeight; ++kh) {
-        const int64_t ih = oh * a.strideHeight - a.padTop + kh * a.dilationHeight;
-        if (ih < 0 || ih >= a.inHeight) continue;
-        for (int64_t kw = 0; kw < a.kernelWidth; ++kw) {
-          const int64_t iw = ow * a.strideWidth - a.padLeft + kw * a.dilationWidth;
-          if (iw < 0 || iw >= a.inWidth) continue;
-          taps[std::size_t(count++)] = {(ih * a.inWidth + iw) * c, (kh * a.kernelWidth + kw) * c};
-        }
-      }
-      Y *out = y + (oh * a.outWidth + ow) * c;
-      for (int64_t channel = 0; channel < whole; channel += kChannelBlock) {
-        depthwisePixel<kChannelBlock>(a, x, taps.data(), count, out, channel, kChannelBlock, lo, hi);
-      }
-      if (whole < c) depthwisePixel<0>(a, x, taps.data(), count, out, whole, c - whole, lo, hi);
+/// `count` elements from p as float lanes (all of a vector unless kPartial; the rest zero).
+template <bool kPartial, class T>
+TESSEL_DW_NHWC_INLINE Vec loadAsFloats(const T *p, int count) {
+  if constexpr (!kPartial) {
+    if constexpr (sizeof(T) == 1) {
+      return __builtin_convertvector(widenBytes(p), Vec);
+    } else {
+      return __builtin_convertvector(__builtin_convertvector(*reinterpret_cast<const ShortVec *>(p), IntVec), Vec);
     }
+  } else {
+    Vec v = {};
+    for (int i = 0; i < count; ++i) v[i] = float(p[i]);
+    return v;
   }
 }
+
+template <bool kPartial, class T>
+TESSEL_DW_NHWC_INLINE IntVec loadInts(const T *p, int count) {
+  IntVec v = {};
+  if constexpr (!kPartial) count = kLanes;
+  for (int i = 0; i < count; ++i) v[i] = int32_t(p[i]);
+  return v;
+}
+
+/// round_half_to_even(v) for |v| <= 2^22 (as quantize_impl.h).
+TESSEL_DW_NHWC_INLINE Vec roundHalfEven(Vec v) {
+  const Vec shift = Vec{} + 12582912.0f;  // 1.5 * 2^23.
+  return (v + shift) - shift;
+}
+
+/// The 8-bit element policy of the row loop (X and Y: uint8_t or int8_t).
+template <class X, class Y>
+struct ByteDepthwise {
+  using Args = DepthwiseS8Args;
+  using Input = X;
+
+  const int16_t *weights;  // This vector's first tap; taps are `channels` apart.
+  int64_t channels, kernelWidthValue;
+  Y *yRow;
+  Vec xZero, multiplier, below, above, yZero;
+  IntVec bias;
+  int count;
+
+  TESSEL_DW_NHWC_INLINE ByteDepthwise(const Args &a, int64_t oh, int64_t channel, int channelCount)
+      : weights(a.weights + channel),
+        channels(a.channels),
+        kernelWidthValue(a.kernelWidth),
+        yRow(static_cast<Y *>(a.y) + oh * a.outWidth * a.channels + channel),
+        xZero(Vec{} + float(a.xZero)),
+        multiplier(channelCount == kLanes ? loadVec(a.multiplier + channel)
+                                          : loadAsFloats<true>(a.multiplier + channel, channelCount)),
+        // The clamp to the integers that land in [lo, hi] after adding yZero comes before the
+        // rounding: the same as rounding first (the bounds are integers), and it keeps the values
+        // small enough for roundHalfEven.
+        below(Vec{} + ((std::is_same_v<Y, int8_t> ? -128.0f : 0.0f) - a.yZero)),
+        above(Vec{} + ((std::is_same_v<Y, int8_t> ? 127.0f : 255.0f) - a.yZero)),
+        yZero(Vec{} + a.yZero),
+        bias(channelCount == kLanes ? loadInts<false>(a.bias + channel, kLanes)
+                                    : loadInts<true>(a.bias + channel, channelCount)),
+        count(channelCount) {}
+
+  TESSEL_DW_NHWC_INLINE int64_t kernelWidth() const { return kernelWidthValue; }
+  TESSEL_DW_NHWC_INLINE Vec tap(int64_t t) const {
+    const int16_t *w = weights + t * channels;
+    return count == kLanes ? loadAsFloats<false>(w, kLanes) : loadAsFloats<true>(w, count);
+  }
+
+  template <bool kPartial>
+  TESSEL_DW_NHWC_INLINE Vec load(const X *p) const {
+    return loadAsFloats<kPartial>(p, count) - xZero;
+  }
+
+  template <bool kPartial>
+  TESSEL_DW_NHWC_INLINE Vec start(int64_t) const {
+    return Vec{};
+  }
+
+  template <bool kPartial>
+  TESSEL_DW_NHWC_INLINE void finish(int64_t ow, Vec sum) const {
+    Vec v = __builtin_convertvector(__builtin_convertvector(sum, IntVec) + bias, Vec) * multiplier;
+    v = v < below ? below : v;
+    v = v > above ? above : v;
+    const IntVec q = __builtin_convertvector(roundHalfEven(v) + yZero, IntVec);
+    Y *out = yRow + ow * channels;
+    if constexpr (!kPartial) {
+      *reinterpret_cast<typename Bytes<Y>::Vec *>(out) = __builtin_convertvector(q, typename Bytes<Y>::Vec);
+    } else {
+      for (int i = 0; i < count; ++i) out[i] = Y(q[i]);
+    }
+  }
+};
 
 }  // namespace
 
 void TESSEL_DEPTHWISE_S8_FN(const DepthwiseS8Args &args) {
   if (args.xSigned) {
-    args.ySigned ? depthwiseRows<int8_t, int8_t>(args) : depthwiseRows<int8_t, uint8_t>(args);
+    args.ySigned ? convolveDepthwiseRows<ByteDepthwise<int8_t, int8_t>>(args, 0, args.channels)
+                 : convolveDepthwiseRows<ByteDepthwise<int8_t, uint8_t>>(args, 0, args.channels);
   } else {
-    args.ySigned ? depthwiseRows<uint8_t, int8_t>(args) : depthwiseRows<uint8_t, uint8_t>(args);
+    args.ySigned ? convolveDepthwiseRows<ByteDepthwise<uint8_t, int8_t>>(args, 0, args.channels)
+                 : convolveDepthwiseRows<ByteDepthwise<uint8_t, uint8_t>>(args, 0, args.channels);
   }
 }
 

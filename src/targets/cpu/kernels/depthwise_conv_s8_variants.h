@@ -7,8 +7,12 @@
 
 namespace tessel::cpu {
 
+/// The most taps (kernel height x width) the kernel takes: its float sums are exact up to here
+/// (depthwise_conv_s8_impl.h).
+constexpr int64_t kMaxExactTaps = 256;
+
 /// Output rows [rowBegin, rowEnd) of one image, every channel: acc = sum over the taps inside the
-/// image of (x - xZero) * w (padding adds nothing), then y = round((acc + bias) * multiplier) +
+/// image of (x - xZero) * w (padding adds nothing; at most kMaxExactTaps taps), then y = round((acc + bias) * multiplier) +
 /// yZero, saturated, per channel.
 struct DepthwiseS8Args {
   const void *x = nullptr;          // One image, [inHeight, inWidth, channels], u8 or s8.

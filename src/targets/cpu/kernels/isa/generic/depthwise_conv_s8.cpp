@@ -3,4 +3,6 @@
 // vectorize them (as in quantize.cpp); nothing here reads FP exception flags or errno.
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 #define TESSEL_DEPTHWISE_S8_FN depthwiseS8Rows__generic
+#define TESSEL_DEPTHWISE_NHWC_LANES 4
+#define TESSEL_DEPTHWISE_NHWC_PIXELS 4
 #include "targets/cpu/kernels/depthwise_conv_s8_impl.h"
