@@ -11,6 +11,10 @@
 
 #include "targets/cpu/kernels/gemm_s8_microkernel.h"
 
+// GCC 12 warns inside the AVX-512 intrinsics themselves (their _mm512_undefined_* sources) once
+// the narrow tiles inline them; nothing of ours is read uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace tessel::cpu {
 namespace {
 
@@ -127,10 +131,10 @@ void storeTile(__m512i (&acc)[kMr][kVecs], const S8MicrokernelArgs &args) {
   }
 }
 
-template <int kMr, int kNr>
+/// kMr rows of the first kVecs vectors of columns of a panel kNr wide.
+template <int kMr, int kVecs, int kNr>
 void microkernel(const S8MicrokernelArgs &args) {
-  static_assert(kNr % kLanes == 0, "nr must be a multiple of the vector width");
-  constexpr int kVecs = kNr / kLanes;
+  static_assert(kNr % kLanes == 0 && kVecs <= kNr / kLanes, "nr must be a multiple of the vector width");
   __m512i acc[kMr][kVecs];
 #pragma GCC unroll 32
   for (int i = 0; i < kMr; ++i) {
@@ -156,16 +160,24 @@ void microkernel(const S8MicrokernelArgs &args) {
   storeTile<kMr, kVecs>(acc, args);
 }
 
-/// Kernels for 1 .. mr rows, so a ragged bottom edge (and M < mr) costs only its rows.
-template <int kNr, int... kRows>
+/// Kernels for 1 .. mr rows and 1 .. nr/16 vectors of columns, so a ragged bottom edge (and
+/// M < mr) costs only its rows, and a narrow right edge (and N < nr: the 16 and 24 output
+/// channels of a small 1x1 convolution) only its vectors, products and requantization alike.
+template <int kNr, int kVecs, int... kRows>
 constexpr std::array<S8GemmMicrokernel, sizeof...(kRows)> rowKernels(std::integer_sequence<int, kRows...>) {
-  return {&microkernel<kRows + 1, kNr>...};
+  return {&microkernel<kRows + 1, kVecs, kNr>...};
+}
+
+template <int kMr, int kNr, int... kVecs>
+constexpr std::array<std::array<S8GemmMicrokernel, kMr>, sizeof...(kVecs)> tileKernels(
+    std::integer_sequence<int, kVecs...>) {
+  return {rowKernels<kNr, kVecs + 1>(std::make_integer_sequence<int, kMr>{})...};
 }
 
 template <int kMr, int kNr>
 void tile(const S8MicrokernelArgs &args) {
-  static constexpr auto kKernels = rowKernels<kNr>(std::make_integer_sequence<int, kMr>{});
-  kKernels[size_t(args.rows - 1)](args);
+  static constexpr auto kKernels = tileKernels<kMr, kNr>(std::make_integer_sequence<int, kNr / kLanes>{});
+  kKernels[size_t((args.cols + kLanes - 1) / kLanes - 1)][size_t(args.rows - 1)](args);
 }
 
 }  // namespace
