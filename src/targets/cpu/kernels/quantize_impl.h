@@ -96,18 +96,19 @@ void requantizeColumnsS8Loop(const int32_t *acc, const int32_t *bias, const floa
 }
 
 /// QLinearAdd's element: QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)) in float32, in
-/// the order the three ops compute it (no contraction: the build is ISO C++, fp-contract off).
+/// the order the three ops compute it (no contraction: fp-contract off).
 inline float addedQuantized(float a, float b, const QuantizedAddParams &p, float lo, float hi) {
   const float sum = (a - p.aZero) * p.aScale + (b - p.bZero) * p.bScale;
   const float q = minFloat(maxFloat(sum / p.yScale, -512.0f), 512.0f);  // As quantizeU8Loop.
   return minFloat(maxFloat(roundHalfEven(q) + p.yZero, lo), hi);
 }
 
-void addQuantizedU8Loop(const uint8_t *a, const uint8_t *b, const QuantizedAddParams &p, uint8_t *y, int64_t n) {
+// maybe_unused: the AVX-512 build writes these two out with intrinsics (isa/avx512/quantize.cpp).
+[[maybe_unused]] void addQuantizedU8Loop(const uint8_t *a, const uint8_t *b, const QuantizedAddParams &p, uint8_t *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = uint8_t(int32_t(addedQuantized(float(a[i]), float(b[i]), p, 0.0f, 255.0f)));
 }
 
-void addQuantizedS8Loop(const int8_t *a, const int8_t *b, const QuantizedAddParams &p, int8_t *y, int64_t n) {
+[[maybe_unused]] void addQuantizedS8Loop(const int8_t *a, const int8_t *b, const QuantizedAddParams &p, int8_t *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     y[i] = int8_t(int32_t(addedQuantized(float(a[i]), float(b[i]), p, -128.0f, 127.0f)));
   }
