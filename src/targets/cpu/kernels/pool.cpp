@@ -112,23 +112,26 @@ void windowedPool(const Pool2dShape &shape, bool countIncludePad, const float *x
   });
 }
 
-// Channel ranges of the channels-last pools are multiples of this many floats (a cache line).
-constexpr int64_t kNhwcChannelBlock = 16;
+// Channel ranges of the channels-last pools are whole cache lines, so no two tasks write one line
+// (for bytes, a split of 64 channels into 16-byte blocks made the pool twice as slow on two threads).
+constexpr int64_t kCacheLineBytes = 64;
 
 /// Splits `units` units (output rows, or images) times the channel blocks into tasks and calls
 /// fn(unitBegin, unitEnd, channelBegin, channelEnd) for each, over the pool: units first, channel
 /// ranges only when there are too few units to give every thread kTasksPerThread tasks.
 template <class Fn>
-void forEachNhwcBlock(int64_t units, int64_t floatsPerUnit, int64_t channels, ThreadPool *pool, const Fn &fn) {
-  const int64_t blocks = (channels + kNhwcChannelBlock - 1) / kNhwcChannelBlock;
+void forEachNhwcBlock(int64_t units, int64_t floatsPerUnit, int64_t channels, int64_t elementBytes, ThreadPool *pool,
+                      const Fn &fn) {
+  const int64_t channelBlock = kCacheLineBytes / elementBytes;
+  const int64_t blocks = (channels + channelBlock - 1) / channelBlock;
   const int64_t threads = pool != nullptr ? pool->size() : 1;
   const int64_t wanted = taskCount(units * floatsPerUnit, threads);
   const int64_t channelTasks = std::max<int64_t>(1, std::min(blocks, (wanted + units - 1) / units));
   const int64_t unitTasks = std::max<int64_t>(1, std::min(units, (wanted + channelTasks - 1) / channelTasks));
   runTasks(pool, unitTasks * channelTasks, [&](int64_t task) {
     const int64_t unitTask = task / channelTasks, channelTask = task % channelTasks;
-    const int64_t channelBegin = blocks * channelTask / channelTasks * kNhwcChannelBlock;
-    const int64_t channelEnd = std::min(channels, blocks * (channelTask + 1) / channelTasks * kNhwcChannelBlock);
+    const int64_t channelBegin = blocks * channelTask / channelTasks * channelBlock;
+    const int64_t channelEnd = std::min(channels, blocks * (channelTask + 1) / channelTasks * channelBlock);
     fn(units * unitTask / unitTasks, units * (unitTask + 1) / unitTasks, channelBegin, channelEnd);
   });
 }
@@ -156,7 +159,7 @@ void windowedPoolNhwc(const Pool2dShape &shape, bool countIncludePad, const void
   base.countIncludePad = countIncludePad;
   const int64_t rows = shape.batch * shape.outHeight;
   const int64_t floatsPerRow = shape.outWidth * shape.channels * shape.kernelHeight * shape.kernelWidth;
-  forEachNhwcBlock(rows, floatsPerRow, shape.channels, pool,
+  forEachNhwcBlock(rows, floatsPerRow, shape.channels, elementBytes, pool,
                    [&](int64_t rowBegin, int64_t rowEnd, int64_t channelBegin, int64_t channelEnd) {
                      PoolNhwcArgs args = base;
                      args.channelBegin = channelBegin;
@@ -218,7 +221,7 @@ void globalAveragePoolNhwcWith(const PoolNhwcVariant &variant, int64_t batch, in
                                const float *x, float *y, ThreadPool *pool) {
   auto sums = variant.functions->scaledChannelSums;
   const float scale = 1.0f / float(plane);
-  forEachNhwcBlock(batch, plane * channels, channels, pool,
+  forEachNhwcBlock(batch, plane * channels, channels, int64_t(sizeof(float)), pool,
                    [&](int64_t imageBegin, int64_t imageEnd, int64_t channelBegin, int64_t channelEnd) {
                      for (int64_t n = imageBegin; n < imageEnd; ++n) {
                        sums(x + n * plane * channels, plane, channels, channelBegin, channelEnd, scale,
