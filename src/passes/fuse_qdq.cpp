@@ -1,7 +1,9 @@
 // QDQ fusion (see fuse_qdq.h): per Conv or MatMul, read the DequantizeLinear nodes around it, then
 // rewrite it as a QLinear op when a QuantizeLinear takes its output, else as an integer product
-// rescaled to float; then each Add between DequantizeLinear and QuantizeLinear as QLinearAdd, and
-// each MaxPool between them (of the same parameters) as a MaxPool of the quantized values.
+// rescaled to float; then each Add between DequantizeLinear and QuantizeLinear as QLinearAdd, each
+// MaxPool between them (of the same parameters) as a MaxPool of the quantized values, and each
+// QLinearMatMul whose output only a DequantizeLinear of its own parameters reads as one op with a
+// float output.
 #include "passes/fuse_qdq.h"
 
 #include <algorithm>
@@ -335,6 +337,32 @@ bool fuseQuantizedMaxPool(Model &model, Node *pool, const std::unordered_set<con
   return true;
 }
 
+/// Rule E: DQ(QLinearMatMul(...)) reading the product's own y_scale and y_zero_point, its only
+/// reader -> tessel QLinearMatMulToFloat: the GEMM writes the dequantized values (exactly DQ's)
+/// instead of bytes a second pass widens. The transformer blocks' products feed float ops this way.
+bool fuseDequantizedMatMul(Model &model, Node *product, const std::unordered_set<const Value *> &returned) {
+  Graph &graph = *model.graph;
+  if (!passes::isOnnxOp(product, "QLinearMatMul") || product->inputs().size() != 8 || !product->input(6) ||
+      !product->input(7) || returned.count(product->output(0)) || passes::isGraphOutput(graph, product->output(0))) {
+    return false;
+  }
+  Node *dq = passes::singleUser(graph, product->output(0));
+  if (!dq || !passes::isOnnxOp(dq, "DequantizeLinear") || dq->input(0) != product->output(0)) return false;
+  std::optional<QuantParams> p = readParams(model, dq, dq->input(0), 0);
+  std::optional<Tensor> scale = constantValueOf(model, *product->input(6));
+  std::optional<Tensor> zero = constantValueOf(model, *product->input(7));
+  if (!p || p->scales.size() != 1 || !scale || scale->numel() != 1 || !zero || zero->numel() != 1 ||
+      zero->dtype() != p->dtype || float(p->scales[0]) != float(ref::toDoubles(*scale)[0]) ||
+      p->zeros[0] != ref::toDoubles(*zero)[0]) {
+    return false;
+  }
+  std::vector<Value *> inputs;
+  for (size_t i = 0; i < 8; ++i) inputs.push_back(product->input(i));
+  passes::replacePattern(graph, dq->output(0), "QLinearMatMulToFloat", "tessel", inputs, {}, {dq, product});
+  passes::importTesselOpset(model);
+  return true;
+}
+
 }  // namespace
 
 Expected<bool> fuseQdq(Model &model) {
@@ -363,6 +391,11 @@ Expected<bool> fuseQdq(Model &model) {
   }
   for (Node *add : adds) changed = fuseQuantizedAdd(model, add, returned) || changed;
   for (Node *pool : pools) changed = fuseQuantizedMaxPool(model, pool, returned) || changed;
+  std::vector<Node *> quantizedProducts;
+  for (const auto &node : graph.nodes()) {
+    if (passes::isOnnxOp(node.get(), "QLinearMatMul")) quantizedProducts.push_back(node.get());
+  }
+  for (Node *product : quantizedProducts) changed = fuseDequantizedMatMul(model, product, returned) || changed;
   if (changed) TESSEL_RETURN_IF_ERROR(graph.sortTopologically());
   return changed;
 }

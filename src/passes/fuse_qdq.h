@@ -22,7 +22,9 @@ namespace tessel {
 /// by a per-tensor QuantizeLinear of that type (through a redundant Relu or Clip as above), becomes
 /// tessel QLinearAdd: the same float32 arithmetic in one pass, bit for bit. A MaxPool between a
 /// per-tensor DequantizeLinear and a QuantizeLinear of the same scale, zero point and type pools
-/// the quantized values themselves (exact: dequantizing is increasing).
+/// the quantized values themselves (exact: dequantizing is increasing). A QLinearMatMul read only
+/// by a DequantizeLinear of its own y_scale and y_zero_point becomes tessel QLinearMatMulToFloat
+/// (exact: the same values, without the bytes in between).
 /// Results agree with the QDQ graph's float arithmetic to within float32 rounding before the
 /// output's quantization (so within one quantization step after it). Must run before
 /// fold-constants, which would fold the weights' DequantizeLinear into float weights. Returns

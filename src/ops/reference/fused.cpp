@@ -25,6 +25,7 @@ Status refGlobalAveragePool(KernelContext &ctx);
 Status refMatMul(KernelContext &ctx);
 Status refLayerNormalization(KernelContext &ctx);
 Status refQLinearConv(KernelContext &ctx);
+Status refQLinearMatMul(KernelContext &ctx);
 
 namespace {
 
@@ -135,6 +136,19 @@ Status refTesselQLinearConv(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 8));
   TESSEL_ASSIGN_OR_RETURN(Tensor y, runLayoutWrapped(ctx, refQLinearConv, 9));
   ctx.setOutput(0, std::move(y));
+  return Status::success();
+}
+
+// QLinearMatMulToFloat: DequantizeLinear(QLinearMatMul(...), y_scale, y_zero_point), in float32
+// as DequantizeLinear computes it (the integer minus the zero point is exact, then one product).
+Status refQLinearMatMulToFloat(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 8));
+  TESSEL_ASSIGN_OR_RETURN(Tensor q, runWrapped(ctx, refQLinearMatMul, leadingInputs(ctx, 8)));
+  const float scale = static_cast<float>(ctx.tensor(6).scalarAsDouble());
+  const float zero = static_cast<float>(ctx.tensor(7).scalarAsDouble());
+  std::vector<double> y = toDoubles(q);
+  for (double &v : y) v = double((float(v) - zero) * scale);
+  ctx.setOutput(0, fromDoubles(DType::Float32, q.sizes(), y));
   return Status::success();
 }
 
@@ -405,6 +419,22 @@ Expected<std::vector<Dim>> windowedDims(const Node &node, const Shape &xs, Dim c
   return dims;
 }
 
+/// MatMul's output dims from A's and B's (numpy rules: batch dims broadcast, 1-D operands
+/// promoted and their dim dropped); nullopt when a rank is unknown.
+std::optional<std::vector<Dim>> matmulDims(const Type *a, const Type *b) {
+  if (!a || !b || !a->shape().rankKnown() || !b->shape().rankKnown()) return std::nullopt;
+  std::vector<Dim> ad = a->shape().dims(), bd = b->shape().dims();
+  if (ad.empty() || bd.empty()) return std::nullopt;
+  const bool vectorA = ad.size() == 1, vectorB = bd.size() == 1;
+  if (vectorA) ad.insert(ad.begin(), Dim(1));
+  if (vectorB) bd.push_back(Dim(1));
+  std::vector<Dim> batchA(ad.begin(), ad.end() - 2), batchB(bd.begin(), bd.end() - 2);
+  std::vector<Dim> dims = broadcastDims(batchA, batchB);
+  if (!vectorA) dims.push_back(ad[ad.size() - 2]);
+  if (!vectorB) dims.push_back(bd.back());
+  return dims;
+}
+
 }  // namespace
 
 Status inferSameAsFirstInput(Node &node, int64_t) {
@@ -448,6 +478,13 @@ Status inferTesselQLinearConv(Node &node, int64_t) {
   return Status::success();
 }
 
+Status inferQLinearMatMulToFloat(Node &node, int64_t) {
+  if (std::optional<std::vector<Dim>> dims = matmulDims(tensorInput(node, 0), tensorInput(node, 3))) {
+    setInferred(node, Type::tensor(DType::Float32, Shape(std::move(*dims))));
+  }
+  return Status::success();
+}
+
 Status inferQLinearAdd(Node &node, int64_t) {
   const Type *a = tensorInput(node, 0), *yZero = tensorInput(node, 7);
   if (a && yZero) setInferred(node, Type::tensor(yZero->dtype(), a->shape()));
@@ -475,18 +512,10 @@ Status inferTesselGlobalPool(Node &node, int64_t) {
 }
 
 Status inferFusedMatMul(Node &node, int64_t) {
-  const Type *a = tensorInput(node, 0), *b = tensorInput(node, 1);
-  if (!a || !b || !a->shape().rankKnown() || !b->shape().rankKnown()) return Status::success();
-  std::vector<Dim> ad = a->shape().dims(), bd = b->shape().dims();
-  if (ad.empty() || bd.empty()) return Status::success();
-  const bool vectorA = ad.size() == 1, vectorB = bd.size() == 1;
-  if (vectorA) ad.insert(ad.begin(), Dim(1));
-  if (vectorB) bd.push_back(Dim(1));
-  std::vector<Dim> batchA(ad.begin(), ad.end() - 2), batchB(bd.begin(), bd.end() - 2);
-  std::vector<Dim> dims = broadcastDims(batchA, batchB);
-  if (!vectorA) dims.push_back(ad[ad.size() - 2]);
-  if (!vectorB) dims.push_back(bd.back());
-  setInferred(node, Type::tensor(a->dtype(), Shape(std::move(dims))));
+  const Type *a = tensorInput(node, 0);
+  if (std::optional<std::vector<Dim>> dims = matmulDims(a, tensorInput(node, 1))) {
+    setInferred(node, Type::tensor(a->dtype(), Shape(std::move(*dims))));
+  }
   return Status::success();
 }
 

@@ -174,8 +174,8 @@ void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A
               args.requantize = bytes->requantization;
               args.requantize.bias = folded || args.requantize.bias == nullptr ? nullptr : args.requantize.bias + col;
               args.requantize.multiplier += col;
-              args.y = bytes->y + row * bytes->ldy + col;
-              args.ldy = bytes->ldy;
+              args.y = bytes->at(row, col);
+              args.ldy = bytes->ldy * bytes->requantization.elementBytes();
             }
             kernel.microkernel(args);
           }
@@ -313,7 +313,7 @@ void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8B
       partBytes = *bytes;
       partBytes.requantization.bias += col0;
       partBytes.requantization.multiplier += col0;
-      partBytes.y += row0 * bytes->ldy + col0;
+      partBytes.y = bytes->at(row0, col0);
     }
     runTask(kernel, part, rows, panels + (col0 / kernel.nr) * panelStrideBytes, panelStrideBytes, colSum + col0,
             bZero + col0, c + row0 * ldc + col0, ldc, bytes != nullptr ? &partBytes : nullptr,
@@ -337,11 +337,18 @@ void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView 
       std::fill(row, row + shape.n, 0);
       if (bytes == nullptr) continue;
       const S8Requantization &r = bytes->requantization;
-      std::byte *y = bytes->y + i * bytes->ldy;
+      std::byte *y = bytes->at(i, 0);
+      // Dequantized output: the bytes first, in C's row (its int32 zeros are read first), then
+      // widened into y.
+      void *quantized = r.dequantizeScale != 0.0f ? static_cast<void *>(row) : static_cast<void *>(y);
       if (r.ySigned) {
-        q.requantizeColumnsS8(row, r.bias, r.multiplier, r.zeroPoint, reinterpret_cast<int8_t *>(y), shape.n);
+        q.requantizeColumnsS8(row, r.bias, r.multiplier, r.zeroPoint, static_cast<int8_t *>(quantized), shape.n);
       } else {
-        q.requantizeColumnsU8(row, r.bias, r.multiplier, r.zeroPoint, reinterpret_cast<uint8_t *>(y), shape.n);
+        q.requantizeColumnsU8(row, r.bias, r.multiplier, r.zeroPoint, static_cast<uint8_t *>(quantized), shape.n);
+      }
+      if (r.dequantizeScale != 0.0f) {
+        dequantizeLinear(q, quantized, r.ySigned, r.dequantizeScale, r.zeroPoint, reinterpret_cast<float *>(y), shape.n,
+                         nullptr);
       }
     }
     return;

@@ -109,11 +109,14 @@ bool s8GemmNeedsRowSums(bool aSigned, const PackedS8BView &b);
 void finishPackedS8ARow(const S8GemmKernel &kernel, int64_t k, bool isSigned, int32_t zeroPoint, bool sums,
                         const PackedS8A &a, int64_t row);
 
-/// A call's requantized output (QLinear*): C's bytes at y, row stride ldy bytes.
+/// A call's requantized output (QLinear*): C's bytes (or their dequantized floats) at y, row
+/// stride ldy elements.
 struct S8GemmBytes {
   S8Requantization requantization;
   std::byte *y = nullptr;
   int64_t ldy = 0;
+  /// Where element (row, col) of y is.
+  std::byte *at(int64_t row, int64_t col) const { return y + (row * ldy + col) * requantization.elementBytes(); }
 };
 
 /// True when a product of depth k is summed in several K blocks: only then does a call that

@@ -19,6 +19,10 @@ struct S8Requantization {
   const float *multiplier = nullptr;  // One per column of C.
   float zeroPoint = 0.0f;
   bool ySigned = false;               // s8 bytes, else u8.
+  // When not 0, y holds float32 instead of the bytes: DequantizeLinear of them, (q - zeroPoint)
+  // times this scale (the integer difference is exact, then one rounded product).
+  float dequantizeScale = 0.0f;
+  int64_t elementBytes() const { return dequantizeScale != 0.0f ? 4 : 1; }
 };
 
 /// One microkernel call on one mr x nr tile of int32 C:
@@ -48,7 +52,7 @@ struct S8MicrokernelArgs {
   const int32_t *colOffset = nullptr;
   // Set (y not null) when the last K block requantizes instead of storing C: its bias and
   // multiplier from the tile's first column (a null bias: none, or folded into colOffset), the
-  // tile's bytes at y with row stride ldy.
+  // tile's bytes (or dequantized floats) at y with row stride ldy bytes.
   S8Requantization requantize;
   std::byte *y = nullptr;
   int64_t ldy = 0;

@@ -2,7 +2,9 @@
 // onnxruntime's QOperator format writes): QLinearConv and QLinearMatMul, each an int32 product of
 // the centred operands followed by one requantization per output, y = round((acc + bias) *
 // x_scale * w_scale / y_scale) + y_zero_point, saturated, the multiplier in float32 as onnxruntime
-// computes it; and tessel QLinearAdd, one vector loop doing DequantizeLinear, Add, QuantizeLinear.
+// computes it; tessel QLinearMatMulToFloat, the same product whose GEMM writes the requantized
+// values dequantized (floats); and tessel QLinearAdd, one vector loop doing DequantizeLinear, Add,
+// QuantizeLinear.
 // QLinearConv runs on either layout (the tessel op with channels_last is assign-layout's).
 //
 // The product runs on the int8 GEMM (kernels/gemm_s8.h: VNNI) where the host has one: a group-1
@@ -56,6 +58,7 @@ struct QLinearParams {
   std::vector<int32_t> wZero;       // One per output channel (column).
   std::vector<float> multiplier;    // x_scale * w_scale[j] / y_scale, per output channel (column).
   float yZero = 0.0f;
+  float yScale = 1.0f;
 };
 
 /// A constant float32 scale of `count` values (or one, repeated), each positive and finite.
@@ -86,7 +89,8 @@ std::optional<QLinearParams> readQLinearParams(const LowerContext &ctx, int64_t 
   for (size_t i = 0; i < 8; ++i) {
     if (!ctx.hasInput(i)) return std::nullopt;
   }
-  const DType xType = ctx.inputDType(kX), wType = ctx.inputDType(kW), yType = ctx.outputDType(0);
+  // y's quantized type is its zero point's (QLinearMatMulToFloat's output is float).
+  const DType xType = ctx.inputDType(kX), wType = ctx.inputDType(kW), yType = ctx.inputDType(kYZero);
   if (!isQuantized8Bit(xType) || !isQuantized8Bit(wType) || !isQuantized8Bit(yType)) return std::nullopt;
   const auto xScale = readScales(ctx, kXScale, 1), yScale = readScales(ctx, kYScale, 1);
   const auto wScale = readScales(ctx, kWScale, outputs);
@@ -101,6 +105,7 @@ std::optional<QLinearParams> readQLinearParams(const LowerContext &ctx, int64_t 
   p.xZero = (*xZero)[0];
   p.wZero = std::move(*wZero);
   p.yZero = float((*yZero)[0]);
+  p.yScale = (*yScale)[0];
   p.multiplier.resize(size_t(outputs));
   for (size_t j = 0; j < p.multiplier.size(); ++j) p.multiplier[j] = (*xScale)[0] * (*wScale)[j] / (*yScale)[0];
   return p;
@@ -280,10 +285,11 @@ class QLinearConvStep final : public Step {
 
 class QLinearMatMulStep final : public Step {
  public:
-  /// `s8` null: the f32 GEMM `f32` with B centred and packed in `weights`.
+  /// `s8` null: the f32 GEMM `f32` with B centred and packed in `weights`. `toFloat`: tessel
+  /// QLinearMatMulToFloat, the output dequantized (floats, not bytes).
   QLinearMatMulStep(const GemmShape &shape, const S8GemmKernel *s8, const GemmKernel *f32, const std::byte *weights,
-                    QLinearParams params, int threads)
-      : shape_(shape), s8_(s8), f32_(f32), weights_(weights), params_(std::move(params)) {
+                    QLinearParams params, int threads, bool toFloat)
+      : shape_(shape), s8_(s8), f32_(f32), weights_(weights), params_(std::move(params)), toFloat_(toFloat) {
     zeroBias_.assign(size_t(shape_.n), 0);
     // The int8 GEMM keeps int32 sums only for a K it sums in blocks (or an empty K).
     const bool sums = s8_ == nullptr || shape_.k == 0 || s8GemmSplitsK(*s8_, shape_.k);
@@ -291,6 +297,8 @@ class QLinearMatMulStep final : public Step {
     if (s8_ == nullptr) {
       centredBytes_ = alignScratchBytes(size_t(shape_.m * shape_.k) * sizeof(float));
       gemmBytes_ = sgemmScratchBytes(*f32_, shape_, threads, {.a = false, .b = true});
+      // The bytes the float output is dequantized from.
+      if (toFloat_) quantizedBytes_ = alignScratchBytes(size_t(shape_.m * shape_.n));
     } else {
       gemmBytes_ = s8GemmScratchBytes(shape_);
     }
@@ -302,7 +310,8 @@ class QLinearMatMulStep final : public Step {
     std::byte *rest = scratch + accBytes_;
     if (s8_ != nullptr) {  // Requantized by the GEMM as it goes.
       const S8GemmA a{io.inputs[kX], shape_.k, params_.xSigned, &params_.xZero, 1};
-      const S8GemmBytes bytes{{zeroBias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned},
+      const S8GemmBytes bytes{{zeroBias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned,
+                               toFloat_ ? params_.yScale : 0.0f},
                               static_cast<std::byte *>(io.outputs[0]), shape_.n};
       s8GemmPacked(shape_, a, PackedS8BView{s8_, shape_.k, shape_.n, weights_}, acc, shape_.n, io.pool,
                    {rest, gemmBytes_}, &bytes);
@@ -314,13 +323,20 @@ class QLinearMatMulStep final : public Step {
     sgemmPacked(shape_, centred, shape_.k, PackedBView{f32_, shape_.k, shape_.n, reinterpret_cast<const float *>(weights_)},
                 reinterpret_cast<float *>(acc), shape_.n, {}, io.pool, {rest + centredBytes_, gemmBytes_});
     int32FromFloat(q, reinterpret_cast<std::byte *>(acc), shape_.m * shape_.n, io.pool);
-    requantize(acc, io.outputs[0], io.pool);
+    if (!toFloat_) {
+      requantize(acc, io.outputs[0], io.pool);
+      return Status::success();
+    }
+    std::byte *quantized = rest + centredBytes_ + gemmBytes_;
+    requantize(acc, quantized, io.pool);
+    dequantizeLinear(q, quantized, params_.ySigned, params_.yScale, params_.yZero, static_cast<float *>(io.outputs[0]),
+                     shape_.m * shape_.n, io.pool);
     return Status::success();
   }
-  size_t scratchBytes() const override { return accBytes_ + centredBytes_ + gemmBytes_; }
+  size_t scratchBytes() const override { return accBytes_ + centredBytes_ + gemmBytes_ + quantizedBytes_; }
   std::string kernelName() const override {
-    return s8_ != nullptr ? fmt::format("qlinear_matmul {}", s8_->name)
-                          : fmt::format("qlinear_matmul_as_f32 {}", f32_->name);
+    const char *op = toFloat_ ? "qlinear_matmul_to_float" : "qlinear_matmul";
+    return s8_ != nullptr ? fmt::format("{} {}", op, s8_->name) : fmt::format("{}_as_f32 {}", op, f32_->name);
   }
 
  private:
@@ -346,8 +362,9 @@ class QLinearMatMulStep final : public Step {
   const GemmKernel *f32_;
   const std::byte *weights_;
   QLinearParams params_;
+  bool toFloat_;
   std::vector<int32_t> zeroBias_;
-  size_t accBytes_ = 0, centredBytes_ = 0, gemmBytes_ = 0;
+  size_t accBytes_ = 0, centredBytes_ = 0, gemmBytes_ = 0, quantizedBytes_ = 0;
 };
 
 // ---- QLinearAdd -------------------------------------------------------------------------------
@@ -470,7 +487,8 @@ Expected<std::unique_ptr<Step>> lowerQLinearConv(LowerContext &ctx) {
   return step(ConvProduct::F32Gemm, plans, packed);
 }
 
-Expected<std::unique_ptr<Step>> lowerQLinearMatMul(LowerContext &ctx) {
+/// QLinearMatMul, or with `toFloat` tessel QLinearMatMulToFloat (the same inputs).
+Expected<std::unique_ptr<Step>> lowerQLinearProduct(LowerContext &ctx, bool toFloat) {
   if (ctx.numInputs() < 8 || !ctx.hasInput(kX) || !ctx.hasInput(kW)) return std::unique_ptr<Step>();
   const Tensor *b = ctx.constantInput(kW);
   const std::vector<int64_t> aSizes = ctx.inputSizes(kX);
@@ -498,7 +516,8 @@ Expected<std::unique_ptr<Step>> lowerQLinearMatMul(LowerContext &ctx) {
                                        }));
     ctx.releaseConstantInput(kW);
     return std::unique_ptr<Step>(std::make_unique<QLinearMatMulStep>(shape, s8Kernel, nullptr, packed,
-                                                                     std::move(*params), std::max(ctx.threads(), 1)));
+                                                                     std::move(*params), std::max(ctx.threads(), 1),
+                                                                     toFloat));
   }
   const GemmKernel &kernel = selectedGemmKernel();
   const std::vector<float> centred = centredWeights(*b, params->wZero, /*perOutput=*/0);
@@ -509,7 +528,13 @@ Expected<std::unique_ptr<Step>> lowerQLinearMatMul(LowerContext &ctx) {
                                      }));
   ctx.releaseConstantInput(kW);
   return std::unique_ptr<Step>(std::make_unique<QLinearMatMulStep>(shape, nullptr, &kernel, packed, std::move(*params),
-                                                                   std::max(ctx.threads(), 1)));
+                                                                   std::max(ctx.threads(), 1), toFloat));
+}
+
+Expected<std::unique_ptr<Step>> lowerQLinearMatMul(LowerContext &ctx) { return lowerQLinearProduct(ctx, false); }
+
+Expected<std::unique_ptr<Step>> lowerQLinearMatMulToFloat(LowerContext &ctx) {
+  return lowerQLinearProduct(ctx, true);
 }
 
 }  // namespace tessel::cpu

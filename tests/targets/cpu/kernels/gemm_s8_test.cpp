@@ -243,8 +243,27 @@ void checkRequantized(const S8GemmKernel &kernel, const GemmShape &s, bool ySign
     }
   }
   EXPECT_EQ(mismatches, 0);
+
+  // Dequantized: the floats DequantizeLinear makes of those bytes, (q - 3) * scale, bit for bit.
+  const float scale = 0.0173f;
+  std::vector<float> yFloat(size_t(s.m * ldy), -7.0f);
+  const S8GemmBytes floats{{bias.data(), multiplier.data(), 3.0f, ySigned, scale},
+                           reinterpret_cast<std::byte *>(yFloat.data()), ldy};
+  s8GemmPacked(s, aView, view, partial.data(), s.n, pool, {scratch.data.get(), s8GemmScratchBytes(s)}, &floats);
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < ldy; ++j) {
+      const std::byte q = y[size_t(i * ldy + j)];
+      const float want = j < s.n ? (float(ySigned ? int32_t(int8_t(q)) : int32_t(uint8_t(q))) - 3.0f) * scale : -7.0f;
+      const float got = yFloat[size_t(i * ldy + j)];
+      if (got != want && mismatches++ < 5) {
+        ADD_FAILURE() << "dequantized y[" << i << "][" << j << "] = " << got << ", expected " << want;
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
+// Also checks the dequantized (float) output, checkRequantized's second half.
 TEST_P(S8GemmTest, RequantizedToBytes) {
   const int64_t mr = kernel().mr, nr = kernel().nr;
   ThreadPool pool(2);

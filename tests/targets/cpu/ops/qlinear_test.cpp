@@ -285,6 +285,36 @@ TEST(CpuQdqModel, QuantizedAddIsBitForBitTheQdqArithmetic) {
   }
 }
 
+TEST(CpuQdqModel, DequantizedProductWritesFloats) {
+  // a transformer block's product: x -> Q -> DQ -> MatMul(DQ(w)) -> Q -> DQ -> Add(x): at -O3 the
+  // MatMul and its output's Q become QLinearMatMul, and that with the DQ reading it one
+  // QLinearMatMulToFloat writing the dequantized floats. The values are exactly the QDQ graph's
+  // after its output quantization, so within one step (0.02) of its float arithmetic; u8 and s8.
+  for (const char *type : {"u8", "i8"}) {
+    const bool u8 = std::string(type) == "u8";
+    const std::string body =
+        constant("xs", "f32", {}, "0.01") + constant("xz", type, {}, u8 ? "128" : "0") +
+        constant("w", "i8", {48, 40}, fmt::format("{}", fmt::join(sequence(48 * 40, 5, -127, 127), ", "))) +
+        constant("ws", "f32", {40}, fmt::format("{}", fmt::join(std::vector<double>(40, 0.003), ", "))) +
+        constant("wz", "i8", {40}, fmt::format("{}", fmt::join(std::vector<int>(40, 0), ", "))) +
+        constant("ys", "f32", {}, "0.02") + constant("yz", type, {}, u8 ? "120" : "-3") +
+        "  %xq = QuantizeLinear(%x, %xs, %xz)\n"
+        "  %xd = DequantizeLinear(%xq, %xs, %xz)\n"
+        "  %wd = DequantizeLinear(%w, %ws, %wz) {axis = 1}\n"
+        "  %p = MatMul(%xd, %wd)\n"
+        "  %pq = QuantizeLinear(%p, %ys, %yz)\n"
+        "  %pd = DequantizeLinear(%pq, %ys, %yz)\n"
+        "  %y = Add(%pd, %pd)\n"
+        "  return %y\n";
+    const std::string ir = model("%x: f32[3,7,48]", "%y: ?", body);
+    const auto kernels = check(ir, 2 * 0.02 + 1e-6, /*optLevel=*/3);
+    EXPECT_TRUE(ran(kernels, int8Gemm() ? "QLinearMatMulToFloat qlinear_matmul_to_float u8s8_gemm"
+                                        : "QLinearMatMulToFloat qlinear_matmul_to_float_as_f32"))
+        << fmt::format("{}", fmt::join(kernels, "; "));
+    EXPECT_FALSE(ran(kernels, "DequantizeLinear")) << fmt::format("{}", fmt::join(kernels, "; "));
+  }
+}
+
 TEST(CpuQdqModel, ResidualBlockStaysChannelsLast) {
   // x -> Q -> DQ -> Conv -> Q -> DQ -+-> Add -> Relu -> Q: the convolution and the addition run
   //                  DQ(xq) ---------+   channels-last, one Transpose in and one out.

@@ -60,6 +60,8 @@ inline __attribute__((always_inline)) void requantizeTile(__m512i (&acc)[kMr][kV
   }
   const __m512 limit = _mm512_set1_ps(1024.0f), lowest = _mm512_set1_ps(-1024.0f);
   const __m512i zeroPoint = _mm512_set1_epi32(int(r.zeroPoint)), zero = _mm512_setzero_si512();
+  const __m512i lo = _mm512_set1_epi32(r.ySigned ? -128 : 0), hi = _mm512_set1_epi32(r.ySigned ? 127 : 255);
+  const __m512 scale = _mm512_set1_ps(r.dequantizeScale);
 #pragma GCC unroll 32
   for (int i = 0; i < kMr; ++i) {
     std::byte *row = args.y + i * args.ldy;
@@ -69,7 +71,11 @@ inline __attribute__((always_inline)) void requantizeTile(__m512i (&acc)[kMr][kV
       v = _mm512_min_ps(_mm512_max_ps(v, lowest), limit);
       const __m512i q = _mm512_add_epi32(
           _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zeroPoint);
-      if (r.ySigned) {
+      if (r.dequantizeScale != 0.0f) {  // The byte's DequantizeLinear: (q - zero point) * scale.
+        const __m512i saturated = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+        const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(saturated, zeroPoint)), scale);
+        _mm512_mask_storeu_ps(reinterpret_cast<float *>(row) + j * kLanes, masks[j], y);
+      } else if (r.ySigned) {
         _mm512_mask_cvtsepi32_storeu_epi8(row + j * kLanes, masks[j], q);  // Saturates to [-128, 127].
       } else {
         _mm512_mask_cvtusepi32_storeu_epi8(row + j * kLanes, masks[j], _mm512_max_epi32(q, zero));  // To [0, 255].
