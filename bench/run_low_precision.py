@@ -6,10 +6,11 @@ QDQ file is the model quantized by `tessel quantize`. Accuracy next to every lat
 low-precision run's cosine similarity to fp32, and tessel's int8 output against ONNX Runtime's on the
 same file (cosine, and for an output a DequantizeLinear produces, the share of elements within one
 quantization step). The runtimes take turns (--rounds rounds of --runs timed runs each; the median of
-the rounds' medians is reported), so a noisy machine slows all of them alike. Writes the tables and
-the machine into docs/benchmarks.md between the low-precision-benchmark markers.
+the rounds' medians is reported), the two runtimes of each ratio back to back, and each speed-up is
+the median of the rounds' ratios, so a noisy machine slows both sides of a ratio alike. Writes the
+tables and the machine into docs/benchmarks.md between the low-precision-benchmark markers.
 
-Usage: bench/run_low_precision.py TESSEL MODELS_DIR [--models a,b] [--threads 2] [--runs 10] [--rounds 3]
+Usage: bench/run_low_precision.py TESSEL MODELS_DIR [--models a,b] [--threads 2] [--runs 10] [--rounds 5]
   MODELS_DIR is what bench/make_models.py writes (NAME_b1.onnx and NAME_b1/inputs/*.npy).
 """
 import argparse
@@ -91,7 +92,7 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--work", default="/tmp/tessel-low-precision-bench")
     parser.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     args = parser.parse_args()
@@ -107,8 +108,9 @@ def main():
                        capture_output=True)
         subprocess.run([args.tessel, "compile", fp32, "--target", "cpu", "--auto-cast", "matmul", "-o", bf16],
                        check=True, capture_output=True)
-        runs = [("ort_fp32", fp32, "ort"), ("ort_int8", qdq, "ort"), ("tessel_fp32", fp32, "tessel"),
-                ("tessel_bf16", bf16, "tessel"), ("tessel_int8", qdq, "tessel")]
+        # Each compared pair runs back to back, so a round's ratio sees one state of the (shared) machine.
+        runs = [("ort_fp32", fp32, "ort"), ("tessel_bf16", bf16, "tessel"), ("ort_int8", qdq, "ort"),
+                ("tessel_int8", qdq, "tessel"), ("tessel_fp32", fp32, "tessel")]
         times, outs = {label: [] for label, _, _ in runs}, {}
         for round_index in range(args.rounds):
             for label, model, runtime in runs:
@@ -125,6 +127,8 @@ def main():
                 times[label].append(result["median_ms"])
                 outs[label] = outputs(out)
             log(f"{name}: round {round_index + 1}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in times.items()))
+        speed = {"bf16": median([a / b for a, b in zip(times["ort_fp32"], times["tessel_bf16"])]),
+                 "int8": median([a / b for a, b in zip(times["ort_int8"], times["tessel_int8"])])}
         times = {label: median(values) for label, values in times.items()}
         steps = output_steps(qdq)
         accuracy = {}
@@ -135,11 +139,13 @@ def main():
         for k, step in steps.items():
             diff = np.abs(outs["tessel_int8"][k].astype(np.float64) - outs["ort_int8"][k].astype(np.float64))
             within.append(float(np.mean(diff <= step * 1.0001)))
-        rows.append((name, times, accuracy, agree, min(within) if within else None))
+        rows.append((name, times, speed, accuracy, agree, min(within) if within else None))
 
     lines = [BEGIN_MARKER, "",
              f"Machine: {machine()}, {os.cpu_count()} cpus; batch 1, {args.threads} threads; each runtime "
-             f"{args.rounds} times in turn, {args.runs} timed runs each, the median of the medians. Command: "
+             f"{args.rounds} times in turn, {args.runs} timed runs each: the times are the median of the "
+             "medians, each speed the median over the rounds of that round's ratio (the two runtimes compared "
+             "run back to back). Command: "
              "`bench/run_low_precision.py build/bin/tessel MODELS_DIR`. bf16: `tessel compile --target cpu "
              "--auto-cast matmul` (matmul and conv operands rounded to bf16, sums and the rest fp32). int8: the "
              "model quantized by `tessel quantize` (min/max on the model's one sample input, uint8 activations, "
@@ -147,15 +153,14 @@ def main():
              "| model | ORT fp32 ms | tessel fp32 ms | tessel bf16 ms | bf16 / ORT fp32 speed | ORT int8 ms "
              "| tessel int8 ms | tessel int8 / ORT int8 speed |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, t, _, _, _ in rows:
+    for name, t, speed, _, _, _ in rows:
         lines.append(f"| {name} | {t['ort_fp32']:.2f} | {t['tessel_fp32']:.2f} | {t['tessel_bf16']:.2f} | "
-                     f"{t['ort_fp32'] / t['tessel_bf16']:.2f}x | {t['ort_int8']:.2f} | {t['tessel_int8']:.2f} | "
-                     f"{t['ort_int8'] / t['tessel_int8']:.2f}x |")
+                     f"{speed['bf16']:.2f}x | {t['ort_int8']:.2f} | {t['tessel_int8']:.2f} | {speed['int8']:.2f}x |")
     lines += ["", "Accuracy, on the same runs (cosine similarity of the outputs; the worst output of each model):", "",
               "| model | cos(tessel bf16, fp32) | cos(ORT int8, fp32) | cos(tessel int8, fp32) "
               "| cos(tessel int8, ORT int8) | within one step of ORT int8 |",
               "|---|---:|---:|---:|---:|---:|"]
-    for name, _, acc, agree, within in rows:
+    for name, _, _, acc, agree, within in rows:
         lines.append(f"| {name} | {acc['tessel_bf16']:.6f} | {acc['ort_int8']:.6f} | {acc['tessel_int8']:.6f} | "
                      f"{agree:.6f} | {'-' if within is None else f'{100 * within:.1f}%'} |")
     lines += ["", END_MARKER]
