@@ -1,13 +1,14 @@
-// QDQ fusion (see fuse_qdq.h): per Conv or MatMul, read the DequantizeLinear nodes around it, then
+// QDQ fusion (see fuse_qdq.h): per Conv, MatMul or Gemm, read the DequantizeLinear nodes around it, then
 // rewrite it as a QLinear op when a QuantizeLinear takes its output, else as an integer product
 // rescaled to float; then each Add between DequantizeLinear and QuantizeLinear as QLinearAdd, each
 // MaxPool between them (of the same parameters) as a MaxPool of the quantized values, and each
 // QLinearMatMul whose output only a DequantizeLinear of its own parameters reads as one op with a
-// float output.
+// float output; last, the quantize-dequantize round trips such float outputs no longer need.
 #include "passes/fuse_qdq.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <unordered_set>
@@ -181,42 +182,90 @@ std::optional<std::vector<double>> biasValues(const Model &model, Value *bias, i
   return ref::toDoubles(*b);
 }
 
-/// A Conv or MatMul with its operands' DequantizeLinear nodes, ready to rewrite.
+/// A Conv, MatMul or Gemm with its operands' DequantizeLinear nodes, ready to rewrite.
 struct Match {
   Node *op = nullptr;
   bool conv = false;
   QuantParams x, w;
+  bool transposed = false;  // A Gemm's B given as [N, K].
   std::optional<QuantParams> biasDq;
   std::vector<double> bias;  // Float values per output channel; empty without a bias.
-  int64_t outputs = 0;       // Output channels (Conv) or columns (MatMul).
+  int64_t outputs = 0;       // Output channels (Conv) or columns (MatMul, Gemm).
 };
+
+/// Whether `op` is a Gemm that is a plain product of a [M, K] A, plus C per column when it has one:
+/// alpha and beta 1, A not transposed, C of N values along the last axis.
+bool isPlainGemm(const Node &op, int64_t columns) {
+  if (op.attrFloat("alpha", 1.0f) != 1.0f || op.attrFloat("beta", 1.0f) != 1.0f || op.attrInt("transA", 0) != 0) {
+    return false;
+  }
+  const Type &a = op.input(0)->type();
+  if (!a.isTensor() || !a.shape().rankKnown() || a.shape().rank() != 2) return false;
+  const Value *c = op.input(2);
+  if (!c) return true;
+  if (!c->type().isTensor() || !c->type().shape().rankKnown()) return false;
+  const Shape &cs = c->type().shape();
+  const bool row = cs.rank() == 1 || (cs.rank() == 2 && cs[0].isStatic() && cs[0].size == 1);
+  return row && cs[cs.rank() - 1].isStatic() && cs[cs.rank() - 1].size == columns;
+}
 
 std::optional<Match> matchProduct(const Model &model, Node *op) {
   Match m;
   m.op = op;
   m.conv = passes::isOnnxOp(op, "Conv");
-  if (!m.conv && !passes::isOnnxOp(op, "MatMul")) return std::nullopt;
+  const bool gemm = passes::isOnnxOp(op, "Gemm");
+  if (!m.conv && !gemm && !passes::isOnnxOp(op, "MatMul")) return std::nullopt;
   if (!op->input(0) || !op->input(1) || !op->output(0)) return std::nullopt;
   std::optional<QuantParams> x = dequantizeOf(model, op->input(0));
   std::optional<QuantParams> w = dequantizeOf(model, op->input(1));
   if (!x || !w || x->scales.size() != 1) return std::nullopt;
   std::optional<Tensor> weights = constantValueOf(model, *w->quantized);
   if (!weights) return std::nullopt;
+  // A Gemm's transposed B ([N, K]) has its output channels on axis 0.
+  const bool transposed = gemm && op->attrInt("transB", 0) != 0;
   if (m.conv) {
     if (weights->rank() < 3 || (w->axis != -1 && w->axis != 0)) return std::nullopt;
     m.outputs = weights->size(0);
+  } else {
+    const int64_t outputAxis = transposed ? 0 : 1;
+    if (weights->rank() != 2 || (w->axis != -1 && w->axis != outputAxis)) return std::nullopt;
+    m.outputs = weights->size(outputAxis);
+    if (gemm && !isPlainGemm(*op, m.outputs)) return std::nullopt;
+  }
+  if (m.conv || gemm) {
     std::optional<std::vector<double>> bias = biasValues(model, op->input(2), m.outputs);
     if (!bias) return std::nullopt;
     m.bias = std::move(*bias);
     if (op->input(2)) m.biasDq = dequantizeOf(model, op->input(2), /*allowInt32=*/true);
-  } else {
-    if (weights->rank() != 2 || (w->axis != -1 && w->axis != 1)) return std::nullopt;
-    m.outputs = weights->size(1);
   }
   if (w->scales.size() != 1 && int64_t(w->scales.size()) != m.outputs) return std::nullopt;
+  m.transposed = transposed;
   m.x = std::move(*x);
   m.w = std::move(*w);
   return m;
+}
+
+/// The quantized weight as the integer ops read it: a transposed Gemm B as a [K, N] constant.
+Value *weightValue(Model &model, const Match &m) {
+  if (!m.transposed) return m.w.quantized;
+  const Tensor nByK = *constantValueOf(model, *m.w.quantized);
+  const int64_t n = nByK.size(0), k = nByK.size(1);
+  Tensor kByN(nByK.dtype(), {k, n});
+  const auto *from = static_cast<const uint8_t *>(nByK.rawData());
+  auto *to = static_cast<uint8_t *>(kByN.rawData());
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < k; ++i) to[i * n + j] = from[j * k + i];
+  }
+  // Once per weight, whichever rewrite reads it first (a model may multiply by one B twice).
+  const std::string name = m.w.quantized->name() + "_transposed";
+  if (Value *made = model.graph->findValue(name); made && made->hasInitializer()) {
+    const Tensor &t = made->initializer();
+    if (t.dtype() == kByN.dtype() && t.sizes() == kByN.sizes() &&
+        std::memcmp(t.rawData(), kByN.rawData(), size_t(n * k)) == 0) {
+      return made;
+    }
+  }
+  return passes::addConstant(*model.graph, name, std::move(kByN));
 }
 
 /// The nodes of the match that become unread once it is rewritten (erased if so).
@@ -226,31 +275,40 @@ std::vector<Node *> matchedNodes(const Match &m) {
   return nodes;
 }
 
-/// Rule A: Q(op(DQ(x), DQ(w), bias)) -> QLinearConv / QLinearMatMul.
-void rewriteAsQLinear(Graph &graph, const Match &m, const OutputQuantization &out) {
-  std::vector<Value *> inputs = {m.x.quantized,           m.x.scale, zeroPointValue(graph, m.x), m.w.quantized,
+/// The match's bias as int32 at the product's scale x_scale * w_scale: an int32 DequantizeLinear at
+/// that scale as it is, any other bias rounded to it.
+Value *quantizedBias(Graph &graph, const Match &m) {
+  const std::vector<double> scales = productScales(m.x, m.w, m.outputs);
+  bool asIs = m.biasDq && m.biasDq->dtype == DType::Int32 && m.biasDq->quantized->type().shape().rank() == 1;
+  for (size_t c = 0; asIs && c < scales.size(); ++c) {
+    asIs = m.biasDq->zeros[m.biasDq->zeros.size() == 1 ? 0 : c] == 0.0 &&
+           float(m.biasDq->scales[m.biasDq->scales.size() == 1 ? 0 : c]) == float(scales[c]);
+  }
+  if (asIs) return m.biasDq->quantized;
+  std::vector<double> q(m.bias.size());
+  for (size_t c = 0; c < q.size(); ++c) {
+    q[c] = std::clamp(std::nearbyint(m.bias[c] / scales[c]), double(std::numeric_limits<int32_t>::min()),
+                      double(std::numeric_limits<int32_t>::max()));
+  }
+  return passes::addConstant(graph, m.op->output(0)->name() + "_bias_quantized",
+                             ref::fromDoubles(DType::Int32, {m.outputs}, q));
+}
+
+/// Rule A: Q(op(DQ(x), DQ(w), bias)) -> QLinearConv / QLinearMatMul; a Gemm with a bias (which
+/// QLinearMatMul lacks) -> tessel QLinearMatMulToFloat with it, the QuantizeLinear kept (it gives
+/// back the bytes exactly: the floats are already on its grid).
+void rewriteAsQLinear(Model &model, const Match &m, const OutputQuantization &out) {
+  Graph &graph = *model.graph;
+  std::vector<Value *> inputs = {m.x.quantized,           m.x.scale, zeroPointValue(graph, m.x), weightValue(model, m),
                                  m.w.scale,               zeroPointValue(graph, m.w), out.params.scale,
                                  zeroPointValue(graph, out.params)};
-  if (m.conv && !m.bias.empty()) {
-    const std::vector<double> scales = productScales(m.x, m.w, m.outputs);
-    // An int32 bias already at the product's scale is taken as it is; any other is rounded to it.
-    bool asIs = m.biasDq && m.biasDq->dtype == DType::Int32;
-    for (size_t c = 0; asIs && c < scales.size(); ++c) {
-      asIs = m.biasDq->zeros[m.biasDq->zeros.size() == 1 ? 0 : c] == 0.0 &&
-             float(m.biasDq->scales[m.biasDq->scales.size() == 1 ? 0 : c]) == float(scales[c]);
-    }
-    if (asIs) {
-      inputs.push_back(m.biasDq->quantized);
-    } else {
-      std::vector<double> q(m.bias.size());
-      for (size_t c = 0; c < q.size(); ++c) {
-        q[c] = std::clamp(std::nearbyint(m.bias[c] / scales[c]), double(std::numeric_limits<int32_t>::min()),
-                          double(std::numeric_limits<int32_t>::max()));
-      }
-      inputs.push_back(passes::addConstant(graph, m.op->output(0)->name() + "_bias_quantized",
-                                           ref::fromDoubles(DType::Int32, {m.outputs}, q)));
-    }
+  if (!m.conv && !m.bias.empty()) {
+    inputs.push_back(quantizedBias(graph, m));
+    passes::replacePattern(graph, m.op->output(0), "QLinearMatMulToFloat", "tessel", inputs, {}, matchedNodes(m));
+    passes::importTesselOpset(model);
+    return;
   }
+  if (!m.bias.empty()) inputs.push_back(quantizedBias(graph, m));
   std::vector<Node *> pattern = out.nodes;
   for (Node *n : matchedNodes(m)) pattern.push_back(n);
   passes::replacePattern(graph, out.params.quantized, m.conv ? "QLinearConv" : "QLinearMatMul", "", inputs,
@@ -258,13 +316,14 @@ void rewriteAsQLinear(Graph &graph, const Match &m, const OutputQuantization &ou
 }
 
 /// Rule B: op(DQ(x), DQ(w), bias) -> Cast(ConvInteger / MatMulInteger) * scale (+ bias).
-void rewriteAsIntegerProduct(Graph &graph, const Match &m) {
+void rewriteAsIntegerProduct(Model &model, const Match &m) {
+  Graph &graph = *model.graph;
   Value *y = m.op->output(0);
   const Shape &shape = y->type().shape();
   const std::string base = m.op->name().empty() ? y->name() : m.op->name();
   const size_t rank = shape.rank();
   Node *product = graph.addNode(m.conv ? "ConvInteger" : "MatMulInteger",
-                                {m.x.quantized, m.w.quantized, zeroPointValue(graph, m.x), zeroPointValue(graph, m.w)},
+                                {m.x.quantized, weightValue(model, m), zeroPointValue(graph, m.x), zeroPointValue(graph, m.w)},
                                 {graph.uniqueName(y->name() + "_int32")}, graph.uniqueName(base + "_integer"));
   if (m.conv) {
     for (const auto &[name, value] : m.op->attributes()) product->setAttr(name, value);
@@ -363,6 +422,39 @@ bool fuseDequantizedMatMul(Model &model, Node *product, const std::unordered_set
   return true;
 }
 
+/// Whether the quantization node `node` (its scale and zero point inputs 1 and 2) has the one scale,
+/// zero point and type of QLinearMatMulToFloat `product`'s output grid (inputs 6 and 7).
+bool onOutputGrid(const Model &model, Node *node, Value *quantized, const Node &product) {
+  std::optional<QuantParams> p = readParams(model, node, quantized, 0);
+  if (!p) return false;
+  if (!p->zeroPoint) p->dtype = DType::UInt8;
+  std::optional<Tensor> scale = constantValueOf(model, *product.input(6));
+  std::optional<Tensor> zero = constantValueOf(model, *product.input(7));
+  return p->scales.size() == 1 && scale && scale->numel() == 1 && zero && zero->numel() == 1 &&
+         zero->dtype() == p->dtype && float(p->scales[0]) == float(ref::toDoubles(*scale)[0]) &&
+         p->zeros[0] == ref::toDoubles(*zero)[0];
+}
+
+/// Rule F: DQ(Q(y)) of y = QLinearMatMulToFloat(...) with the product's own output parameters, the
+/// QuantizeLinear's only reader -> y. y is already on that grid, so the round trip gives it back
+/// exactly (what a Gemm with a bias, rewritten by rule A, leaves between it and its readers).
+bool dropRoundTrip(Model &model, Node *quantize, const std::unordered_set<const Value *> &returned) {
+  Graph &graph = *model.graph;
+  if (!passes::isOnnxOp(quantize, "QuantizeLinear") || !quantize->input(0) || !quantize->output(0)) return false;
+  Node *product = quantize->input(0)->producer();
+  if (!product || product->domain() != "tessel" || product->opType() != "QLinearMatMulToFloat") return false;
+  Value *q = quantize->output(0);
+  if (returned.count(q) || passes::isGraphOutput(graph, q)) return false;
+  Node *dq = passes::singleUser(graph, q);
+  if (!dq || !passes::isOnnxOp(dq, "DequantizeLinear") || dq->input(0) != q || !dq->output(0)) return false;
+  if (!onOutputGrid(model, quantize, q, *product) || !onOutputGrid(model, dq, q, *product)) return false;
+  if (returned.count(dq->output(0)) || passes::isGraphOutput(graph, dq->output(0))) return false;
+  graph.replaceAllUsesWith(dq->output(0), quantize->input(0));
+  graph.eraseNode(dq);
+  graph.eraseNode(quantize);
+  return true;
+}
+
 }  // namespace
 
 Expected<bool> fuseQdq(Model &model) {
@@ -370,7 +462,10 @@ Expected<bool> fuseQdq(Model &model) {
   if (model.opsetFor("") < 10) return false;
   std::vector<Node *> products, adds, pools;
   for (const auto &node : graph.nodes()) {
-    if (passes::isOnnxOp(node.get(), "Conv") || passes::isOnnxOp(node.get(), "MatMul")) products.push_back(node.get());
+    if (passes::isOnnxOp(node.get(), "Conv") || passes::isOnnxOp(node.get(), "MatMul") ||
+        passes::isOnnxOp(node.get(), "Gemm")) {
+      products.push_back(node.get());
+    }
     if (passes::isOnnxOp(node.get(), "Add")) adds.push_back(node.get());
     if (passes::isOnnxOp(node.get(), "MaxPool")) pools.push_back(node.get());
   }
@@ -383,9 +478,9 @@ Expected<bool> fuseQdq(Model &model) {
       continue;
     }
     if (std::optional<OutputQuantization> out = outputQuantizationOf(model, op->output(0), returned)) {
-      rewriteAsQLinear(graph, *m, *out);
+      rewriteAsQLinear(model, *m, *out);
     } else {
-      rewriteAsIntegerProduct(graph, *m);
+      rewriteAsIntegerProduct(model, *m);
     }
     changed = true;
   }
@@ -396,6 +491,11 @@ Expected<bool> fuseQdq(Model &model) {
     if (passes::isOnnxOp(node.get(), "QLinearMatMul")) quantizedProducts.push_back(node.get());
   }
   for (Node *product : quantizedProducts) changed = fuseDequantizedMatMul(model, product, returned) || changed;
+  std::vector<Node *> quantizes;
+  for (const auto &node : graph.nodes()) {
+    if (passes::isOnnxOp(node.get(), "QuantizeLinear")) quantizes.push_back(node.get());
+  }
+  for (Node *quantize : quantizes) changed = dropRoundTrip(model, quantize, returned) || changed;
   if (changed) TESSEL_RETURN_IF_ERROR(graph.sortTopologically());
   return changed;
 }

@@ -143,7 +143,7 @@ Status refTesselQLinearConv(KernelContext &ctx) {
 // as DequantizeLinear computes it (the integer minus the zero point is exact, then one product).
 Status refQLinearMatMulToFloat(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 8));
-  TESSEL_ASSIGN_OR_RETURN(Tensor q, runWrapped(ctx, refQLinearMatMul, leadingInputs(ctx, 8)));
+  TESSEL_ASSIGN_OR_RETURN(Tensor q, runWrapped(ctx, refQLinearMatMul, leadingInputs(ctx, 9)));
   const float scale = static_cast<float>(ctx.tensor(6).scalarAsDouble());
   const float zero = static_cast<float>(ctx.tensor(7).scalarAsDouble());
   std::vector<double> y = toDoubles(q);

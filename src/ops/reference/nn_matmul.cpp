@@ -200,6 +200,22 @@ Status refQLinearMatMul(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(expectDType(ctx, 7, {DType::UInt8, DType::Int8}));
   const double yZero = ctx.tensor(7).scalarAsDouble();
   std::vector<double> y = batchedProduct(s, a, b);
+  if (ctx.hasInput(8)) {
+    // tessel QLinearMatMulToFloat's bias (ONNX's QLinearMatMul has eight inputs): int32 per column
+    // at the product's scale, a_scale * b_scale[j].
+    const Tensor &bias = ctx.tensor(8), &bScale = ctx.tensor(4);
+    const int64_t n = s.outSizes.back();
+    if (bias.dtype() != DType::Int32 || bias.numel() != n || (bScale.numel() != 1 && bScale.numel() != n)) {
+      return makeError(ErrorCode::ShapeMismatch, "bias is {} {}; expected int32 [{}]", dtypeName(bias.dtype()),
+                       formatSizes(bias.sizes()), n);
+    }
+    const std::vector<double> biasValues = toDoubles(bias), bScales = toDoubles(bScale);
+    const double aScale = ctx.tensor(1).scalarAsDouble();
+    for (size_t i = 0; i < y.size(); ++i) {
+      const size_t j = i % size_t(n);
+      y[i] += biasValues[j] * aScale * bScales[bScales.size() == 1 ? 0 : j];
+    }
+  }
   for (double &v : y) v = saturateRound(v / yScale.scalarAsDouble() + yZero, outType);
   ctx.setOutput(0, fromDoubles(outType, s.outSizes, y));
   return Status::success();

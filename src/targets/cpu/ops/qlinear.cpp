@@ -111,6 +111,18 @@ std::optional<QLinearParams> readQLinearParams(const LowerContext &ctx, int64_t 
   return p;
 }
 
+/// The optional int32 bias (input kBias) of `outputs` values, zeros without one; nullopt when it
+/// is fed or of another type or size.
+std::optional<std::vector<int32_t>> readBias(const LowerContext &ctx, int64_t outputs) {
+  std::vector<int32_t> bias(size_t(outputs), 0);
+  if (ctx.numInputs() > kBias && ctx.hasInput(kBias)) {
+    const Tensor *b = ctx.constantInput(kBias);
+    if (b == nullptr || b->dtype() != DType::Int32 || b->numel() != outputs) return std::nullopt;
+    std::memcpy(bias.data(), b->rawData(), bias.size() * sizeof(int32_t));
+  }
+  return bias;
+}
+
 /// W (u8 or s8) minus its zero point per output, as floats: element i feeds output i / perOutput
 /// (a conv's [Cout, ...] weights) or i % outputs (a matmul's [K, N] B).
 std::vector<float> centredWeights(const Tensor &w, const std::vector<int32_t> &zero, int64_t perOutput) {
@@ -288,9 +300,9 @@ class QLinearMatMulStep final : public Step {
   /// `s8` null: the f32 GEMM `f32` with B centred and packed in `weights`. `toFloat`: tessel
   /// QLinearMatMulToFloat, the output dequantized (floats, not bytes).
   QLinearMatMulStep(const GemmShape &shape, const S8GemmKernel *s8, const GemmKernel *f32, const std::byte *weights,
-                    QLinearParams params, int threads, bool toFloat)
-      : shape_(shape), s8_(s8), f32_(f32), weights_(weights), params_(std::move(params)), toFloat_(toFloat) {
-    zeroBias_.assign(size_t(shape_.n), 0);
+                    QLinearParams params, std::vector<int32_t> bias, int threads, bool toFloat)
+      : shape_(shape), s8_(s8), f32_(f32), weights_(weights), params_(std::move(params)), toFloat_(toFloat),
+        bias_(std::move(bias)) {
     // The int8 GEMM keeps int32 sums only for a K it sums in blocks (or an empty K).
     const bool sums = s8_ == nullptr || shape_.k == 0 || s8GemmSplitsK(*s8_, shape_.k);
     accBytes_ = sums ? alignScratchBytes(size_t(shape_.m * shape_.n) * sizeof(int32_t)) : 0;
@@ -310,7 +322,7 @@ class QLinearMatMulStep final : public Step {
     std::byte *rest = scratch + accBytes_;
     if (s8_ != nullptr) {  // Requantized by the GEMM as it goes.
       const S8GemmA a{io.inputs[kX], shape_.k, params_.xSigned, &params_.xZero, 1};
-      const S8GemmBytes bytes{{zeroBias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned,
+      const S8GemmBytes bytes{{bias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned,
                                toFloat_ ? params_.yScale : 0.0f},
                               static_cast<std::byte *>(io.outputs[0]), shape_.n};
       s8GemmPacked(shape_, a, PackedS8BView{s8_, shape_.k, shape_.n, weights_}, acc, shape_.n, io.pool,
@@ -347,10 +359,10 @@ class QLinearMatMulStep final : public Step {
     parallelRanges(pool, shape_.m, std::max<int64_t>(1, kRequantizeGrain / n), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         if (params_.ySigned) {
-          q.requantizeColumnsS8(acc + r * n, zeroBias_.data(), params_.multiplier.data(), params_.yZero,
+          q.requantizeColumnsS8(acc + r * n, bias_.data(), params_.multiplier.data(), params_.yZero,
                                 static_cast<int8_t *>(y) + r * n, n);
         } else {
-          q.requantizeColumnsU8(acc + r * n, zeroBias_.data(), params_.multiplier.data(), params_.yZero,
+          q.requantizeColumnsU8(acc + r * n, bias_.data(), params_.multiplier.data(), params_.yZero,
                                 static_cast<uint8_t *>(y) + r * n, n);
         }
       }
@@ -363,7 +375,7 @@ class QLinearMatMulStep final : public Step {
   const std::byte *weights_;
   QLinearParams params_;
   bool toFloat_;
-  std::vector<int32_t> zeroBias_;
+  std::vector<int32_t> bias_;  // Per column: QLinearMatMulToFloat's, else zeros.
   size_t accBytes_ = 0, centredBytes_ = 0, gemmBytes_ = 0, quantizedBytes_ = 0;
 };
 
@@ -425,16 +437,12 @@ Expected<std::unique_ptr<Step>> lowerQLinearConv(LowerContext &ctx) {
   if (shape.batch == 0 || shape.inChannels == 0 || shape.outChannels == 0) return std::unique_ptr<Step>();
   std::optional<QLinearParams> params = readQLinearParams(ctx, shape.outChannels);
   if (!params) return std::unique_ptr<Step>();
-  std::vector<int32_t> bias(size_t(shape.outChannels), 0);
-  if (ctx.numInputs() > kBias && ctx.hasInput(kBias)) {
-    const Tensor *b = ctx.constantInput(kBias);
-    if (b == nullptr || b->dtype() != DType::Int32 || b->numel() != shape.outChannels) return std::unique_ptr<Step>();
-    std::memcpy(bias.data(), b->rawData(), bias.size() * sizeof(int32_t));
-  }
+  std::optional<std::vector<int32_t>> bias = readBias(ctx, shape.outChannels);
+  if (!bias) return std::unique_ptr<Step>();
   auto step = [&](ConvProduct product, const ConvPlans &plans, const std::byte *weights) {
     ctx.releaseConstantInput(kW);
     return std::unique_ptr<Step>(
-        std::make_unique<QLinearConvStep>(shape, product, plans, weights, std::move(*params), std::move(bias)));
+        std::make_unique<QLinearConvStep>(shape, product, plans, weights, std::move(*params), std::move(*bias)));
   };
 
   ConvPlans plans;
@@ -503,7 +511,8 @@ Expected<std::unique_ptr<Step>> lowerQLinearProduct(LowerContext &ctx, bool toFl
   for (size_t i = 0; i + 1 < aSizes.size(); ++i) rows *= aSizes[i];
   if (rows == 0 || k == 0 || n == 0) return std::unique_ptr<Step>();
   std::optional<QLinearParams> params = readQLinearParams(ctx, n);
-  if (!params) return std::unique_ptr<Step>();
+  std::optional<std::vector<int32_t>> bias = readBias(ctx, n);
+  if (!params || !bias) return std::unique_ptr<Step>();
   const GemmShape shape{rows, n, k};
 
   const S8GemmKernel *s8Kernel = selectedS8GemmKernel();
@@ -516,8 +525,8 @@ Expected<std::unique_ptr<Step>> lowerQLinearProduct(LowerContext &ctx, bool toFl
                                        }));
     ctx.releaseConstantInput(kW);
     return std::unique_ptr<Step>(std::make_unique<QLinearMatMulStep>(shape, s8Kernel, nullptr, packed,
-                                                                     std::move(*params), std::max(ctx.threads(), 1),
-                                                                     toFloat));
+                                                                     std::move(*params), std::move(*bias),
+                                                                     std::max(ctx.threads(), 1), toFloat));
   }
   const GemmKernel &kernel = selectedGemmKernel();
   const std::vector<float> centred = centredWeights(*b, params->wZero, /*perOutput=*/0);
@@ -528,7 +537,8 @@ Expected<std::unique_ptr<Step>> lowerQLinearProduct(LowerContext &ctx, bool toFl
                                      }));
   ctx.releaseConstantInput(kW);
   return std::unique_ptr<Step>(std::make_unique<QLinearMatMulStep>(shape, nullptr, &kernel, packed, std::move(*params),
-                                                                   std::max(ctx.threads(), 1), toFloat));
+                                                                   std::move(*bias), std::max(ctx.threads(), 1),
+                                                                   toFloat));
 }
 
 Expected<std::unique_ptr<Step>> lowerQLinearMatMul(LowerContext &ctx) { return lowerQLinearProduct(ctx, false); }

@@ -10,6 +10,7 @@
 // test that path on such a host.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -313,6 +314,67 @@ TEST(CpuQdqModel, DequantizedProductWritesFloats) {
         << fmt::format("{}", fmt::join(kernels, "; "));
     EXPECT_FALSE(ran(kernels, "DequantizeLinear")) << fmt::format("{}", fmt::join(kernels, "; "));
   }
+}
+
+TEST(CpuQdqModel, GemmWithBiasWritesFloats) {
+  // an exported Linear: Gemm(DQ(x), DQ(w), DQ(bias)) {transB = 1} -> Q -> DQ -> Add. At -O3 it is
+  // one QLinearMatMulToFloat over the transposed weights with the int32 bias (the Q -> DQ round trip
+  // gone); per-column weight scales, the bias at each column's product scale. Within one output
+  // step (0.02) of the float graph; a Gemm whose bias lands on the wrong columns is off by several.
+  const std::vector<int> wScaleSteps = sequence(40, 3, 1, 6);
+  std::vector<float> ws, bs;
+  for (int step : wScaleSteps) {
+    ws.push_back(0.001f * float(step));
+    bs.push_back(0.01f * ws.back());
+  }
+  const std::string body =
+      constant("xs", "f32", {}, "0.01") + constant("xz", "u8", {}, "128") +
+      constant("w", "i8", {40, 48}, fmt::format("{}", fmt::join(sequence(40 * 48, 5, -127, 127), ", "))) +
+      constant("ws", "f32", {40}, fmt::format("{}", fmt::join(ws, ", "))) +
+      constant("b", "i32", {40}, fmt::format("{}", fmt::join(sequence(40, 9, -30000, 30000), ", "))) +
+      constant("bs", "f32", {40}, fmt::format("{}", fmt::join(bs, ", "))) + constant("ys", "f32", {}, "0.02") +
+      constant("yz", "u8", {}, "120") +
+      "  %xq = QuantizeLinear(%x, %xs, %xz)\n"
+      "  %xd = DequantizeLinear(%xq, %xs, %xz)\n"
+      "  %wd = DequantizeLinear(%w, %ws) {axis = 0}\n"
+      "  %bd = DequantizeLinear(%b, %bs) {axis = 0}\n"
+      "  %p = Gemm(%xd, %wd, %bd) {transB = 1}\n"
+      "  %pq = QuantizeLinear(%p, %ys, %yz)\n"
+      "  %pd = DequantizeLinear(%pq, %ys, %yz)\n"
+      "  %y = Add(%pd, %pd)\n"
+      "  return %y\n";
+  const std::string ir = model("%x: f32[21,48]", "%y: ?", body);
+  for (int threads : {1, 2}) {
+    const auto kernels = check(ir, 2 * 0.02 + 1e-6, /*optLevel=*/3, threads);
+    EXPECT_TRUE(ran(kernels, int8Gemm() ? "QLinearMatMulToFloat qlinear_matmul_to_float u8s8_gemm"
+                                        : "QLinearMatMulToFloat qlinear_matmul_to_float_as_f32"))
+        << fmt::format("{}", fmt::join(kernels, "; "));
+    // The one QuantizeLinear left is x's.
+    EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
+                            [](const std::string &k) { return k.rfind("QuantizeLinear", 0) == 0; }),
+              1)
+        << fmt::format("{}", fmt::join(kernels, "; "));
+    EXPECT_FALSE(ran(kernels, "DequantizeLinear")) << fmt::format("{}", fmt::join(kernels, "; "));
+    EXPECT_FALSE(ran(kernels, "Gemm")) << fmt::format("{}", fmt::join(kernels, "; "));
+  }
+  // The fused op as written, lowered at -O0, against its reference kernel: the same bias on the
+  // same columns (the reference's double multiplier may round a tie the other way: one step).
+  std::string fused = body.substr(0, body.find("  %xq"));
+  fused += "  %xq = QuantizeLinear(%x, %xs, %xz)\n"
+           "  %y = tessel.QLinearMatMulToFloat(%xq, %xs, %xz, %wt, %ws, %wz, %ys, %yz, %b)\n"
+           "  return %y\n";
+  const std::vector<int> w = sequence(40 * 48, 5, -127, 127);
+  std::vector<int> wt(w.size());
+  for (size_t n = 0; n < 40; ++n) {
+    for (size_t k = 0; k < 48; ++k) wt[k * 40 + n] = w[n * 48 + k];
+  }
+  fused = constant("wt", "i8", {48, 40}, fmt::format("{}", fmt::join(wt, ", "))) +
+          constant("wz", "i8", {40}, fmt::format("{}", fmt::join(std::vector<int>(40, 0), ", "))) + fused;
+  const std::string fusedIr = fmt::format("model opset(ai.onnx=13, tessel=1) ir_version=8 {{\nfunc @main(%x: f32[21,48]) "
+                                          "-> (%y: ?) {{\n{}}}\n}}\n",
+                                          fused);
+  const auto kernels = check(fusedIr, 0.02 + 1e-6, /*optLevel=*/0);
+  EXPECT_TRUE(ran(kernels, "qlinear_matmul_to_float")) << fmt::format("{}", fmt::join(kernels, "; "));
 }
 
 TEST(CpuQdqModel, ResidualBlockStaysChannelsLast) {
