@@ -3,7 +3,8 @@
 // rescaled to float; then each Add between DequantizeLinear and QuantizeLinear as QLinearAdd, each
 // MaxPool between them (of the same parameters) as a MaxPool of the quantized values, and each
 // QLinearMatMul whose output only a DequantizeLinear of its own parameters reads as one op with a
-// float output; last, the quantize-dequantize round trips such float outputs no longer need.
+// float output; then the quantize-dequantize round trips such float outputs no longer need; last,
+// each round trip left as one elementwise snap to the grid in float.
 #include "passes/fuse_qdq.h"
 
 #include <algorithm>
@@ -455,6 +456,55 @@ bool dropRoundTrip(Model &model, Node *quantize, const std::unordered_set<const 
   return true;
 }
 
+
+/// Rule G: DQ(Q(x)) of float32 x with one scale, zero point and 8-bit type on both sides, the
+/// QuantizeLinear's only reader -> Mul(Clip(Round(Div(x, scale)), min - zero, max - zero), scale):
+/// x put on the grid in float. Exactly the round trip's values: Div is QuantizeLinear's float32
+/// division, Round its half-to-even rounding, and the integers after it are exact in float32. One
+/// elementwise pass, which fuse-elementwise merges with its neighbours, instead of a pass writing
+/// bytes and one reading them back. What reaches this rule are the round trips around products of
+/// two activations (attention's), which no rule above makes integer ops.
+bool snapToGrid(Model &model, Node *quantize, const std::unordered_set<const Value *> &returned) {
+  Graph &graph = *model.graph;
+  if (model.opsetFor("") < 11) return false;  // Round is opset 11.
+  if (!passes::isOnnxOp(quantize, "QuantizeLinear") || !quantize->input(0) || !quantize->output(0) ||
+      quantize->hasAttr("output_dtype") || quantize->hasAttr("block_size")) {
+    return false;
+  }
+  Value *x = quantize->input(0), *q = quantize->output(0);
+  if (!x->type().isTensor() || x->type().dtype() != DType::Float32 || returned.count(q)) return false;
+  Node *dq = passes::singleUser(graph, q);
+  if (!dq || !passes::isOnnxOp(dq, "DequantizeLinear") || dq->input(0) != q || !dq->output(0) ||
+      returned.count(dq->output(0))) {
+    return false;
+  }
+  std::optional<QuantParams> in = readParams(model, quantize, q, 0), out = readParams(model, dq, q, 0);
+  if (!in || !out || in->scales.size() != 1 || out->scales.size() != 1) return false;
+  const DType type = in->dtype == DType::Undefined && !in->zeroPoint ? DType::UInt8 : in->dtype;
+  if (!isQuantized8Bit(type) || out->dtype != in->dtype || float(in->scales[0]) != float(out->scales[0]) ||
+      in->zeros[0] != out->zeros[0]) {
+    return false;
+  }
+  const Type floatType = Type::tensor(DType::Float32, x->type().shape());
+  const std::string base = dq->output(0)->name();
+  auto addStep = [&](const char *op, std::vector<Value *> inputs, const std::string &suffix) {
+    Node *node = graph.addNode(op, inputs, {graph.uniqueName(base + suffix)}, graph.uniqueName(base + suffix));
+    node->output(0)->setType(floatType);
+    return node->output(0);
+  };
+  auto scalar = [&](const std::string &suffix, double value) {
+    return passes::addConstant(graph, base + suffix, ref::fromDoubles(DType::Float32, {}, {value}));
+  };
+  const double zero = in->zeros[0];
+  const double typeMin = type == DType::Int8 ? -128.0 : 0.0, typeMax = type == DType::Int8 ? 127.0 : 255.0;
+  Value *scale = scalar("_grid_scale", float(in->scales[0]));
+  Value *rounded = addStep("Round", {addStep("Div", {x, scale}, "_on_grid_scale")}, "_rounded");
+  Value *clipped = addStep("Clip", {rounded, scalar("_grid_min", typeMin - zero), scalar("_grid_max", typeMax - zero)},
+                           "_saturated");
+  passes::replacePattern(graph, dq->output(0), "Mul", "", {clipped, scale}, {}, {dq, quantize});
+  return true;
+}
+
 }  // namespace
 
 Expected<bool> fuseQdq(Model &model) {
@@ -496,6 +546,11 @@ Expected<bool> fuseQdq(Model &model) {
     if (passes::isOnnxOp(node.get(), "QuantizeLinear")) quantizes.push_back(node.get());
   }
   for (Node *quantize : quantizes) changed = dropRoundTrip(model, quantize, returned) || changed;
+  quantizes.clear();
+  for (const auto &node : graph.nodes()) {
+    if (passes::isOnnxOp(node.get(), "QuantizeLinear")) quantizes.push_back(node.get());
+  }
+  for (Node *quantize : quantizes) changed = snapToGrid(model, quantize, returned) || changed;
   if (changed) TESSEL_RETURN_IF_ERROR(graph.sortTopologically());
   return changed;
 }

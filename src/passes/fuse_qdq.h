@@ -29,7 +29,10 @@ namespace tessel {
 /// by a DequantizeLinear of its own y_scale and y_zero_point becomes tessel QLinearMatMulToFloat
 /// (exact: the same values, without the bytes in between), and a QuantizeLinear -> DequantizeLinear
 /// round trip of a QLinearMatMulToFloat's own output parameters is dropped (exact: its floats are
-/// on that grid already).
+/// on that grid already). Last, each per-tensor QuantizeLinear -> DequantizeLinear round trip of
+/// float32 values that is left (those around products of two activations, attention's) becomes
+/// Mul(Clip(Round(Div(x, scale)), min - zero, max - zero), scale): the same values, bit for bit, in
+/// one elementwise pass that fuse-elementwise merges with its neighbours (from opset 11).
 /// Results agree with the QDQ graph's float arithmetic to within float32 rounding before the
 /// output's quantization (so within one quantization step after it). Must run before
 /// fold-constants, which would fold the weights' DequantizeLinear into float weights. Returns

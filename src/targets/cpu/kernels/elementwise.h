@@ -40,6 +40,9 @@ enum class UnaryOp : uint8_t {
   Silu,
   Square,  // Pow(x, 2)
   Cube,    // Pow(x, 3)
+  Round,   // half to even
+  Floor,
+  Ceil,
 };
 
 struct UnaryParams {

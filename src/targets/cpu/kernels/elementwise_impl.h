@@ -50,6 +50,10 @@ void unaryLoop(UnaryOp op, UnaryParams params, const float *x, float *y, int64_t
     case UnaryOp::Silu: return mapUnary(x, y, n, [](float v) { return fastSilu(v); });
     case UnaryOp::Square: return mapUnary(x, y, n, [](float v) { return v * v; });
     case UnaryOp::Cube: return mapUnary(x, y, n, [](float v) { return v * v * v; });
+    // One rounding instruction (vrndscaleps) where SSE4.1 or later is on; libm calls on the portable row.
+    case UnaryOp::Round: return mapUnary(x, y, n, [](float v) { return std::nearbyint(v); });
+    case UnaryOp::Floor: return mapUnary(x, y, n, [](float v) { return std::floor(v); });
+    case UnaryOp::Ceil: return mapUnary(x, y, n, [](float v) { return std::ceil(v); });
   }
 }
 

@@ -27,7 +27,7 @@ const char *instructionName(const ProgramInstruction &instruction) {
   static const char *const kUnaryNames[] = {"Identity",  "Relu",        "Sigmoid",   "Tanh",     "Exp",  "Log",
                                             "Sqrt",      "Reciprocal",  "Neg",       "Abs",      "Erf",  "Clip",
                                             "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Gelu", "GeluTanh",
-                                            "Silu",      "Square",      "Cube"};
+                                            "Silu",      "Square",      "Cube",      "Round",    "Floor", "Ceil"};
   return kUnaryNames[static_cast<size_t>(instruction.unary)];
 }
 

@@ -77,6 +77,9 @@ std::optional<UnaryChoice> unaryChoiceFor(const Node &node, const ScalarLookup &
                                                                   {"Erf", UnaryOp::Erf},
                                                                   {"HardSwish", UnaryOp::HardSwish},
                                                                   {"Softplus", UnaryOp::Softplus},
+                                                                  {"Round", UnaryOp::Round},
+                                                                  {"Floor", UnaryOp::Floor},
+                                                                  {"Ceil", UnaryOp::Ceil},
                                                                   {"Identity", UnaryOp::Identity}};
   if (auto it = kPlain.find(op); it != kPlain.end()) return UnaryChoice{it->second, {}};
   if (op == "LeakyRelu") return UnaryChoice{UnaryOp::LeakyRelu, {node.attrFloat("alpha", 0.01f), 0}};

@@ -144,7 +144,8 @@ TEST(VectorMath, InPlaceAndRaggedLengths) {
 }
 
 TEST(VectorMath, ParameterizedOps) {
-  const std::vector<float> x = {-3.0f, -1.0f, -0.25f, 0.0f, 0.3f, 1.0f, 2.5f, 7.0f, -0.0f};
+  // Ties (-2.5, 0.5, 1.5, 2.5) round to even; -0.25 rounds to -0.
+  const std::vector<float> x = {-3.0f, -2.5f, -1.0f, -0.25f, 0.0f, 0.3f, 0.5f, 1.0f, 1.5f, 2.5f, 7.0f, -0.0f, 1e9f};
   struct Param {
     UnaryOp op;
     UnaryParams params;
@@ -162,6 +163,9 @@ TEST(VectorMath, ParameterizedOps) {
       {UnaryOp::Square, {}, [](double v, double, double) { return v * v; }},
       {UnaryOp::Cube, {}, [](double v, double, double) { return v * v * v; }},
       {UnaryOp::Identity, {}, [](double v, double, double) { return v; }},
+      {UnaryOp::Round, {}, [](double v, double, double) { return std::nearbyint(v); }},
+      {UnaryOp::Floor, {}, [](double v, double, double) { return std::floor(v); }},
+      {UnaryOp::Ceil, {}, [](double v, double, double) { return std::ceil(v); }},
   };
   for (const ElementwiseKernels *kernels : elementwiseKernelVariants()) {
     if (!hasAll(hostIsa(), kernels->isa)) continue;

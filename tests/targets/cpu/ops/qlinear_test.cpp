@@ -316,6 +316,35 @@ TEST(CpuQdqModel, DequantizedProductWritesFloats) {
   }
 }
 
+TEST(CpuQdqModel, RoundTripLeftSnapsToTheGridBitForBit) {
+  // What stays of attention's QDQ (products of two activations): QuantizeLinear -> DequantizeLinear
+  // round trips, each at -O3 a Div, Round, Clip and Mul fused with the ops around it. The same bits
+  // as the round trip: values past both ends of the grid (a: uniform in [-1, 1], the grid about
+  // [-0.52, 0.5]), and exact ties ((t - 128) / 8 on a grid of step 0.25: half steps), which round
+  // to even; u8 and s8.
+  for (const char *type : {"u8", "i8"}) {
+    const bool u8 = std::string(type) == "u8";
+    const std::string body = constant("s", "f32", {}, "0.004") + constant("z", type, {}, u8 ? "131" : "-3") +
+                             constant("q", "f32", {}, "0.25") + constant("qz", type, {}, u8 ? "10" : "-100") +
+                             constant("eighth", "f32", {}, "0.125") + constant("mid", "u8", {}, "128") +
+                             constant("k", "f32", {}, "3") +
+                             "  %aq = QuantizeLinear(%a, %s, %z)\n"
+                             "  %ad = DequantizeLinear(%aq, %s, %z)\n"
+                             "  %y = Mul(%ad, %k)\n"
+                             "  %x = DequantizeLinear(%t, %eighth, %mid)\n"
+                             "  %xq = QuantizeLinear(%x, %q, %qz)\n"
+                             "  %xd = DequantizeLinear(%xq, %q, %qz)\n"
+                             "  %y2 = Mul(%xd, %k)\n"
+                             "  return %y, %y2\n";
+    const std::string ir = model("%a: f32[3,37,41], %t: u8[3,37,41]", "%y: ?, %y2: ?", body);
+    for (int threads : {1, 2}) {
+      const auto kernels = check(ir, 0.0, /*optLevel=*/3, threads);
+      EXPECT_TRUE(ran(kernels, "Div,Round,Clip,Mul,Mul")) << fmt::format("{}", fmt::join(kernels, "; "));
+      EXPECT_FALSE(ran(kernels, "QuantizeLinear")) << fmt::format("{}", fmt::join(kernels, "; "));
+    }
+  }
+}
+
 TEST(CpuQdqModel, GemmWithBiasWritesFloats) {
   // an exported Linear: Gemm(DQ(x), DQ(w), DQ(bias)) {transB = 1} -> Q -> DQ -> Add. At -O3 it is
   // one QLinearMatMulToFloat over the transposed weights with the int32 bias (the Q -> DQ round trip
