@@ -316,21 +316,51 @@ bool fuseMatMul(Model &model, Node *anchor, const std::unordered_set<const Value
   return true;
 }
 
+/// A tessel QLinearMatMulToFloat (fuse-qdq's) takes the chain after its floats the same way: the
+/// bias as input 9, the residual as input 10, the activation as attributes.
+bool fuseDequantizedMatMul(Model &model, Node *anchor, const std::unordered_set<const Value *> &returned) {
+  Graph &graph = *model.graph;
+  if (anchor->inputs().size() > 9 || anchor->hasAttr("activation")) return false;
+  Epilogue e = matchEpilogue(model, anchor->output(0), /*isConv=*/false, /*acceptBias=*/true);
+  if (e.nodes.empty() || escapesToSubgraph(*anchor, e, returned)) return false;
+  std::vector<Value *> inputs = anchor->inputs();
+  Value *bias = nullptr;
+  if (e.bias) {
+    bias = passes::addConstant(graph, e.result->name() + "_bias",
+                               ref::fromDoubles(DType::Float32, {int64_t(e.bias->size())}, *e.bias));
+  }
+  if (bias || e.residual) {
+    inputs.resize(9, nullptr);
+    inputs.push_back(bias);
+  }
+  if (e.residual) inputs.push_back(e.residual);
+  std::vector<Node *> pattern = e.nodes;
+  pattern.push_back(anchor);
+  passes::replacePattern(graph, e.result, "QLinearMatMulToFloat", "tessel", inputs, epilogueAttributes(e), pattern);
+  return true;
+}
+
+bool isDequantizedMatMul(const Node *node) {
+  return node->domain() == "tessel" && node->opType() == "QLinearMatMulToFloat";
+}
+
 }  // namespace
 
 Expected<bool> fuseEpilogues(Model &model) {
   std::vector<Node *> anchors;
   for (const auto &node : model.graph->nodes()) {
     Node *n = node.get();
-    if (passes::isOnnxOp(n, "Conv") || passes::isOnnxOp(n, "MatMul") || passes::isOnnxOp(n, "Gemm")) {
+    if (passes::isOnnxOp(n, "Conv") || passes::isOnnxOp(n, "MatMul") || passes::isOnnxOp(n, "Gemm") ||
+        isDequantizedMatMul(n)) {
       anchors.push_back(n);
     }
   }
   const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(*model.graph);
   bool changed = false;
   for (Node *anchor : anchors) {
-    const bool fused =
-        passes::isOnnxOp(anchor, "Conv") ? fuseConv(model, anchor, returned) : fuseMatMul(model, anchor, returned);
+    const bool fused = passes::isOnnxOp(anchor, "Conv") ? fuseConv(model, anchor, returned)
+                       : isDequantizedMatMul(anchor)    ? fuseDequantizedMatMul(model, anchor, returned)
+                                                        : fuseMatMul(model, anchor, returned);
     if (fused) {
       passes::importTesselOpset(model);
       changed = true;

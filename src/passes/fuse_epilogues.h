@@ -15,7 +15,9 @@ namespace tessel {
 ///    HardSigmoid, HardSwish (the op, or x*Clip(x+3,0,6)/6 with the division before or after the
 ///    product or as a Mul by 1/6, or x*HardSigmoid(x) with alpha 1/6 and beta 1/2), tessel Gelu
 ///    (erf or tanh form).
-/// into tessel FusedConv / FusedMatMul, which takes the name of the last absorbed value. Every
+/// into tessel FusedConv / FusedMatMul, which takes the name of the last absorbed value. A tessel
+/// QLinearMatMulToFloat (fuse-qdq's) absorbs the same chain after its floats, as its inputs 9 (the
+/// bias) and 10 (the residual) and the activation attributes. Every
 /// value inside the chain must have a single reader and not be a graph output. Fires only when
 /// something is absorbed (or a Gemm has a bias). Requires: shapes inferred. Returns whether any
 /// node was fused.

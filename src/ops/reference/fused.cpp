@@ -123,6 +123,20 @@ Status finishEpilogue(KernelContext &ctx, const Tensor &y, size_t residualIndex,
   return Status::success();
 }
 
+/// Adds input `index`, a bias per column of Y (its last dim), to `values` when present.
+Status addColumnBias(KernelContext &ctx, size_t index, const Tensor &y, std::vector<double> &values) {
+  if (!ctx.hasInput(index)) return Status::success();
+  const Tensor &bias = ctx.tensor(index);
+  const int64_t n = y.rank() == 0 ? 1 : y.sizes().back();
+  if (bias.rank() != 1 || bias.size(0) != n) {
+    return makeError(ErrorCode::ShapeMismatch, "{}: Bias has shape {}; expected [{}] (the last dim of Y {})",
+                     ctx.node().opType(), formatSizes(bias.sizes()), n, formatSizes(y.sizes()));
+  }
+  std::vector<double> b = toDoubles(bias);
+  for (size_t i = 0; i < values.size(); ++i) values[i] += b[i % static_cast<size_t>(n)];
+  return Status::success();
+}
+
 }  // namespace
 
 Status refFusedConv(KernelContext &ctx) {
@@ -140,16 +154,18 @@ Status refTesselQLinearConv(KernelContext &ctx) {
 }
 
 // QLinearMatMulToFloat: DequantizeLinear(QLinearMatMul(...), y_scale, y_zero_point), in float32
-// as DequantizeLinear computes it (the integer minus the zero point is exact, then one product).
+// as DequantizeLinear computes it (the integer minus the zero point is exact, then one product),
+// then the epilogue: the float bias (input 9), the residual (input 10), the activation.
 Status refQLinearMatMulToFloat(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 8));
   TESSEL_ASSIGN_OR_RETURN(Tensor q, runWrapped(ctx, refQLinearMatMul, leadingInputs(ctx, 9)));
   const float scale = static_cast<float>(ctx.tensor(6).scalarAsDouble());
   const float zero = static_cast<float>(ctx.tensor(7).scalarAsDouble());
-  std::vector<double> y = toDoubles(q);
-  for (double &v : y) v = double((float(v) - zero) * scale);
-  ctx.setOutput(0, fromDoubles(DType::Float32, q.sizes(), y));
-  return Status::success();
+  std::vector<double> values = toDoubles(q);
+  for (double &v : values) v = double((float(v) - zero) * scale);
+  const Tensor y = fromDoubles(DType::Float32, q.sizes(), values);
+  TESSEL_RETURN_IF_ERROR(addColumnBias(ctx, 9, y, values));
+  return finishEpilogue(ctx, y, 10, std::move(values));
 }
 
 // QLinearAdd: y = QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)), one scale and zero
@@ -193,16 +209,7 @@ Status refFusedMatMul(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
   TESSEL_ASSIGN_OR_RETURN(Tensor y, runWrapped(ctx, refMatMul, leadingInputs(ctx, 2)));
   std::vector<double> values = toDoubles(y);
-  if (ctx.hasInput(2)) {
-    const Tensor &bias = ctx.tensor(2);
-    const int64_t n = y.rank() == 0 ? 1 : y.sizes().back();
-    if (bias.rank() != 1 || bias.size(0) != n) {
-      return makeError(ErrorCode::ShapeMismatch, "FusedMatMul: Bias has shape {}; expected [{}] (the last dim of Y {})",
-                       formatSizes(bias.sizes()), n, formatSizes(y.sizes()));
-    }
-    std::vector<double> b = toDoubles(bias);
-    for (size_t i = 0; i < values.size(); ++i) values[i] += b[i % static_cast<size_t>(n)];
-  }
+  TESSEL_RETURN_IF_ERROR(addColumnBias(ctx, 2, y, values));
   return finishEpilogue(ctx, y, 3, std::move(values));
 }
 

@@ -238,7 +238,7 @@ void convS8(const ConvS8Plan &plan, const void *x, bool xSigned, int32_t xZero, 
       S8GemmBytes bytes;
       if (requantize != nullptr) {
         bytes = {*requantize, plan.channelsLast ? static_cast<std::byte *>(y) + (image * plane + p0) * n : requantized,
-                 n};
+                 n, {}};
       }
       const S8GemmBytes *out = requantize != nullptr ? &bytes : nullptr;
       if (plan.direct) {

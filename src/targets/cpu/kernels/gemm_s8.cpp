@@ -123,6 +123,11 @@ bool readAInPlace(const GemmShape &shape, const S8GemmA &a, const PackedS8BView 
   return true;
 }
 
+bool hasDequantizedEpilogue(const S8GemmBytes *bytes) {
+  return bytes != nullptr && (bytes->dequantized.bias != nullptr || bytes->dequantized.residual != nullptr ||
+                              bytes->dequantized.activation.kind != ActivationKind::None);
+}
+
 /// C = the product for one rectangle of C: `shape` is the rectangle, and A's rows, B's panels and
 /// columns and C already point at its top-left corner.
 /// `sharedZero` (null when the rows' corrections differ): the a' of every row, B having no zero
@@ -180,12 +185,31 @@ void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A
             kernel.microkernel(args);
           }
         }
+        // The block's floats are final and still in the cache.
+        if (lastK && hasDequantizedEpilogue(bytes)) {
+          GemmEpilogue block = bytes->dequantized;
+          if (block.bias != nullptr) block.bias += jc;
+          if (block.residual != nullptr) block.residual += ic * block.ldr + jc;
+          applyDequantizedEpilogue(block, reinterpret_cast<float *>(bytes->at(ic, jc)), bytes->ldy, mc, nc);
+        }
       }
     }
   }
 }
 
 }  // namespace
+
+void applyDequantizedEpilogue(const GemmEpilogue &epilogue, float *y, int64_t ldy, int64_t rows, int64_t cols) {
+  const ElementwiseKernels &loops = elementwiseKernels();
+  for (int64_t i = 0; i < rows; ++i) {
+    float *row = y + i * ldy;
+    if (epilogue.bias != nullptr) loops.binary(BinaryOp::Add, row, false, epilogue.bias, false, row, cols);
+    if (epilogue.residual != nullptr) {
+      loops.binary(BinaryOp::Add, row, false, epilogue.residual + i * epilogue.ldr, false, row, cols);
+    }
+    if (epilogue.activation.kind != ActivationKind::None) applyActivation(epilogue.activation, row, cols);
+  }
+}
 
 std::span<const S8GemmKernel> s8GemmKernels() { return kS8GemmKernels; }
 
@@ -314,6 +338,8 @@ void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8B
       partBytes.requantization.bias += col0;
       partBytes.requantization.multiplier += col0;
       partBytes.y = bytes->at(row0, col0);
+      if (partBytes.dequantized.bias != nullptr) partBytes.dequantized.bias += col0;
+      if (partBytes.dequantized.residual != nullptr) partBytes.dequantized.residual += row0 * bytes->dequantized.ldr + col0;
     }
     runTask(kernel, part, rows, panels + (col0 / kernel.nr) * panelStrideBytes, panelStrideBytes, colSum + col0,
             bZero + col0, c + row0 * ldc + col0, ldc, bytes != nullptr ? &partBytes : nullptr,
@@ -349,6 +375,11 @@ void s8GemmPacked(const GemmShape &shape, const S8GemmA &a, const PackedS8BView 
       if (r.dequantizeScale != 0.0f) {
         dequantizeLinear(q, quantized, r.ySigned, r.dequantizeScale, r.zeroPoint, reinterpret_cast<float *>(y), shape.n,
                          nullptr);
+      }
+      if (hasDequantizedEpilogue(bytes)) {
+        GemmEpilogue rowEpilogue = bytes->dequantized;
+        if (rowEpilogue.residual != nullptr) rowEpilogue.residual += i * rowEpilogue.ldr;
+        applyDequantizedEpilogue(rowEpilogue, reinterpret_cast<float *>(y), bytes->ldy, 1, shape.n);
       }
     }
     return;

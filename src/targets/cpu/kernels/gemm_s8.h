@@ -115,9 +115,17 @@ struct S8GemmBytes {
   S8Requantization requantization;
   std::byte *y = nullptr;
   int64_t ldy = 0;
+  /// Dequantized floats only: a bias per column, a residual (m x n, row stride ldr) and an
+  /// activation applied to them in that order, each block of y as the GEMM finishes it (cache-hot).
+  /// biasPerRow and accumulate are not used.
+  GemmEpilogue dequantized;
   /// Where element (row, col) of y is.
   std::byte *at(int64_t row, int64_t col) const { return y + (row * ldy + col) * requantization.elementBytes(); }
 };
+
+/// `epilogue` (bias per column, residual, activation; its pointers at element (0, 0) of the
+/// rectangle) on rows x cols floats of y, row stride ldy, in place.
+void applyDequantizedEpilogue(const GemmEpilogue &epilogue, float *y, int64_t ldy, int64_t rows, int64_t cols);
 
 /// True when a product of depth k is summed in several K blocks: only then does a call that
 /// requantizes (S8GemmBytes) write C, its earlier blocks' sums.

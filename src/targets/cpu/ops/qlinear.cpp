@@ -44,6 +44,8 @@ namespace {
 // Both ops number their inputs alike: x (QLinearMatMul's a), its scale and zero point, w (b), its
 // scale and zero point, y's scale and zero point, and QLinearConv's bias.
 constexpr size_t kX = 0, kXScale = 1, kXZero = 2, kW = 3, kWScale = 4, kWZero = 5, kYScale = 6, kYZero = 7, kBias = 8;
+// QLinearMatMulToFloat's epilogue (fuse-epilogues'): a float bias per column and a residual.
+constexpr size_t kFloatBias = 9, kResidual = 10;
 
 // Output elements per requantization task.
 constexpr int64_t kRequantizeGrain = 16384;
@@ -295,14 +297,23 @@ class QLinearConvStep final : public Step {
 
 // ---- QLinearMatMul ----------------------------------------------------------------------------
 
+/// What QLinearMatMulToFloat adds to its floats (fuse-epilogues'): a float bias per column, a
+/// residual input of Y's shape, an activation.
+struct DequantizedEpilogue {
+  std::vector<float> bias;
+  int residualInput = -1;
+  Activation activation;
+};
+
 class QLinearMatMulStep final : public Step {
  public:
   /// `s8` null: the f32 GEMM `f32` with B centred and packed in `weights`. `toFloat`: tessel
-  /// QLinearMatMulToFloat, the output dequantized (floats, not bytes).
+  /// QLinearMatMulToFloat, the output dequantized (floats, not bytes), then its epilogue.
   QLinearMatMulStep(const GemmShape &shape, const S8GemmKernel *s8, const GemmKernel *f32, const std::byte *weights,
-                    QLinearParams params, std::vector<int32_t> bias, int threads, bool toFloat)
+                    QLinearParams params, std::vector<int32_t> bias, int threads, bool toFloat,
+                    DequantizedEpilogue epilogue = {})
       : shape_(shape), s8_(s8), f32_(f32), weights_(weights), params_(std::move(params)), toFloat_(toFloat),
-        bias_(std::move(bias)) {
+        bias_(std::move(bias)), epilogue_(std::move(epilogue)) {
     // The int8 GEMM keeps int32 sums only for a K it sums in blocks (or an empty K).
     const bool sums = s8_ == nullptr || shape_.k == 0 || s8GemmSplitsK(*s8_, shape_.k);
     accBytes_ = sums ? alignScratchBytes(size_t(shape_.m * shape_.n) * sizeof(int32_t)) : 0;
@@ -324,7 +335,7 @@ class QLinearMatMulStep final : public Step {
       const S8GemmA a{io.inputs[kX], shape_.k, params_.xSigned, &params_.xZero, 1};
       const S8GemmBytes bytes{{bias_.data(), params_.multiplier.data(), params_.yZero, params_.ySigned,
                                toFloat_ ? params_.yScale : 0.0f},
-                              static_cast<std::byte *>(io.outputs[0]), shape_.n};
+                              static_cast<std::byte *>(io.outputs[0]), shape_.n, gemmEpilogue(io)};
       s8GemmPacked(shape_, a, PackedS8BView{s8_, shape_.k, shape_.n, weights_}, acc, shape_.n, io.pool,
                    {rest, gemmBytes_}, &bytes);
       return Status::success();
@@ -341,8 +352,15 @@ class QLinearMatMulStep final : public Step {
     }
     std::byte *quantized = rest + centredBytes_ + gemmBytes_;
     requantize(acc, quantized, io.pool);
-    dequantizeLinear(q, quantized, params_.ySigned, params_.yScale, params_.yZero, static_cast<float *>(io.outputs[0]),
-                     shape_.m * shape_.n, io.pool);
+    auto *y = static_cast<float *>(io.outputs[0]);
+    dequantizeLinear(q, quantized, params_.ySigned, params_.yScale, params_.yZero, y, shape_.m * shape_.n, io.pool);
+    const GemmEpilogue epilogue = gemmEpilogue(io);
+    const int64_t n = shape_.n;
+    parallelRanges(io.pool, shape_.m, std::max<int64_t>(1, kRequantizeGrain / n), [&](int64_t begin, int64_t end) {
+      GemmEpilogue rows = epilogue;
+      if (rows.residual != nullptr) rows.residual += begin * n;
+      applyDequantizedEpilogue(rows, y + begin * n, n, end - begin, n);
+    });
     return Status::success();
   }
   size_t scratchBytes() const override { return accBytes_ + centredBytes_ + gemmBytes_ + quantizedBytes_; }
@@ -352,6 +370,16 @@ class QLinearMatMulStep final : public Step {
   }
 
  private:
+  /// The epilogue of this run's floats (nothing for QLinearMatMul's bytes).
+  GemmEpilogue gemmEpilogue(const StepIo &io) const {
+    GemmEpilogue e;
+    e.bias = epilogue_.bias.empty() ? nullptr : epilogue_.bias.data();
+    e.residual = epilogue_.residualInput >= 0 ? static_cast<const float *>(io.inputs[epilogue_.residualInput]) : nullptr;
+    e.ldr = shape_.n;
+    e.activation = epilogue_.activation;
+    return e;
+  }
+
   /// The f32 product's sums row by row, each column with its own multiplier.
   void requantize(const int32_t *acc, void *y, ThreadPool *pool) const {
     const QuantizeKernels &q = quantizeKernels();
@@ -376,6 +404,7 @@ class QLinearMatMulStep final : public Step {
   QLinearParams params_;
   bool toFloat_;
   std::vector<int32_t> bias_;  // Per column: QLinearMatMulToFloat's, else zeros.
+  DequantizedEpilogue epilogue_;
   size_t accBytes_ = 0, centredBytes_ = 0, gemmBytes_ = 0, quantizedBytes_ = 0;
 };
 
@@ -495,7 +524,37 @@ Expected<std::unique_ptr<Step>> lowerQLinearConv(LowerContext &ctx) {
   return step(ConvProduct::F32Gemm, plans, packed);
 }
 
-/// QLinearMatMul, or with `toFloat` tessel QLinearMatMulToFloat (the same inputs).
+namespace {
+
+/// QLinearMatMulToFloat's epilogue; nullopt (the reference runs the node) for a fed or misshapen
+/// bias or a residual not of Y's shape.
+Expected<std::optional<DequantizedEpilogue>> readDequantizedEpilogue(LowerContext &ctx, int64_t n) {
+  DequantizedEpilogue e;
+  if (ctx.hasInput(kFloatBias)) {
+    const Tensor *bias = ctx.constantInput(kFloatBias);
+    if (bias == nullptr || bias->dtype() != DType::Float32 || bias->numel() != n) {
+      return std::optional<DequantizedEpilogue>();
+    }
+    e.bias.assign(bias->data<float>(), bias->data<float>() + n);
+  }
+  if (ctx.hasInput(kResidual)) {
+    if (ctx.inputDType(kResidual) != DType::Float32 || ctx.inputSizes(kResidual) != ctx.outputSizes(0)) {
+      return std::optional<DequantizedEpilogue>();
+    }
+    e.residualInput = int(kResidual);
+  }
+  auto activation = parseActivation(ctx.node().attrString("activation", ""), ctx.node().attrFloats("activation_params"));
+  if (!activation.ok()) {
+    return makeError(ErrorCode::InvalidArgument, "QLinearMatMulToFloat: {}", activation.diag().message);
+  }
+  e.activation = *activation;
+  return std::optional<DequantizedEpilogue>(std::move(e));
+}
+
+}  // namespace
+
+/// QLinearMatMul, or with `toFloat` tessel QLinearMatMulToFloat (the same inputs, then its
+/// epilogue's).
 Expected<std::unique_ptr<Step>> lowerQLinearProduct(LowerContext &ctx, bool toFloat) {
   if (ctx.numInputs() < 8 || !ctx.hasInput(kX) || !ctx.hasInput(kW)) return std::unique_ptr<Step>();
   const Tensor *b = ctx.constantInput(kW);
@@ -513,6 +572,12 @@ Expected<std::unique_ptr<Step>> lowerQLinearProduct(LowerContext &ctx, bool toFl
   std::optional<QLinearParams> params = readQLinearParams(ctx, n);
   std::optional<std::vector<int32_t>> bias = readBias(ctx, n);
   if (!params || !bias) return std::unique_ptr<Step>();
+  DequantizedEpilogue epilogue;
+  if (toFloat) {
+    TESSEL_ASSIGN_OR_RETURN(std::optional<DequantizedEpilogue> read, readDequantizedEpilogue(ctx, n));
+    if (!read) return std::unique_ptr<Step>();
+    epilogue = std::move(*read);
+  }
   const GemmShape shape{rows, n, k};
 
   const S8GemmKernel *s8Kernel = selectedS8GemmKernel();
@@ -526,7 +591,8 @@ Expected<std::unique_ptr<Step>> lowerQLinearProduct(LowerContext &ctx, bool toFl
     ctx.releaseConstantInput(kW);
     return std::unique_ptr<Step>(std::make_unique<QLinearMatMulStep>(shape, s8Kernel, nullptr, packed,
                                                                      std::move(*params), std::move(*bias),
-                                                                     std::max(ctx.threads(), 1), toFloat));
+                                                                     std::max(ctx.threads(), 1), toFloat,
+                                                                     std::move(epilogue)));
   }
   const GemmKernel &kernel = selectedGemmKernel();
   const std::vector<float> centred = centredWeights(*b, params->wZero, /*perOutput=*/0);
@@ -538,7 +604,7 @@ Expected<std::unique_ptr<Step>> lowerQLinearProduct(LowerContext &ctx, bool toFl
   ctx.releaseConstantInput(kW);
   return std::unique_ptr<Step>(std::make_unique<QLinearMatMulStep>(shape, nullptr, &kernel, packed, std::move(*params),
                                                                    std::move(*bias), std::max(ctx.threads(), 1),
-                                                                   toFloat));
+                                                                   toFloat, std::move(epilogue)));
 }
 
 Expected<std::unique_ptr<Step>> lowerQLinearMatMul(LowerContext &ctx) { return lowerQLinearProduct(ctx, false); }

@@ -219,7 +219,7 @@ void checkRequantized(const S8GemmKernel &kernel, const GemmShape &s, bool ySign
 
   const int64_t ldy = s.n + kLdcPad;
   std::vector<std::byte> y(size_t(s.m * ldy), std::byte{0x5a});
-  const S8GemmBytes bytes{{bias.data(), multiplier.data(), 3.0f, ySigned}, y.data(), ldy};
+  const S8GemmBytes bytes{{bias.data(), multiplier.data(), 3.0f, ySigned}, y.data(), ldy, {}};
   s8GemmPacked(s, aView, view, partial.data(), s.n, pool, {scratch.data.get(), s8GemmScratchBytes(s)}, &bytes);
 
   const QuantizeKernels &q = quantizeKernels();
@@ -248,7 +248,7 @@ void checkRequantized(const S8GemmKernel &kernel, const GemmShape &s, bool ySign
   const float scale = 0.0173f;
   std::vector<float> yFloat(size_t(s.m * ldy), -7.0f);
   const S8GemmBytes floats{{bias.data(), multiplier.data(), 3.0f, ySigned, scale},
-                           reinterpret_cast<std::byte *>(yFloat.data()), ldy};
+                           reinterpret_cast<std::byte *>(yFloat.data()), ldy, {}};
   s8GemmPacked(s, aView, view, partial.data(), s.n, pool, {scratch.data.get(), s8GemmScratchBytes(s)}, &floats);
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t j = 0; j < ldy; ++j) {

@@ -345,6 +345,40 @@ TEST(CpuQdqModel, RoundTripLeftSnapsToTheGridBitForBit) {
   }
 }
 
+TEST(CpuQdqModel, DequantizedProductTakesItsEpilogue) {
+  // a transformer block's projection: DQ -> MatMul -> Q -> DQ -> Add(bias) -> Add(residual) ->
+  // Sigmoid. At -O3 one QLinearMatMulToFloat whose GEMM adds the bias and the residual and applies
+  // the activation to each block of floats it finishes: within one step (0.02) of the float QDQ
+  // arithmetic after the output quantization (the sigmoid's slope is at most 1/4); rows and columns
+  // past whole blocks and register tiles (M 3 * 37, N 200), u8 and s8.
+  for (const char *type : {"u8", "i8"}) {
+    const bool u8 = std::string(type) == "u8";
+    const int64_t k = 48, n = 200;
+    const std::string body =
+        constant("xs", "f32", {}, "0.01") + constant("xz", type, {}, u8 ? "128" : "0") +
+        constant("w", "i8", {k, n}, fmt::format("{}", fmt::join(sequence(k * n, 7, -127, 127), ", "))) +
+        constant("ws", "f32", {}, "0.003") + constant("wz", "i8", {}, "0") +
+        constant("b", "f32", {n}, fmt::format("{}", fmt::join(sequence(n, 3, -2, 2), ", "))) +
+        constant("ys", "f32", {}, "0.02") + constant("yz", type, {}, u8 ? "120" : "-3") +
+        "  %xq = QuantizeLinear(%x, %xs, %xz)\n"
+        "  %xd = DequantizeLinear(%xq, %xs, %xz)\n"
+        "  %wd = DequantizeLinear(%w, %ws, %wz)\n"
+        "  %p = MatMul(%xd, %wd)\n"
+        "  %pq = QuantizeLinear(%p, %ys, %yz)\n"
+        "  %pd = DequantizeLinear(%pq, %ys, %yz)\n"
+        "  %pb = Add(%pd, %b)\n"
+        "  %pr = Add(%r, %pb)\n"
+        "  %y = Sigmoid(%pr)\n"
+        "  return %y\n";
+    const std::string ir = model(fmt::format("%x: f32[3,37,{}], %r: f32[3,37,{}]", k, n), "%y: ?", body);
+    const auto kernels = check(ir, 0.25 * 0.02 + 1e-5, /*optLevel=*/3);
+    EXPECT_TRUE(ran(kernels, "QLinearMatMulToFloat")) << fmt::format("{}", fmt::join(kernels, "; "));
+    for (const char *unfused : {"Add", "Sigmoid", "FusedElementwise"}) {
+      EXPECT_FALSE(ran(kernels, unfused)) << fmt::format("{}", fmt::join(kernels, "; "));
+    }
+  }
+}
+
 TEST(CpuQdqModel, GemmWithBiasWritesFloats) {
   // an exported Linear: Gemm(DQ(x), DQ(w), DQ(bias)) {transB = 1} -> Q -> DQ -> Add. At -O3 it is
   // one QLinearMatMulToFloat over the transposed weights with the int32 bias (the Q -> DQ round trip
