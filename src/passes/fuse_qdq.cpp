@@ -164,10 +164,15 @@ std::vector<double> productScales(const QuantParams &x, const QuantParams &w, in
   return scales;
 }
 
-/// The Conv's bias as float values (a float constant, or a DequantizeLinear of a constant), or
-/// nullopt when it is fed; empty when there is none.
+/// The Conv's bias as float values (a float constant, or a DequantizeLinear of a constant, either
+/// through Identity nodes: exporters that share equal constants write those), or nullopt when it is
+/// fed; empty when there is none.
 std::optional<std::vector<double>> biasValues(const Model &model, Value *bias, int64_t channels) {
   if (!bias) return std::vector<double>{};
+  for (Node *identity = passes::producerIs(bias, "Identity"); identity && identity->input(0);
+       identity = passes::producerIs(bias, "Identity")) {
+    bias = identity->input(0);
+  }
   if (std::optional<QuantParams> dq = dequantizeOf(model, bias, /*allowInt32=*/true)) {
     std::optional<Tensor> q = constantValueOf(model, *dq->quantized);
     if (!q || q->numel() != channels) return std::nullopt;
