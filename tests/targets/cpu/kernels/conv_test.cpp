@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_shape_util.h"
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/conv.h"
 #include "targets/cpu/kernels/depthwise_conv.h"
@@ -27,26 +28,11 @@ struct ConvCase {
   Conv2dShape shape;
 };
 
-/// A shape with its output sizes derived from the end pads, as ONNX does (floor mode).
 ConvCase makeCase(std::string name, int64_t batch, int64_t inChannels, int64_t height, int64_t width,
                   int64_t outChannels, int64_t group, int64_t kernelH, int64_t kernelW, int64_t stride,
                   int64_t dilation, int64_t padTop, int64_t padLeft, int64_t padBottom, int64_t padRight) {
-  Conv2dShape s;
-  s.batch = batch;
-  s.inChannels = inChannels;
-  s.inHeight = height;
-  s.inWidth = width;
-  s.outChannels = outChannels;
-  s.group = group;
-  s.kernelHeight = kernelH;
-  s.kernelWidth = kernelW;
-  s.strideHeight = s.strideWidth = stride;
-  s.dilationHeight = s.dilationWidth = dilation;
-  s.padTop = padTop;
-  s.padLeft = padLeft;
-  s.outHeight = (height + padTop + padBottom - ((kernelH - 1) * dilation + 1)) / stride + 1;
-  s.outWidth = (width + padLeft + padRight - ((kernelW - 1) * dilation + 1)) / stride + 1;
-  return {std::move(name), s};
+  return {std::move(name), testing::convShape(batch, inChannels, height, width, outChannels, group, kernelH, kernelW,
+                                              stride, dilation, padTop, padLeft, padBottom, padRight)};
 }
 
 std::vector<float> randomFloats(int64_t count, uint32_t seed) {
@@ -132,7 +118,7 @@ void runDepthwiseConv(const Conv2dShape &s, const float *x, const float *w, cons
 
 void checkCase(const ConvCase &c, ConvRunner runner, EpilogueMode mode, ThreadPool *pool) {
   const Conv2dShape &s = c.shape;
-  SCOPED_TRACE(testing::Message() << c.name << " epilogue=" << modeName(mode)
+  SCOPED_TRACE(::testing::Message() << c.name << " epilogue=" << modeName(mode)
                                   << " threads=" << (pool != nullptr ? pool->size() : 1));
   const uint32_t seed = uint32_t(s.inChannels * 131 + s.outChannels * 17 + s.inHeight * 7 + s.kernelWidth);
   const auto x = randomFloats(s.batch * s.inChannels * s.inPlane(), seed);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_shape_util.h"
 #include "nhwc_test_util.h"
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/conv.h"
@@ -33,23 +34,11 @@ struct DepthwiseCase {
 };
 
 /// A depthwise shape with its output sizes derived from the end pads (floor mode).
-DepthwiseCase makeCase(std::string name, int64_t batch, int64_t channels, int64_t height, int64_t width,
-                       int64_t kernelH, int64_t kernelW, int64_t stride, int64_t dilation, int64_t padTop,
-                       int64_t padLeft, int64_t padBottom, int64_t padRight) {
-  Conv2dShape s;
-  s.batch = batch;
-  s.inChannels = s.outChannels = s.group = channels;
-  s.inHeight = height;
-  s.inWidth = width;
-  s.kernelHeight = kernelH;
-  s.kernelWidth = kernelW;
-  s.strideHeight = s.strideWidth = stride;
-  s.dilationHeight = s.dilationWidth = dilation;
-  s.padTop = padTop;
-  s.padLeft = padLeft;
-  s.outHeight = (height + padTop + padBottom - ((kernelH - 1) * dilation + 1)) / stride + 1;
-  s.outWidth = (width + padLeft + padRight - ((kernelW - 1) * dilation + 1)) / stride + 1;
-  return {std::move(name), s};
+DepthwiseCase makeCase(std::string name, int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t kernelH,
+                int64_t kernelW, int64_t stride, int64_t dilation, int64_t padTop, int64_t padLeft, int64_t padBottom,
+                int64_t padRight) {
+  return {std::move(name), testing::convShape(batch, channels, height, width, channels, channels, kernelH, kernelW,
+                                              stride, dilation, padTop, padLeft, padBottom, padRight)};
 }
 
 std::vector<DepthwiseCase> cases() {
