@@ -18,12 +18,10 @@ namespace tessel {
 
 namespace {
 
+using passes::isTesselOp;
+
 const std::vector<int64_t> kToChannelsLast = {0, 2, 3, 1};
 const std::vector<int64_t> kToChannelsFirst = {0, 3, 1, 2};
-
-bool isTesselOp(const Node *node, std::string_view op) {
-  return node && node->domain() == "tessel" && node->opType() == op;
-}
 
 /// Whether `value` is an f32 tensor of known rank 4.
 bool isRank4F32(const Value *value) {

@@ -340,9 +340,7 @@ bool fuseDequantizedMatMul(Model &model, Node *anchor, const std::unordered_set<
   return true;
 }
 
-bool isDequantizedMatMul(const Node *node) {
-  return node->domain() == "tessel" && node->opType() == "QLinearMatMulToFloat";
-}
+bool isDequantizedMatMul(const Node *node) { return passes::isTesselOp(node, "QLinearMatMulToFloat"); }
 
 }  // namespace
 

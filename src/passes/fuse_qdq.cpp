@@ -12,6 +12,8 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <string_view>
+#include <utility>
 #include <unordered_set>
 
 #include "ops/reference/helpers.h"
@@ -104,10 +106,15 @@ std::optional<std::pair<double, double>> activationBounds(const Model &model, co
   return bounds;
 }
 
+/// The smallest and largest value of an 8-bit quantized type (s8, else u8).
+std::pair<double, double> quantizedRange(DType dtype) {
+  return dtype == DType::Int8 ? std::pair{-128.0, 127.0} : std::pair{0.0, 255.0};
+}
+
 /// QuantizeLinear's value for `x` with one scale and zero point of `dtype`: the float32 division,
 /// rounded half to even, saturated.
 double quantized(double x, double scale, double zero, DType dtype) {
-  const double lo = dtype == DType::Int8 ? -128.0 : 0.0, hi = dtype == DType::Int8 ? 127.0 : 255.0;
+  const auto [lo, hi] = quantizedRange(dtype);
   if (std::isinf(x)) return x < 0 ? lo : hi;
   return std::clamp(std::nearbyint(double(float(x) / float(scale))) + zero, lo, hi);
 }
@@ -132,7 +139,7 @@ std::optional<OutputQuantization> outputQuantizationOf(const Model &model, Value
   // Quantizing saturates at the type's bounds; an activation whose bounds quantize to those (or past
   // them) changes nothing: below its min both sides give the type's minimum, above its max the maximum.
   if (bounds) {
-    const double typeMin = p->dtype == DType::Int8 ? -128.0 : 0.0, typeMax = p->dtype == DType::Int8 ? 127.0 : 255.0;
+    const auto [typeMin, typeMax] = quantizedRange(p->dtype);
     if (quantized(bounds->first, p->scales[0], p->zeros[0], p->dtype) != typeMin ||
         quantized(bounds->second, p->scales[0], p->zeros[0], p->dtype) != typeMax) {
       return std::nullopt;
@@ -448,7 +455,7 @@ bool dropRoundTrip(Model &model, Node *quantize, const std::unordered_set<const 
   Graph &graph = *model.graph;
   if (!passes::isOnnxOp(quantize, "QuantizeLinear") || !quantize->input(0) || !quantize->output(0)) return false;
   Node *product = quantize->input(0)->producer();
-  if (!product || product->domain() != "tessel" || product->opType() != "QLinearMatMulToFloat") return false;
+  if (!passes::isTesselOp(product, "QLinearMatMulToFloat")) return false;
   Value *q = quantize->output(0);
   if (returned.count(q) || passes::isGraphOutput(graph, q)) return false;
   Node *dq = passes::singleUser(graph, q);
@@ -460,7 +467,6 @@ bool dropRoundTrip(Model &model, Node *quantize, const std::unordered_set<const 
   graph.eraseNode(quantize);
   return true;
 }
-
 
 /// Rule G: DQ(Q(x)) of float32 x with one scale, zero point and 8-bit type on both sides, the
 /// QuantizeLinear's only reader -> Mul(Clip(Round(Div(x, scale)), min - zero, max - zero), scale):
@@ -501,7 +507,7 @@ bool snapToGrid(Model &model, Node *quantize, const std::unordered_set<const Val
     return passes::addConstant(graph, base + suffix, ref::fromDoubles(DType::Float32, {}, {value}));
   };
   const double zero = in->zeros[0];
-  const double typeMin = type == DType::Int8 ? -128.0 : 0.0, typeMax = type == DType::Int8 ? 127.0 : 255.0;
+  const auto [typeMin, typeMax] = quantizedRange(type);
   Value *scale = scalar("_grid_scale", float(in->scales[0]));
   Value *rounded = addStep("Round", {addStep("Div", {x, scale}, "_on_grid_scale")}, "_rounded");
   Value *clipped = addStep("Clip", {rounded, scalar("_grid_min", typeMin - zero), scalar("_grid_max", typeMax - zero)},
@@ -541,21 +547,17 @@ Expected<bool> fuseQdq(Model &model) {
   }
   for (Node *add : adds) changed = fuseQuantizedAdd(model, add, returned) || changed;
   for (Node *pool : pools) changed = fuseQuantizedMaxPool(model, pool, returned) || changed;
-  std::vector<Node *> quantizedProducts;
-  for (const auto &node : graph.nodes()) {
-    if (passes::isOnnxOp(node.get(), "QLinearMatMul")) quantizedProducts.push_back(node.get());
-  }
-  for (Node *product : quantizedProducts) changed = fuseDequantizedMatMul(model, product, returned) || changed;
-  std::vector<Node *> quantizes;
-  for (const auto &node : graph.nodes()) {
-    if (passes::isOnnxOp(node.get(), "QuantizeLinear")) quantizes.push_back(node.get());
-  }
-  for (Node *quantize : quantizes) changed = dropRoundTrip(model, quantize, returned) || changed;
-  quantizes.clear();
-  for (const auto &node : graph.nodes()) {
-    if (passes::isOnnxOp(node.get(), "QuantizeLinear")) quantizes.push_back(node.get());
-  }
-  for (Node *quantize : quantizes) changed = snapToGrid(model, quantize, returned) || changed;
+  // Each rule erases nodes, so each collects what it visits after the one before has run.
+  auto nodesOf = [&](std::string_view op) {
+    std::vector<Node *> found;
+    for (const auto &node : graph.nodes()) {
+      if (passes::isOnnxOp(node.get(), op)) found.push_back(node.get());
+    }
+    return found;
+  };
+  for (Node *product : nodesOf("QLinearMatMul")) changed = fuseDequantizedMatMul(model, product, returned) || changed;
+  for (Node *quantize : nodesOf("QuantizeLinear")) changed = dropRoundTrip(model, quantize, returned) || changed;
+  for (Node *quantize : nodesOf("QuantizeLinear")) changed = snapToGrid(model, quantize, returned) || changed;
   if (changed) TESSEL_RETURN_IF_ERROR(graph.sortTopologically());
   return changed;
 }

@@ -11,6 +11,10 @@ bool isOnnxOp(const Node *node, std::string_view op) {
   return node && (node->domain().empty() || node->domain() == "ai.onnx") && node->opType() == op;
 }
 
+bool isTesselOp(const Node *node, std::string_view op) {
+  return node && node->domain() == "tessel" && node->opType() == op;
+}
+
 Node *producerIs(const Value *value, std::string_view op) {
   Node *producer = value ? value->producer() : nullptr;
   return isOnnxOp(producer, op) ? producer : nullptr;

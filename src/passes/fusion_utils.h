@@ -19,6 +19,8 @@ constexpr int64_t kTesselOpsetVersion = 1;
 
 /// Whether `node` is the ONNX op `op` (default domain).
 bool isOnnxOp(const Node *node, std::string_view op);
+/// Whether `node` is tessel's fused op `op` (domain "tessel").
+bool isTesselOp(const Node *node, std::string_view op);
 /// The producer of `value` when it is the ONNX op `op`, else nullptr.
 Node *producerIs(const Value *value, std::string_view op);
 /// The only reader of `value` when it has exactly one use and is not a graph output, else nullptr.

@@ -352,11 +352,13 @@ class QLinearMatMulStep final : public Step {
     }
     std::byte *quantized = rest + centredBytes_ + gemmBytes_;
     requantize(acc, quantized, io.pool);
+    // Dequantized and finished a range of rows at a time, each while it is in the cache.
     auto *y = static_cast<float *>(io.outputs[0]);
-    dequantizeLinear(q, quantized, params_.ySigned, params_.yScale, params_.yZero, y, shape_.m * shape_.n, io.pool);
     const GemmEpilogue epilogue = gemmEpilogue(io);
     const int64_t n = shape_.n;
     parallelRanges(io.pool, shape_.m, std::max<int64_t>(1, kRequantizeGrain / n), [&](int64_t begin, int64_t end) {
+      dequantizeLinear(q, quantized + begin * n, params_.ySigned, params_.yScale, params_.yZero, y + begin * n,
+                       (end - begin) * n, nullptr);
       GemmEpilogue rows = epilogue;
       if (rows.residual != nullptr) rows.residual += begin * n;
       applyDequantizedEpilogue(rows, y + begin * n, n, end - begin, n);
