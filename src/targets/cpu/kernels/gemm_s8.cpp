@@ -142,6 +142,12 @@ void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A
   S8MicrokernelArgs args;
   args.aStride = aStride;
   args.ldc = ldc;
+  // The last K block's requantization: the same for every tile but its column offsets.
+  const S8Requantization *requantization = bytes != nullptr ? &bytes->requantization : nullptr;
+  if (requantization != nullptr) {
+    args.requantize = *requantization;
+    args.ldy = bytes->ldy * requantization->elementBytes();
+  }
   for (int64_t jc = 0; jc < shape.n; jc += blocking.nc) {
     const int64_t nc = std::min(blocking.nc, shape.n - jc);
     for (int64_t pq = 0, kq = 0; pq < quads; pq += kq) {
@@ -175,12 +181,13 @@ void runTask(const S8GemmKernel &kernel, const GemmShape &shape, const PackedS8A
             args.bZero = perRow ? bZero + col : nullptr;
             args.colSum = perRow ? colSum + col : nullptr;
             args.colOffset = folded ? colOffset : nullptr;
-            if (lastK && bytes != nullptr) {
-              args.requantize = bytes->requantization;
-              args.requantize.bias = folded || args.requantize.bias == nullptr ? nullptr : args.requantize.bias + col;
-              args.requantize.multiplier += col;
+            // Bytes only from the last K block; the earlier ones store their partial sums in C.
+            args.y = nullptr;
+            if (lastK && requantization != nullptr) {
+              args.requantize.bias =
+                  folded || requantization->bias == nullptr ? nullptr : requantization->bias + col;
+              args.requantize.multiplier = requantization->multiplier + col;
               args.y = bytes->at(row, col);
-              args.ldy = bytes->ldy * bytes->requantization.elementBytes();
             }
             kernel.microkernel(args);
           }

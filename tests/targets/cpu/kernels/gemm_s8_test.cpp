@@ -269,7 +269,8 @@ TEST_P(S8GemmTest, RequantizedToBytes) {
   ThreadPool pool(2);
   uint32_t seed = 300;
   for (int64_t m : {int64_t{1}, mr + 1, 4 * mr + 3}) {
-    for (int64_t n : {int64_t{17}, nr + 3}) {
+    // 777 columns: past one column block (704 at K = 2051), so a later block starts afresh.
+    for (int64_t n : {int64_t{17}, nr + 3, int64_t{777}}) {
       for (int64_t k : {int64_t{45}, int64_t{2051}}) {  // One K block, and several.
         for (bool ySigned : {false, true}) checkRequantized(kernel(), {m, n, k}, ySigned, m > mr ? &pool : nullptr, seed++);
       }
