@@ -1,5 +1,5 @@
-// Layer-norm recognition, anchored at the ReduceMean that computes the mean of x: follows the
-// single path mean -> x - mean -> variance -> normalize -> affine forward from it.
+// Layer-norm and RMS-norm recognition, anchored at a ReduceMean: the mean of x (layer norm) or of
+// x^2 (RMS norm); each follows the single path to the normalized, scaled value forward from it.
 #include "passes/recognize_layer_norm.h"
 
 #include <unordered_set>
@@ -127,6 +127,69 @@ bool recognizeDecomposed(Model &model, Node *mean, const std::unordered_set<cons
   return true;
 }
 
+/// RMS normalization, anchored at the ReduceMean of x^2 (Pow(x, 2) or x * x) over the last axis:
+/// x / Sqrt(mean + eps), x * Reciprocal(Sqrt(...)) or x * (1 / Sqrt(...)), then an optional Mul by
+/// a scale (a missing one becomes ones).
+bool recognizeRms(Model &model, Node *mean, const std::unordered_set<const Value *> &returned) {
+  Graph &graph = *model.graph;
+  if (!isLastAxisMean(model, mean)) return false;
+  Node *square = mean->input(0)->producer();
+  if (isOnnxOp(square, "Pow")) {
+    if (!passes::isScalarConstant(model, square->input(1), 2.0)) return false;
+  } else if (!isOnnxOp(square, "Mul") || square->input(0) != square->input(1)) {
+    return false;
+  }
+  Value *x = square->input(0);
+  const Dim &last = x->type().shape().dims().back();
+  if (!last.isStatic()) return false;
+  Node *addEps = passes::singleUser(graph, mean->output(0));
+  if (!isOnnxOp(addEps, "Add")) return false;
+  std::optional<double> epsilon = passes::scalarConstant(model, otherOperand(addEps, mean->output(0)));
+  if (!epsilon) return false;
+  Node *sqrt = passes::singleUser(graph, addEps->output(0));
+  if (!isOnnxOp(sqrt, "Sqrt")) return false;
+  std::vector<Node *> pattern = {square, mean, addEps, sqrt};
+  Node *normalize = passes::singleUser(graph, sqrt->output(0));
+  const bool divides = isOnnxOp(normalize, "Div") && normalize->input(1) == sqrt->output(0);
+  if (divides && normalize->input(0) == x) {
+    // x / std.
+  } else if (isOnnxOp(normalize, "Reciprocal") ||
+             (divides && passes::isScalarConstant(model, normalize->input(0), 1.0))) {
+    Node *mul = passes::singleUser(graph, normalize->output(0));
+    if (!isOnnxOp(mul, "Mul") || otherOperand(mul, normalize->output(0)) != x) return false;
+    pattern.push_back(normalize);
+    normalize = mul;
+  } else {
+    return false;
+  }
+  pattern.push_back(normalize);
+  Value *result = normalize->output(0);
+  Value *scale = nullptr;
+  if (Node *mul = passes::singleUser(graph, result); isOnnxOp(mul, "Mul")) {
+    Value *candidate = otherOperand(mul, result);
+    if (candidate && isLastDimVector(candidate, last.size)) {
+      scale = candidate;
+      pattern.push_back(mul);
+      result = mul->output(0);
+    }
+  }
+  const std::unordered_set<const Node *> members(pattern.begin(), pattern.end());
+  for (const Node *node : pattern) {
+    if (node->output(0) != result && !passes::usedOnlyBy(graph, node->output(0), members, returned)) return false;
+  }
+  if (returned.count(result)) return false;
+  const DType dtype = x->type().dtype();
+  if (!isFloatingPoint(dtype)) return false;
+  if (!scale) {
+    const std::vector<double> ones(static_cast<size_t>(last.size), 1.0);
+    scale = passes::addConstant(graph, result->name() + "_scale", ref::fromDoubles(dtype, {last.size}, ones));
+  }
+  passes::replacePattern(graph, result, "RMSNormalization", "tessel", {x, scale},
+                         {{"axis", Attribute(int64_t{-1})}, {"epsilon", Attribute(static_cast<float>(*epsilon))}},
+                         pattern);
+  return true;
+}
+
 bool convertOnnxLayerNorm(Model &model, Node *norm, const std::unordered_set<const Value *> &returned) {
   Graph &graph = *model.graph;
   if (returned.count(norm->output(0))) return false;
@@ -158,7 +221,7 @@ Expected<bool> recognizeLayerNorm(Model &model) {
       if (isOnnxOp(anchor, "LayerNormalization")) {
         fired = convertOnnxLayerNorm(model, anchor, returned);
       } else if (isOnnxOp(anchor, "ReduceMean")) {
-        fired = recognizeDecomposed(model, anchor, returned);
+        fired = recognizeDecomposed(model, anchor, returned) || recognizeRms(model, anchor, returned);
       }
       if (fired) break;
     }

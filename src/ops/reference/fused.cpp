@@ -2,8 +2,8 @@
 // "tessel", docs/cpu.md): FusedConv and FusedMatMul run the ONNX Conv and MatMul reference kernels
 // on the same node and apply their epilogue (residual, activation) in double; the tessel pools run
 // the ONNX pools (with channels_last, the wrapped kernels see X moved to [N, C, H, W] and Y is
-// moved back); LayerNormalization is the ONNX kernel itself; Gelu and Attention are computed here
-// in double; FusedElementwise runs its body subgraph. ONNX's schemas do not know this domain, so shape inference is here too.
+// moved back); LayerNormalization is the ONNX kernel itself; RMSNormalization, Gelu and Attention are
+// computed here in double; FusedElementwise runs its body subgraph. ONNX's schemas do not know this domain, so shape inference is here too.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -231,6 +231,37 @@ Status refTesselGelu(KernelContext &ctx) {
 Status refTesselLayerNormalization(KernelContext &ctx) {
   // Same attributes and inputs as ONNX's; the node has no Mean/InvStdDev outputs to fill.
   return refLayerNormalization(ctx);
+}
+
+Status refTesselRMSNormalization(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 2));
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 0));
+  TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, 1));
+  const Tensor &xt = ctx.tensor(0), &scaleTensor = ctx.tensor(1);
+  const int64_t rank = static_cast<int64_t>(xt.rank());
+  TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.node().attrInt("axis", -1), rank));
+  const double epsilon = ctx.node().attrFloat("epsilon", 1e-5f);
+  TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> joint, broadcastShapes({scaleTensor.sizes(), xt.sizes()}));
+  if (joint != xt.sizes()) {
+    return makeError(ErrorCode::ShapeMismatch, "RMSNormalization: Scale has shape {}; expected one that broadcasts to "
+                     "X's {}", formatSizes(scaleTensor.sizes()), formatSizes(xt.sizes()));
+  }
+  const std::vector<int64_t> scaleMap = broadcastIndexMap(scaleTensor.sizes(), xt.sizes());
+  const std::vector<double> scale = toDoubles(scaleTensor);
+  std::vector<double> x = toDoubles(xt);
+  int64_t group = 1;  // Elements normalized together: the dims from `axis` on.
+  for (int64_t d = axis; d < rank; ++d) group *= xt.size(d);
+  for (size_t start = 0; group > 0 && start < x.size(); start += static_cast<size_t>(group)) {
+    double sumSquares = 0.0;
+    for (int64_t i = 0; i < group; ++i) sumSquares += x[start + size_t(i)] * x[start + size_t(i)];
+    const double inverseRms = 1.0 / std::sqrt(sumSquares / static_cast<double>(group) + epsilon);
+    for (int64_t i = 0; i < group; ++i) {
+      const size_t at = start + size_t(i);
+      x[at] = x[at] * inverseRms * scale[static_cast<size_t>(scaleMap[at])];
+    }
+  }
+  ctx.setOutput(0, fromDoubles(xt.dtype(), xt.sizes(), x));
+  return Status::success();
 }
 
 Status refAttention(KernelContext &ctx) {

@@ -342,7 +342,7 @@ void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8B
     S8GemmBytes partBytes;
     if (bytes != nullptr) {
       partBytes = *bytes;
-      partBytes.requantization.bias += col0;
+      if (partBytes.requantization.bias != nullptr) partBytes.requantization.bias += col0;
       partBytes.requantization.multiplier += col0;
       partBytes.y = bytes->at(row0, col0);
       if (partBytes.dequantized.bias != nullptr) partBytes.dequantized.bias += col0;

@@ -46,4 +46,13 @@ void runLayerNorm(const LayerNormKernels &kernels, const float *x, const float *
   });
 }
 
+void runRmsNorm(const LayerNormKernels &kernels, const float *x, const float *scale, float *y, int64_t rows,
+                int64_t n, float epsilon, ThreadPool *pool) {
+  if (rows <= 0 || n <= 0) return;
+  const int64_t grain = std::max<int64_t>(1, 8192 / n);
+  parallelRanges(pool, rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) kernels.rmsRow(x + row * n, scale, y + row * n, n, epsilon);
+  });
+}
+
 }  // namespace tessel::cpu

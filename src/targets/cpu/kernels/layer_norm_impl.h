@@ -68,5 +68,20 @@ void layerNormRow(const float *x, const float *scale, const float *bias, float *
   }
 }
 
+void rmsNormRow(const float *x, const float *scale, float *y, int64_t n, float epsilon) {
+  if (n <= 0) return;
+  float squares[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) squares[j] += x[i + j] * x[i + j];
+  }
+  float sumSquares = 0.0f;
+  for (; i < n; ++i) sumSquares += x[i] * x[i];
+  for (int64_t j = 0; j < kLanes; ++j) sumSquares += squares[j];
+  const float inverseRms = 1.0f / std::sqrt(sumSquares / float(n) + epsilon);
+#pragma GCC ivdep
+  for (int64_t k = 0; k < n; ++k) y[k] = x[k] * inverseRms * scale[k];
+}
+
 }  // namespace
 }  // namespace tessel::cpu

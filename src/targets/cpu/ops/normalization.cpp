@@ -1,8 +1,9 @@
-// cpu lowering of Softmax, LogSoftmax and LayerNormalization (ONNX opset 17 and the tessel op)
-// to kernels/softmax.h and kernels/layer_norm.h. Softmax follows the reference's two views: from
-// opset 13 one axis ([outer, length, inner]); before, the input coerced to 2-D at `axis` (rows of
-// prod(shape[axis:])). LayerNormalization covers f32 with Scale and B spanning exactly the
-// normalized dims (leading 1s allowed) and only output Y in use; otherwise the reference runs.
+// cpu lowering of Softmax, LogSoftmax, LayerNormalization (ONNX opset 17 and the tessel op) and
+// tessel RMSNormalization to kernels/softmax.h and kernels/layer_norm.h. Softmax follows the
+// reference's two views: from opset 13 one axis ([outer, length, inner]); before, the input coerced
+// to 2-D at `axis` (rows of prod(shape[axis:])). The two normalizations cover f32 with Scale (and
+// B) spanning exactly the normalized dims (leading 1s allowed) and, for LayerNormalization, only
+// output Y in use; otherwise the reference runs.
 #include <fmt/format.h>
 
 #include "targets/cpu/kernels/layer_norm.h"
@@ -67,6 +68,22 @@ class LayerNormStep final : public Step {
   int64_t rows_, n_;
   float epsilon_;
   bool hasBias_;
+};
+
+class RmsNormStep final : public Step {
+ public:
+  RmsNormStep(int64_t rows, int64_t n, float epsilon) : rows_(rows), n_(n), epsilon_(epsilon) {}
+  Status run(const StepIo &io) const override {
+    runRmsNorm(layerNormKernels(), static_cast<const float *>(io.inputs[0]), static_cast<const float *>(io.inputs[1]),
+               static_cast<float *>(io.outputs[0]), rows_, n_, epsilon_, io.pool);
+    return Status::success();
+  }
+  int inPlaceInput() const override { return 0; }
+  std::string kernelName() const override { return std::string("rms_norm_rows ") + layerNormKernels().name; }
+
+ private:
+  int64_t rows_, n_;
+  float epsilon_;
 };
 
 Expected<std::unique_ptr<Step>> lowerSoftmaxFamily(LowerContext &ctx, bool log) {
@@ -136,6 +153,25 @@ Expected<std::unique_ptr<Step>> lowerLayerNormalization(LowerContext &ctx) {
   const int64_t n = productOf(sizes, size_t(axis), sizes.size());
   const float epsilon = node.attrFloat("epsilon", 1e-5f);
   return std::unique_ptr<Step>(std::make_unique<LayerNormStep>(rows, n, epsilon, hasBias));
+}
+
+Expected<std::unique_ptr<Step>> lowerRmsNormalization(LowerContext &ctx) {
+  const Node &node = ctx.node();
+  if (!ctx.hasInput(0) || !ctx.hasInput(1)) {
+    return makeError(ErrorCode::InvalidModel, "RMSNormalization '{}' needs inputs X and Scale", node.name());
+  }
+  if (ctx.inputDType(0) != DType::Float32 || ctx.inputDType(1) != DType::Float32 ||
+      ctx.outputDType(0) != DType::Float32) {
+    return notCovered();
+  }
+  const std::vector<int64_t> sizes = ctx.inputSizes(0);
+  const int64_t rank = int64_t(sizes.size());
+  if (rank == 0) return notCovered();
+  TESSEL_ASSIGN_OR_RETURN(int64_t axis, normalizedAxis(ctx, node.attrInt("axis", -1), rank));
+  if (!spansNormalizedDims(ctx.inputSizes(1), sizes, size_t(axis))) return notCovered();
+  return std::unique_ptr<Step>(std::make_unique<RmsNormStep>(productOf(sizes, 0, size_t(axis)),
+                                                             productOf(sizes, size_t(axis), sizes.size()),
+                                                             node.attrFloat("epsilon", 1e-5f)));
 }
 
 }  // namespace tessel::cpu

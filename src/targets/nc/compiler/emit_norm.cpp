@@ -1,5 +1,6 @@
-// Layer normalization over the last axis (tessel LayerNormalization, ONNX LayerNormalization) with the
-// features on partitions, the layout the matmuls around it produce and consume.
+// Layer normalization over the last axis (tessel LayerNormalization, ONNX LayerNormalization) and
+// RMS normalization (tessel RMSNormalization) with the features on partitions, the layout the
+// matmuls around them produce and consume.
 //
 // The statistics reduce over partitions, which DVE and ACT cannot do; the tensor engine can: an
 // all-ones stationary [C-tile, 128] times the moving x [C-tile, rows] gives, on every one of 128
@@ -92,11 +93,66 @@ Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
   return Status::success();
 }
 
+std::string checkRmsNorm(const Node &node, const LoweringOptions &) {
+  const int64_t rank = node.input(0)->type().shape().rank();
+  if (normalizeAxis(node.attrInt("axis", -1), rank) != rank - 1) return "normalization over other than the last axis";
+  if (!node.input(1)->hasInitializer()) return "the scale is not a constant";
+  return "";
+}
+
+/// RMS normalization: layer normalization's layout and sums without the mean,
+///   s2 = ones^T @ x^2 (PE), rstd = (s2 / C + eps)^-0.5 (DVE), y = (x * rstd) * gamma (DVE, ACT).
+Status emitRmsNorm(LoweringContext &ctx, const Node &node) {
+  tile::KernelBuilder &b = ctx.builder();
+  const int64_t P = ctx.profile().partitions;
+  const int64_t bank = ctx.profile().psum.bankFp32Elements;
+  const float eps = node.attrFloat("epsilon", 1e-5f);
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor x, ctx.standard(node.input(0), -1));
+  const int64_t C = x.shape.back(), rows = x.freeSize;
+  DeviceTensor out = ctx.allocate(node.output(0), -1);
+  std::vector<TileView> gamma = ctx.channelVector(ctx.constantFloats(node.input(1)));
+  const TileView ones = ctx.constantTile(1.0f, DType::F32);
+  const std::vector<Span> cTiles = splitRange(C, P);
+
+  for (const Span &r : splitRange(rows, bank)) {
+    std::vector<TileView> xs, squares;
+    for (const Span &c : cTiles) {
+      TileView xc = x.partitions(c.start, c.count).cols(r.start, r.count);
+      if (x.dtype != DType::F32) {
+        TileView wide = b.sbuf(node.name() + "/x32", DType::F32, c.count, {r.count});
+        b.copy(wide, xc);
+        xc = wide;
+      }
+      TileView sq = b.sbuf(node.name() + "/x2", DType::F32, c.count, {r.count});
+      b.activation(sq, xc, ActFunc::Square);
+      xs.push_back(xc);
+      squares.push_back(sq);
+    }
+    TileView s2 = b.psum(node.name() + "/sumsq", DType::F32, P, {r.count});
+    for (size_t t = 0; t < cTiles.size(); ++t)
+      b.matmul(s2, ones.partitionSlice(0, cTiles[t].count), squares[t], t > 0);
+    TileView rstd = b.sbuf(node.name() + "/rstd", DType::F32, P, {r.count});
+    b.tensorScalar(rstd, s2, AluOp::Multiply, 1.0f / static_cast<float>(C));
+    b.tensorScalar(rstd, rstd, AluOp::Add, eps, AluOp::Power, -0.5f, Engine::DVE);
+    for (size_t t = 0; t < cTiles.size(); ++t) {
+      const Span &c = cTiles[t];
+      TileView scaled = b.sbuf(node.name() + "/xs", DType::F32, c.count, {r.count});
+      b.tensorTensor(scaled, xs[t], rstd.partitionSlice(0, c.count), AluOp::Multiply);
+      tile::ActivationArgs args;
+      args.scale = gamma[static_cast<size_t>(c.start / P)];
+      b.activation(out.partitions(c.start, c.count).cols(r.start, r.count), scaled, ActFunc::Copy, args);
+    }
+  }
+  ctx.define(node.output(0), out);
+  return Status::success();
+}
+
 }  // namespace
 
 std::vector<OpLowering> normLowerings() {
   return {OpLowering{"tessel", "LayerNormalization", checkLayerNorm, emitLayerNorm},
-          OpLowering{"", "LayerNormalization", checkLayerNorm, emitLayerNorm}};
+          OpLowering{"", "LayerNormalization", checkLayerNorm, emitLayerNorm},
+          OpLowering{"tessel", "RMSNormalization", checkRmsNorm, emitRmsNorm}};
 }
 
 }  // namespace tessel::nc::compiler

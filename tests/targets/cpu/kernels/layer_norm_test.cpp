@@ -1,8 +1,8 @@
 // The layer-norm row loop of every variant the host can run (others skipped) against a two-pass
 // double-precision reference: ragged row lengths (1 to past several vector widths), with and
 // without bias, a large common offset (which a one-pass variance would cancel away), in place,
-// and the threaded driver. Tolerance: 2e-5 relative to the output's magnitude plus 1e-6: float
-// sums over n <= 4096 elements with 16 partial sums.
+// and the threaded driver; the RMS-norm row loop the same way. Tolerance: 2e-5 relative to the
+// output's magnitude plus 1e-6: float sums over n <= 4096 elements with 16 partial sums.
 #include "targets/cpu/kernels/layer_norm.h"
 
 #include <gtest/gtest.h>
@@ -68,6 +68,42 @@ TEST(LayerNormKernels, Rows) {
       }
     }
   }
+}
+
+std::vector<double> rmsNormRef(const std::vector<float> &x, const std::vector<float> &scale, int64_t rows, int64_t n,
+                               double epsilon) {
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double sumSquares = 0;
+    for (int64_t i = 0; i < n; ++i) sumSquares += std::pow(double(x[size_t(r * n + i)]), 2);
+    const double inverse = 1.0 / std::sqrt(sumSquares / double(n) + epsilon);
+    for (int64_t i = 0; i < n; ++i) y[size_t(r * n + i)] = x[size_t(r * n + i)] * inverse * scale[size_t(i)];
+  }
+  return y;
+}
+
+TEST(LayerNormKernels, RmsRows) {
+  for (const LayerNormKernels *kernels : layerNormKernelVariants()) {
+    if (!hasAll(hostIsa(), kernels->isa)) continue;
+    for (int64_t n : {1, 2, 15, 16, 17, 33, 256, 1001, 4096}) {
+      for (float offset : {0.0f, 100.0f}) {
+        const std::vector<float> x = randomFloats(n, uint32_t(n), offset), scale = randomFloats(n, 13);
+        std::vector<float> y(size_t(n) + 1, -7.0f);
+        kernels->rmsRow(x.data(), scale.data(), y.data(), n, 1e-5f);
+        EXPECT_EQ(y.back(), -7.0f) << "wrote past n";
+        y.pop_back();
+        expectClose(rmsNormRef(x, scale, 1, n, 1e-5), y,
+                    std::string(kernels->name) + " rms n=" + std::to_string(n) + " offset=" + std::to_string(offset));
+      }
+    }
+  }
+  ThreadPool pool(2);
+  const int64_t rows = 130, n = 97;
+  std::vector<float> x = randomFloats(rows * n, 6);
+  const std::vector<float> scale = randomFloats(n, 7);
+  const std::vector<double> want = rmsNormRef(x, scale, rows, n, 1e-3);
+  runRmsNorm(layerNormKernels(), x.data(), scale.data(), x.data(), rows, n, 1e-3f, &pool);
+  expectClose(want, x, "rms in place");
 }
 
 TEST(LayerNormKernels, InPlaceThreaded) {

@@ -1,7 +1,8 @@
 // Softmax, LogSoftmax and LayerNormalization on the cpu target against the reference interpreter:
 // every axis (innermost rows and strided columns), the opset < 13 coerce-to-2D form, ragged row
 // lengths, one and two threads; LayerNormalization with and without B, Scale with leading 1s, and
-// the forms that must fall back (Mean output used, Scale broadcasting inside a row).
+// the forms that must fall back (Mean output used, Scale broadcasting inside a row); tessel
+// RMSNormalization.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -95,6 +96,22 @@ TEST(CpuLayerNorm, TesselDomain) {
   };
   check(typed(layerNormModel("[4,7,768]", "[768]", "[768]", "", "tessel."), "[4,7,768]"));
   check(typed(layerNormModel("[3,5,37]", "[5,37]", "", "axis = 1, epsilon = 0.01", "tessel."), "[3,5,37]"));
+}
+
+// tessel RMSNormalization (what recognize-layer-norm makes of Llama's RMSNorm): one and two
+// threads, a row longer than several vectors, several trailing axes, and Scale with leading 1s.
+TEST(CpuRmsNorm, TesselDomain) {
+  auto model = [](const std::string &xType, const std::string &scaleType, const std::string &attributes) {
+    return fmt::format(
+        "model opset(ai.onnx=17, tessel=1) ir_version=8 {{\n"
+        "func @main(%x: f32{0}, %s: f32{1}) -> (%y: f32{0}) {{\n"
+        "  %y = tessel.RMSNormalization(%x, %s){2}\n  return %y\n}}\n}}\n",
+        xType, scaleType, attributes.empty() ? "" : " {" + attributes + "}");
+  };
+  check(model("[1,5,256]", "[256]", "axis = -1, epsilon = 1e-05"));
+  check(model("[1,5,256]", "[256]", "axis = -1, epsilon = 1e-05"), 1);
+  check(model("[130,33]", "[33]", ""));
+  check(model("[3,5,37]", "[1,5,37]", "axis = 1, epsilon = 0.01"));
 }
 
 TEST(CpuLayerNorm, StatisticsOutputsFallBack) {

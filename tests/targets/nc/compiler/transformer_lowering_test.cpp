@@ -1,6 +1,6 @@
 // Whole small models on the accelerator, checked against the reference: the transformer-block ops
-// (matmuls with bias, residual and activation, layer normalization, elementwise chains, the views
-// around attention) and the host fallback of what the accelerator cannot run.
+// (matmuls with bias, residual and activation, layer and RMS normalization, elementwise chains,
+// the views around attention) and the host fallback of what the accelerator cannot run.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -50,6 +50,22 @@ func @main(%x: f32[2,64,160], %z: f32[2,64,160]) -> (%y: f32[2,64,160]) {{
 }}
 }})",
                                      denseText({160}, 5), denseText({160}, 6));
+  expectMatches(ir);
+}
+
+TEST(TransformerLowering, RmsNormOnTheDevice) {
+  // Llama's RMSNorm as recognize-layer-norm leaves it: 300 features (two tiles, one ragged) and
+  // 130 rows; the matmul after it reads the features on partitions as the norm writes them.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,130,300]) -> (%y: f32[1,130,64]) {{
+  const %g = {}
+  const %w = {}
+  %n = tessel.RMSNormalization(%x, %g) {{axis = -1, epsilon = 1e-5}}
+  %y = MatMul(%n, %w)
+  return %y
+}}
+}})",
+                                     denseText({300}, 7), denseText({300, 64}, 8, 0.1f));
   expectMatches(ir);
 }
 

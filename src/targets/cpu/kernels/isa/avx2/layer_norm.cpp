@@ -9,6 +9,6 @@
 namespace tessel::cpu {
 
 extern const LayerNormKernels kLayerNormAvx2;
-const LayerNormKernels kLayerNormAvx2 = {"f32_layer_norm__avx2_fma", Isa::Avx2 | Isa::Fma, &layerNormRow};
+const LayerNormKernels kLayerNormAvx2 = {"f32_layer_norm__avx2_fma", Isa::Avx2 | Isa::Fma, &layerNormRow, &rmsNormRow};
 
 }  // namespace tessel::cpu

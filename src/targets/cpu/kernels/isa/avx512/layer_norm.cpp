@@ -9,6 +9,6 @@
 namespace tessel::cpu {
 
 extern const LayerNormKernels kLayerNormAvx512;
-const LayerNormKernels kLayerNormAvx512 = {"f32_layer_norm__avx512", Isa::Avx512 | Isa::Fma, &layerNormRow};
+const LayerNormKernels kLayerNormAvx512 = {"f32_layer_norm__avx512", Isa::Avx512 | Isa::Fma, &layerNormRow, &rmsNormRow};
 
 }  // namespace tessel::cpu

@@ -9,6 +9,6 @@
 namespace tessel::cpu {
 
 extern const LayerNormKernels kLayerNormGeneric;
-const LayerNormKernels kLayerNormGeneric = {"f32_layer_norm__generic", Isa::None, &layerNormRow};
+const LayerNormKernels kLayerNormGeneric = {"f32_layer_norm__generic", Isa::None, &layerNormRow, &rmsNormRow};
 
 }  // namespace tessel::cpu
