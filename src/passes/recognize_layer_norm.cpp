@@ -48,6 +48,44 @@ bool isLastDimVector(const Value *param, int64_t size) {
   return sizes && sizes->size() == 1 && (*sizes)[0] == size;
 }
 
+/// Extends `pattern` by a Mul or Add (`op`) of `*result` with a vector of the last dim's `size`;
+/// returns that vector (and moves `*result` past the node), or nullptr when there is none.
+Value *takeAffine(Graph &graph, const char *op, int64_t size, Value **result, std::vector<Node *> &pattern) {
+  Node *node = passes::singleUser(graph, *result);
+  if (!isOnnxOp(node, op)) return nullptr;
+  Value *candidate = otherOperand(node, *result);
+  if (!candidate || !isLastDimVector(candidate, size)) return nullptr;
+  pattern.push_back(node);
+  *result = node->output(0);
+  return candidate;
+}
+
+/// Replaces `pattern` (ending at `result`) by the tessel normalization `op` of x with `scale`
+/// (ones when null) and `bias` (when not null), if only the pattern reads its inner values.
+bool replaceNormalization(Model &model, const char *op, Value *x, Value *scale, Value *bias, Value *result,
+                          double epsilon, const std::vector<Node *> &pattern,
+                          const std::unordered_set<const Value *> &returned) {
+  Graph &graph = *model.graph;
+  const std::unordered_set<const Node *> members(pattern.begin(), pattern.end());
+  for (const Node *node : pattern) {
+    if (node->output(0) != result && !passes::usedOnlyBy(graph, node->output(0), members, returned)) return false;
+  }
+  if (returned.count(result)) return false;  // A subgraph's return would keep the replaced value.
+  const DType dtype = x->type().dtype();
+  if (!isFloatingPoint(dtype)) return false;
+  if (!scale) {
+    const int64_t size = x->type().shape().dims().back().size;
+    const std::vector<double> ones(static_cast<size_t>(size), 1.0);
+    scale = passes::addConstant(graph, result->name() + "_scale", ref::fromDoubles(dtype, {size}, ones));
+  }
+  std::vector<Value *> inputs = {x, scale};
+  if (bias) inputs.push_back(bias);
+  passes::replacePattern(graph, result, op, "tessel", inputs,
+                         {{"axis", Attribute(int64_t{-1})}, {"epsilon", Attribute(static_cast<float>(epsilon))}},
+                         pattern);
+  return true;
+}
+
 bool recognizeDecomposed(Model &model, Node *mean, const std::unordered_set<const Value *> &returned) {
   Graph &graph = *model.graph;
   if (!isLastAxisMean(model, mean)) return false;
@@ -91,40 +129,9 @@ bool recognizeDecomposed(Model &model, Node *mean, const std::unordered_set<cons
   pattern.push_back(normalize);
   Value *result = normalize->output(0);
   // Affine: Mul by a scale, Add of a bias.
-  Value *scale = nullptr, *bias = nullptr;
-  if (Node *mul = passes::singleUser(graph, result); isOnnxOp(mul, "Mul")) {
-    Value *candidate = otherOperand(mul, result);
-    if (candidate && isLastDimVector(candidate, last.size)) {
-      scale = candidate;
-      pattern.push_back(mul);
-      result = mul->output(0);
-    }
-  }
-  if (Node *add = passes::singleUser(graph, result); isOnnxOp(add, "Add")) {
-    Value *candidate = otherOperand(add, result);
-    if (candidate && isLastDimVector(candidate, last.size)) {
-      bias = candidate;
-      pattern.push_back(add);
-      result = add->output(0);
-    }
-  }
-  const std::unordered_set<const Node *> members(pattern.begin(), pattern.end());
-  for (const Node *node : pattern) {
-    if (node->output(0) != result && !passes::usedOnlyBy(graph, node->output(0), members, returned)) return false;
-  }
-  if (returned.count(result)) return false;  // A subgraph's return would keep the replaced value.
-  const DType dtype = x->type().dtype();
-  if (!isFloatingPoint(dtype)) return false;
-  if (!scale) {
-    const std::vector<double> ones(static_cast<size_t>(last.size), 1.0);
-    scale = passes::addConstant(graph, result->name() + "_scale", ref::fromDoubles(dtype, {last.size}, ones));
-  }
-  std::vector<Value *> inputs = {x, scale};
-  if (bias) inputs.push_back(bias);
-  passes::replacePattern(graph, result, "LayerNormalization", "tessel", inputs,
-                         {{"axis", Attribute(int64_t{-1})}, {"epsilon", Attribute(static_cast<float>(*epsilon))}},
-                         pattern);
-  return true;
+  Value *scale = takeAffine(graph, "Mul", last.size, &result, pattern);
+  Value *bias = takeAffine(graph, "Add", last.size, &result, pattern);
+  return replaceNormalization(model, "LayerNormalization", x, scale, bias, result, *epsilon, pattern, returned);
 }
 
 /// RMS normalization, anchored at the ReduceMean of x^2 (Pow(x, 2) or x * x) over the last axis:
@@ -164,30 +171,8 @@ bool recognizeRms(Model &model, Node *mean, const std::unordered_set<const Value
   }
   pattern.push_back(normalize);
   Value *result = normalize->output(0);
-  Value *scale = nullptr;
-  if (Node *mul = passes::singleUser(graph, result); isOnnxOp(mul, "Mul")) {
-    Value *candidate = otherOperand(mul, result);
-    if (candidate && isLastDimVector(candidate, last.size)) {
-      scale = candidate;
-      pattern.push_back(mul);
-      result = mul->output(0);
-    }
-  }
-  const std::unordered_set<const Node *> members(pattern.begin(), pattern.end());
-  for (const Node *node : pattern) {
-    if (node->output(0) != result && !passes::usedOnlyBy(graph, node->output(0), members, returned)) return false;
-  }
-  if (returned.count(result)) return false;
-  const DType dtype = x->type().dtype();
-  if (!isFloatingPoint(dtype)) return false;
-  if (!scale) {
-    const std::vector<double> ones(static_cast<size_t>(last.size), 1.0);
-    scale = passes::addConstant(graph, result->name() + "_scale", ref::fromDoubles(dtype, {last.size}, ones));
-  }
-  passes::replacePattern(graph, result, "RMSNormalization", "tessel", {x, scale},
-                         {{"axis", Attribute(int64_t{-1})}, {"epsilon", Attribute(static_cast<float>(*epsilon))}},
-                         pattern);
-  return true;
+  Value *scale = takeAffine(graph, "Mul", last.size, &result, pattern);
+  return replaceNormalization(model, "RMSNormalization", x, scale, nullptr, result, *epsilon, pattern, returned);
 }
 
 bool convertOnnxLayerNorm(Model &model, Node *norm, const std::unordered_set<const Value *> &returned) {

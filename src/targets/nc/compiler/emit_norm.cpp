@@ -30,6 +30,23 @@ std::string checkLayerNorm(const Node &node, const LoweringOptions &) {
   return "";
 }
 
+/// Rows `r` of x, per feature tile, in fp32 (the statistics need the bits) and squared.
+void loadWithSquares(tile::KernelBuilder &b, const Node &node, const DeviceTensor &x, const std::vector<Span> &cTiles,
+                     const Span &r, std::vector<TileView> &xs, std::vector<TileView> &squares) {
+  for (const Span &c : cTiles) {
+    TileView xc = x.partitions(c.start, c.count).cols(r.start, r.count);
+    if (x.dtype != DType::F32) {
+      TileView wide = b.sbuf(node.name() + "/x32", DType::F32, c.count, {r.count});
+      b.copy(wide, xc);
+      xc = wide;
+    }
+    TileView sq = b.sbuf(node.name() + "/x2", DType::F32, c.count, {r.count});
+    b.activation(sq, xc, ActFunc::Square);
+    xs.push_back(xc);
+    squares.push_back(sq);
+  }
+}
+
 Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
   tile::KernelBuilder &b = ctx.builder();
   const int64_t P = ctx.profile().partitions;
@@ -47,20 +64,8 @@ Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
   const std::vector<Span> cTiles = splitRange(C, P);
 
   for (const Span &r : splitRange(rows, bank)) {
-    // x (fp32 for the statistics) and x^2, per feature tile.
     std::vector<TileView> xs, squares;
-    for (const Span &c : cTiles) {
-      TileView xc = x.partitions(c.start, c.count).cols(r.start, r.count);
-      if (x.dtype != DType::F32) {
-        TileView wide = b.sbuf(node.name() + "/x32", DType::F32, c.count, {r.count});
-        b.copy(wide, xc);
-        xc = wide;
-      }
-      TileView sq = b.sbuf(node.name() + "/x2", DType::F32, c.count, {r.count});
-      b.activation(sq, xc, ActFunc::Square);
-      xs.push_back(xc);
-      squares.push_back(sq);
-    }
+    loadWithSquares(b, node, x, cTiles, r, xs, squares);
     TileView s1 = b.psum(node.name() + "/sum", DType::F32, P, {r.count});
     TileView s2 = b.psum(node.name() + "/sumsq", DType::F32, P, {r.count});
     for (size_t t = 0; t < cTiles.size(); ++t)
@@ -116,18 +121,7 @@ Status emitRmsNorm(LoweringContext &ctx, const Node &node) {
 
   for (const Span &r : splitRange(rows, bank)) {
     std::vector<TileView> xs, squares;
-    for (const Span &c : cTiles) {
-      TileView xc = x.partitions(c.start, c.count).cols(r.start, r.count);
-      if (x.dtype != DType::F32) {
-        TileView wide = b.sbuf(node.name() + "/x32", DType::F32, c.count, {r.count});
-        b.copy(wide, xc);
-        xc = wide;
-      }
-      TileView sq = b.sbuf(node.name() + "/x2", DType::F32, c.count, {r.count});
-      b.activation(sq, xc, ActFunc::Square);
-      xs.push_back(xc);
-      squares.push_back(sq);
-    }
+    loadWithSquares(b, node, x, cTiles, r, xs, squares);
     TileView s2 = b.psum(node.name() + "/sumsq", DType::F32, P, {r.count});
     for (size_t t = 0; t < cTiles.size(); ++t)
       b.matmul(s2, ones.partitionSlice(0, cTiles[t].count), squares[t], t > 0);
