@@ -48,6 +48,25 @@ bool isLastDimVector(const Value *param, int64_t size) {
   return sizes && sizes->size() == 1 && (*sizes)[0] == size;
 }
 
+/// Extends `pattern` by the division of `numerator` by the root `sqrt` computes: numerator / root,
+/// numerator * Reciprocal(root) or numerator * (1 / root); returns the quotient, or nullptr.
+Value *takeDivision(const Model &model, const Node *sqrt, const Value *numerator, std::vector<Node *> &pattern) {
+  const Graph &graph = *model.graph;
+  Node *normalize = passes::singleUser(graph, sqrt->output(0));
+  const bool divides = isOnnxOp(normalize, "Div") && normalize->input(1) == sqrt->output(0);
+  if (divides && normalize->input(0) == numerator) {
+    pattern.push_back(normalize);
+    return normalize->output(0);
+  }
+  if (!isOnnxOp(normalize, "Reciprocal") && !(divides && passes::isScalarConstant(model, normalize->input(0), 1.0))) {
+    return nullptr;
+  }
+  Node *mul = passes::singleUser(graph, normalize->output(0));
+  if (!isOnnxOp(mul, "Mul") || otherOperand(mul, normalize->output(0)) != numerator) return nullptr;
+  pattern.insert(pattern.end(), {normalize, mul});
+  return mul->output(0);
+}
+
 /// Extends `pattern` by a Mul or Add (`op`) of `*result` with a vector of the last dim's `size`;
 /// returns that vector (and moves `*result` past the node), or nullptr when there is none.
 Value *takeAffine(Graph &graph, const char *op, int64_t size, Value **result, std::vector<Node *> &pattern) {
@@ -114,20 +133,9 @@ bool recognizeDecomposed(Model &model, Node *mean, const std::unordered_set<cons
   Node *sqrt = passes::singleUser(graph, addEps->output(0));
   if (!isOnnxOp(sqrt, "Sqrt")) return false;
   pattern.insert(pattern.end(), {square, varMean, addEps, sqrt});
-  // Normalize: d / std, or d * Reciprocal(std).
-  Node *normalize = passes::singleUser(graph, sqrt->output(0));
-  if (isOnnxOp(normalize, "Div")) {
-    if (normalize->input(0) != d || normalize->input(1) != sqrt->output(0)) return false;
-  } else if (isOnnxOp(normalize, "Reciprocal")) {
-    Node *mul = passes::singleUser(graph, normalize->output(0));
-    if (!isOnnxOp(mul, "Mul") || otherOperand(mul, normalize->output(0)) != d) return false;
-    pattern.push_back(normalize);
-    normalize = mul;
-  } else {
-    return false;
-  }
-  pattern.push_back(normalize);
-  Value *result = normalize->output(0);
+  // Normalize: d / std, d * Reciprocal(std) or d * (1 / std).
+  Value *result = takeDivision(model, sqrt, d, pattern);
+  if (!result) return false;
   // Affine: Mul by a scale, Add of a bias.
   Value *scale = takeAffine(graph, "Mul", last.size, &result, pattern);
   Value *bias = takeAffine(graph, "Add", last.size, &result, pattern);
@@ -156,21 +164,8 @@ bool recognizeRms(Model &model, Node *mean, const std::unordered_set<const Value
   Node *sqrt = passes::singleUser(graph, addEps->output(0));
   if (!isOnnxOp(sqrt, "Sqrt")) return false;
   std::vector<Node *> pattern = {square, mean, addEps, sqrt};
-  Node *normalize = passes::singleUser(graph, sqrt->output(0));
-  const bool divides = isOnnxOp(normalize, "Div") && normalize->input(1) == sqrt->output(0);
-  if (divides && normalize->input(0) == x) {
-    // x / std.
-  } else if (isOnnxOp(normalize, "Reciprocal") ||
-             (divides && passes::isScalarConstant(model, normalize->input(0), 1.0))) {
-    Node *mul = passes::singleUser(graph, normalize->output(0));
-    if (!isOnnxOp(mul, "Mul") || otherOperand(mul, normalize->output(0)) != x) return false;
-    pattern.push_back(normalize);
-    normalize = mul;
-  } else {
-    return false;
-  }
-  pattern.push_back(normalize);
-  Value *result = normalize->output(0);
+  Value *result = takeDivision(model, sqrt, x, pattern);
+  if (!result) return false;
   Value *scale = takeAffine(graph, "Mul", last.size, &result, pattern);
   return replaceNormalization(model, "RMSNormalization", x, scale, nullptr, result, *epsilon, pattern, returned);
 }
