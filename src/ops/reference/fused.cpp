@@ -2,8 +2,9 @@
 // "tessel", docs/cpu.md): FusedConv and FusedMatMul run the ONNX Conv and MatMul reference kernels
 // on the same node and apply their epilogue (residual, activation) in double; the tessel pools run
 // the ONNX pools (with channels_last, the wrapped kernels see X moved to [N, C, H, W] and Y is
-// moved back); LayerNormalization is the ONNX kernel itself; RMSNormalization, Gelu and Attention are
-// computed here in double; FusedElementwise runs its body subgraph. ONNX's schemas do not know this domain, so shape inference is here too.
+// moved back); LayerNormalization is the ONNX kernel itself; RMSNormalization, Gelu and Attention
+// are computed here in double; FusedElementwise runs its body subgraph. ONNX's schemas do not know
+// this domain, so shape inference is here too.
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "conv_shape_util.h"
+#include "kernel_shape_util.h"
 #include "nhwc_test_util.h"
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/conv.h"

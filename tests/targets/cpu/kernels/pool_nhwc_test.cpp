@@ -17,6 +17,7 @@
 #include "nhwc_test_util.h"
 #include "support/thread_pool.h"
 #include "targets/cpu/kernels/cpu_features.h"
+#include "kernel_shape_util.h"
 #include "targets/cpu/kernels/pool.h"
 
 namespace tessel::cpu {
@@ -25,54 +26,21 @@ namespace {
 using testing::randomFloats;
 using testing::transposeChannels;
 
-struct PoolCase {
-  std::string name;
-  Pool2dShape shape;
-};
-
-int64_t outputSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t padBegin, int64_t padEnd,
-                   bool ceilMode) {
-  const int64_t span = in + padBegin + padEnd - ((kernel - 1) * dilation + 1);
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
-  // A last window that would start inside the end padding is dropped (as ONNX and PyTorch do).
-  if (ceilMode && (out - 1) * stride >= in + padBegin) --out;
-  return out;
-}
-
-PoolCase makeCase(std::string name, int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t kernelH,
-                  int64_t kernelW, int64_t stride, int64_t dilation, int64_t padTop, int64_t padLeft, int64_t padBottom,
-                  int64_t padRight, bool ceilMode) {
-  Pool2dShape s;
-  s.batch = batch;
-  s.channels = channels;
-  s.inHeight = height;
-  s.inWidth = width;
-  s.kernelHeight = kernelH;
-  s.kernelWidth = kernelW;
-  s.strideHeight = s.strideWidth = stride;
-  s.dilationHeight = s.dilationWidth = dilation;
-  s.padTop = padTop;
-  s.padLeft = padLeft;
-  s.padBottom = padBottom;
-  s.padRight = padRight;
-  s.outHeight = outputSize(height, kernelH, stride, dilation, padTop, padBottom, ceilMode);
-  s.outWidth = outputSize(width, kernelW, stride, dilation, padLeft, padRight, ceilMode);
-  return {std::move(name), s};
-}
+using testing::PoolCase;
 
 std::vector<PoolCase> cases() {
   return {
       // name, N, C, H, W, KH, KW, stride, dilation, pads (top, left, bottom, right), ceil_mode
-      makeCase("resnet maxpool 3x3/2 C64", 1, 64, 17, 19, 3, 3, 2, 1, 1, 1, 1, 1, false),
-      makeCase("3x3/2 C144 batch 2", 2, 144, 9, 8, 3, 3, 2, 1, 1, 1, 1, 1, false),
-      makeCase("2x2/2 C3", 2, 3, 9, 11, 2, 2, 2, 1, 0, 0, 0, 0, false),
-      makeCase("2x2/2 ceil C17", 2, 17, 9, 11, 2, 2, 2, 1, 0, 0, 0, 0, true),
-      makeCase("3x3/2 ceil padded C33", 1, 33, 10, 13, 3, 3, 2, 1, 1, 1, 1, 1, true),
-      makeCase("3x3/1 asymmetric pads C1", 1, 1, 7, 8, 3, 3, 1, 1, 0, 2, 1, 0, false),
-      makeCase("dilated 3x3 C17", 2, 17, 12, 11, 3, 3, 1, 2, 2, 2, 2, 2, false),
-      makeCase("5x4/3 C33", 1, 33, 16, 14, 5, 4, 3, 1, 2, 1, 2, 3, false),
-      makeCase("one row C3", 1, 3, 1, 30, 1, 3, 2, 1, 0, 1, 0, 1, true),
-      makeCase("7x7 whole plane C130", 2, 130, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, false),
+      testing::poolCase("resnet maxpool 3x3/2 C64", 1, 64, 17, 19, 3, 3, 2, 1, 1, 1, 1, 1, false),
+      testing::poolCase("3x3/2 C144 batch 2", 2, 144, 9, 8, 3, 3, 2, 1, 1, 1, 1, 1, false),
+      testing::poolCase("2x2/2 C3", 2, 3, 9, 11, 2, 2, 2, 1, 0, 0, 0, 0, false),
+      testing::poolCase("2x2/2 ceil C17", 2, 17, 9, 11, 2, 2, 2, 1, 0, 0, 0, 0, true),
+      testing::poolCase("3x3/2 ceil padded C33", 1, 33, 10, 13, 3, 3, 2, 1, 1, 1, 1, 1, true),
+      testing::poolCase("3x3/1 asymmetric pads C1", 1, 1, 7, 8, 3, 3, 1, 1, 0, 2, 1, 0, false),
+      testing::poolCase("dilated 3x3 C17", 2, 17, 12, 11, 3, 3, 1, 2, 2, 2, 2, 2, false),
+      testing::poolCase("5x4/3 C33", 1, 33, 16, 14, 5, 4, 3, 1, 2, 1, 2, 3, false),
+      testing::poolCase("one row C3", 1, 3, 1, 30, 1, 3, 2, 1, 0, 1, 0, 1, true),
+      testing::poolCase("7x7 whole plane C130", 2, 130, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, false),
   };
 }
 

@@ -12,58 +12,26 @@
 #include <vector>
 
 #include "support/thread_pool.h"
+#include "kernel_shape_util.h"
 #include "targets/cpu/kernels/pool.h"
 
 namespace tessel::cpu {
 namespace {
 
-struct PoolCase {
-  std::string name;
-  Pool2dShape shape;
-};
-
-int64_t outputSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t padBegin, int64_t padEnd,
-                   bool ceilMode) {
-  const int64_t span = in + padBegin + padEnd - ((kernel - 1) * dilation + 1);
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
-  // A last window that would start inside the end padding is dropped (as ONNX and PyTorch do).
-  if (ceilMode && (out - 1) * stride >= in + padBegin) --out;
-  return out;
-}
-
-PoolCase makeCase(std::string name, int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t kernelH,
-                  int64_t kernelW, int64_t stride, int64_t dilation, int64_t padTop, int64_t padLeft,
-                  int64_t padBottom, int64_t padRight, bool ceilMode) {
-  Pool2dShape s;
-  s.batch = batch;
-  s.channels = channels;
-  s.inHeight = height;
-  s.inWidth = width;
-  s.kernelHeight = kernelH;
-  s.kernelWidth = kernelW;
-  s.strideHeight = s.strideWidth = stride;
-  s.dilationHeight = s.dilationWidth = dilation;
-  s.padTop = padTop;
-  s.padLeft = padLeft;
-  s.padBottom = padBottom;
-  s.padRight = padRight;
-  s.outHeight = outputSize(height, kernelH, stride, dilation, padTop, padBottom, ceilMode);
-  s.outWidth = outputSize(width, kernelW, stride, dilation, padLeft, padRight, ceilMode);
-  return {std::move(name), s};
-}
+using testing::PoolCase;
 
 std::vector<PoolCase> cases() {
   return {
       // name, N, C, H, W, KH, KW, stride, dilation, pads (top, left, bottom, right), ceil_mode
-      makeCase("resnet maxpool 3x3/2", 1, 3, 17, 19, 3, 3, 2, 1, 1, 1, 1, 1, false),
-      makeCase("2x2/2", 2, 4, 9, 11, 2, 2, 2, 1, 0, 0, 0, 0, false),
-      makeCase("2x2/2 ceil", 2, 4, 9, 11, 2, 2, 2, 1, 0, 0, 0, 0, true),
-      makeCase("3x3/2 ceil padded", 1, 2, 10, 13, 3, 3, 2, 1, 1, 1, 1, 1, true),
-      makeCase("3x3/1 asymmetric pads", 1, 3, 7, 8, 3, 3, 1, 1, 0, 2, 1, 0, false),
-      makeCase("dilated 3x3", 1, 2, 12, 11, 3, 3, 1, 2, 2, 2, 2, 2, false),
-      makeCase("5x4/3", 1, 2, 16, 14, 5, 4, 3, 1, 2, 1, 2, 3, false),
-      makeCase("one row", 1, 2, 1, 30, 1, 3, 2, 1, 0, 1, 0, 1, true),
-      makeCase("wide rows", 1, 1, 4, 70, 3, 3, 1, 1, 1, 1, 1, 1, false),
+      testing::poolCase("resnet maxpool 3x3/2", 1, 3, 17, 19, 3, 3, 2, 1, 1, 1, 1, 1, false),
+      testing::poolCase("2x2/2", 2, 4, 9, 11, 2, 2, 2, 1, 0, 0, 0, 0, false),
+      testing::poolCase("2x2/2 ceil", 2, 4, 9, 11, 2, 2, 2, 1, 0, 0, 0, 0, true),
+      testing::poolCase("3x3/2 ceil padded", 1, 2, 10, 13, 3, 3, 2, 1, 1, 1, 1, 1, true),
+      testing::poolCase("3x3/1 asymmetric pads", 1, 3, 7, 8, 3, 3, 1, 1, 0, 2, 1, 0, false),
+      testing::poolCase("dilated 3x3", 1, 2, 12, 11, 3, 3, 1, 2, 2, 2, 2, 2, false),
+      testing::poolCase("5x4/3", 1, 2, 16, 14, 5, 4, 3, 1, 2, 1, 2, 3, false),
+      testing::poolCase("one row", 1, 2, 1, 30, 1, 3, 2, 1, 0, 1, 0, 1, true),
+      testing::poolCase("wide rows", 1, 1, 4, 70, 3, 3, 1, 1, 1, 1, 1, 1, false),
   };
 }
 
@@ -120,7 +88,7 @@ void checkClose(const std::vector<float> &got, const std::vector<double> &want, 
 void checkWindowed(Kind kind, ThreadPool *pool) {
   for (const PoolCase &c : cases()) {
     const Pool2dShape &s = c.shape;
-    SCOPED_TRACE(testing::Message() << c.name << " kind=" << int(kind) << " threads=" << (pool ? pool->size() : 1));
+    SCOPED_TRACE(::testing::Message() << c.name << " kind=" << int(kind) << " threads=" << (pool ? pool->size() : 1));
     const auto x = randomFloats(s.batch * s.channels * s.inHeight * s.inWidth, uint32_t(s.inHeight * 31 + s.inWidth));
     std::vector<float> y(size_t(s.batch * s.channels * s.outHeight * s.outWidth), -12345.0f);
     if (kind == Kind::Max) {
@@ -151,7 +119,7 @@ TEST(Pool, GlobalPoolsMatchReference) {
   ThreadPool twoThreads(2);
   for (int64_t planeSize : {1, 7, 16, 49, 67, 3136}) {
     for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
-      SCOPED_TRACE(testing::Message() << "plane " << planeSize << " threads=" << (pool ? pool->size() : 1));
+      SCOPED_TRACE(::testing::Message() << "plane " << planeSize << " threads=" << (pool ? pool->size() : 1));
       const int64_t planes = 37;
       const auto x = randomFloats(planes * planeSize, uint32_t(planeSize));
       std::vector<double> wantMean, wantMax;
