@@ -21,7 +21,8 @@ using kernels::Span;
 using kernels::splitRange;
 using tile::TileView;
 
-std::string checkLayerNorm(const Node &node, const LoweringOptions &) {
+/// Both normalizations (RMSNormalization has neither a bias nor statistics outputs).
+std::string checkNorm(const Node &node, const LoweringOptions &) {
   const int64_t rank = node.input(0)->type().shape().rank();
   if (normalizeAxis(node.attrInt("axis", -1), rank) != rank - 1) return "normalization over other than the last axis";
   if (!node.input(1)->hasInitializer()) return "the scale is not a constant";
@@ -47,21 +48,36 @@ void loadWithSquares(tile::KernelBuilder &b, const Node &node, const DeviceTenso
   }
 }
 
+/// What both normalizations start from: x with the features on partitions, the output, the
+/// scale per partition, the all-ones stationary for the sums, and the feature tiles.
+struct NormOperands {
+  DeviceTensor x, out;
+  std::vector<TileView> gamma;
+  TileView ones;
+  std::vector<Span> cTiles;
+};
+
+Expected<NormOperands> normOperands(LoweringContext &ctx, const Node &node) {
+  NormOperands n;
+  TESSEL_ASSIGN_OR_RETURN(n.x, ctx.standard(node.input(0), -1));
+  n.out = ctx.allocate(node.output(0), -1);
+  n.gamma = ctx.channelVector(ctx.constantFloats(node.input(1)));
+  n.ones = ctx.constantTile(1.0f, DType::F32);
+  n.cTiles = splitRange(n.x.shape.back(), ctx.profile().partitions);
+  return n;
+}
+
 Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
   tile::KernelBuilder &b = ctx.builder();
   const int64_t P = ctx.profile().partitions;
   const int64_t bank = ctx.profile().psum.bankFp32Elements;
   const float eps = node.attrFloat("epsilon", 1e-5f);
-  TESSEL_ASSIGN_OR_RETURN(DeviceTensor x, ctx.standard(node.input(0), -1));
+  TESSEL_ASSIGN_OR_RETURN(NormOperands n, normOperands(ctx, node));
+  const auto &[x, out, gamma, ones, cTiles] = n;
   const int64_t C = x.shape.back(), rows = x.freeSize;
-  DeviceTensor out = ctx.allocate(node.output(0), -1);
-  std::vector<float> gammaValues = ctx.constantFloats(node.input(1));
   std::vector<float> betaValues =
       node.input(2) ? ctx.constantFloats(node.input(2)) : std::vector<float>(static_cast<size_t>(C), 0.0f);
-  std::vector<TileView> gamma = ctx.channelVector(gammaValues);
   std::vector<TileView> beta = ctx.channelVector(betaValues);
-  const TileView ones = ctx.constantTile(1.0f, DType::F32);
-  const std::vector<Span> cTiles = splitRange(C, P);
 
   for (const Span &r : splitRange(rows, bank)) {
     std::vector<TileView> xs, squares;
@@ -98,13 +114,6 @@ Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
   return Status::success();
 }
 
-std::string checkRmsNorm(const Node &node, const LoweringOptions &) {
-  const int64_t rank = node.input(0)->type().shape().rank();
-  if (normalizeAxis(node.attrInt("axis", -1), rank) != rank - 1) return "normalization over other than the last axis";
-  if (!node.input(1)->hasInitializer()) return "the scale is not a constant";
-  return "";
-}
-
 /// RMS normalization: layer normalization's layout and sums without the mean,
 ///   s2 = ones^T @ x^2 (PE), rstd = (s2 / C + eps)^-0.5 (DVE), y = (x * rstd) * gamma (DVE, ACT).
 Status emitRmsNorm(LoweringContext &ctx, const Node &node) {
@@ -112,12 +121,9 @@ Status emitRmsNorm(LoweringContext &ctx, const Node &node) {
   const int64_t P = ctx.profile().partitions;
   const int64_t bank = ctx.profile().psum.bankFp32Elements;
   const float eps = node.attrFloat("epsilon", 1e-5f);
-  TESSEL_ASSIGN_OR_RETURN(DeviceTensor x, ctx.standard(node.input(0), -1));
+  TESSEL_ASSIGN_OR_RETURN(NormOperands n, normOperands(ctx, node));
+  const auto &[x, out, gamma, ones, cTiles] = n;
   const int64_t C = x.shape.back(), rows = x.freeSize;
-  DeviceTensor out = ctx.allocate(node.output(0), -1);
-  std::vector<TileView> gamma = ctx.channelVector(ctx.constantFloats(node.input(1)));
-  const TileView ones = ctx.constantTile(1.0f, DType::F32);
-  const std::vector<Span> cTiles = splitRange(C, P);
 
   for (const Span &r : splitRange(rows, bank)) {
     std::vector<TileView> xs, squares;
@@ -144,9 +150,9 @@ Status emitRmsNorm(LoweringContext &ctx, const Node &node) {
 }  // namespace
 
 std::vector<OpLowering> normLowerings() {
-  return {OpLowering{"tessel", "LayerNormalization", checkLayerNorm, emitLayerNorm},
-          OpLowering{"", "LayerNormalization", checkLayerNorm, emitLayerNorm},
-          OpLowering{"tessel", "RMSNormalization", checkRmsNorm, emitRmsNorm}};
+  return {OpLowering{"tessel", "LayerNormalization", checkNorm, emitLayerNorm},
+          OpLowering{"", "LayerNormalization", checkNorm, emitLayerNorm},
+          OpLowering{"tessel", "RMSNormalization", checkNorm, emitRmsNorm}};
 }
 
 }  // namespace tessel::nc::compiler
