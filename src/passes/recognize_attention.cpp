@@ -1,7 +1,9 @@
 // Attention recognition, anchored at each Softmax: walks back from its input through the optional
 // mask Add, causal Where and scaling to the score MatMul, and forward to the MatMul with V.
 // Rank-3 attention over [B*H, S, D] (as PyTorch exports nn.MultiheadAttention, in ViT) is
-// recognized too: Reshapes give its operands and result the rank 4 that Attention takes.
+// recognized too: Reshapes give its operands and result the rank 4 that Attention takes. K and V
+// repeated over groups of query heads (grouped-query attention's repeat_kv) are read before the
+// repetition.
 #include "passes/recognize_attention.h"
 
 #include <cmath>
@@ -79,6 +81,40 @@ bool isCausalMask(const Model &model, const Value *cond, int64_t sq, int64_t sk)
     }
   }
   return true;
+}
+
+/// The axes of an Unsqueeze node (a constant second input from opset 13, else the attribute).
+std::optional<std::vector<int64_t>> unsqueezeAxes(const Model &model, const Node &node) {
+  if (node.inputs().size() < 2) return node.attrInts("axes");
+  std::optional<Tensor> axes = passes::constantValueOf(model, *node.input(1));
+  if (!axes || axes->dtype() != DType::Int64) return std::nullopt;
+  return std::vector<int64_t>(axes->data<int64_t>(), axes->data<int64_t>() + axes->numel());
+}
+
+/// The K or V heads of grouped-query attention before their repetition: when `value` [B, H, S, D]
+/// is Reshape(Expand(Unsqueeze(x, axes = [2]), [B, Hkv, H / Hkv, S, D]), [B, H, S, D]), as PyTorch
+/// exports Llama's repeat_kv (query head h then reads K/V head h / (H / Hkv)), returns x
+/// [B, Hkv, S, D] and adds the three nodes to `match`; else returns `value`. The dims must be static:
+/// the passes see them so once a plan or a compile fixes the input shapes.
+Value *stripRepeatedHeads(const Model &model, Value *value, Match &match) {
+  Node *reshape = producerIs(value, "Reshape");
+  Node *expand = reshape ? producerIs(reshape->input(0), "Expand") : nullptr;
+  Node *unsqueeze = expand ? producerIs(expand->input(0), "Unsqueeze") : nullptr;
+  if (!unsqueeze) return value;
+  Value *source = unsqueeze->input(0);
+  const std::optional<std::vector<int64_t>> axes = unsqueezeAxes(model, *unsqueeze);
+  const auto x = passes::staticSizes(source), repeated = passes::staticSizes(expand->output(0)),
+             y = passes::staticSizes(value);
+  if (!axes || *axes != std::vector<int64_t>{2} || !x || !repeated || !y || x->size() != 4 || y->size() != 4) {
+    return value;
+  }
+  const int64_t kvHeads = (*x)[1], heads = (*y)[1];
+  if (kvHeads <= 0 || heads % kvHeads != 0) return value;
+  const std::vector<int64_t> wantRepeated = {(*x)[0], kvHeads, heads / kvHeads, (*x)[2], (*x)[3]};
+  const std::vector<int64_t> wantY = {(*x)[0], heads, (*x)[2], (*x)[3]};
+  if (*repeated != wantRepeated || *y != wantY) return value;
+  for (Node *node : {reshape, expand, unsqueeze}) match.nodes.push_back(node);
+  return source;
 }
 
 /// How K is obtained from the second operand of the score MatMul.
@@ -242,6 +278,10 @@ bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Val
   Value *k = keyFromTransposed(model, kt, rank, match, how);
   Value *v = pv->input(1);
   if (!k) return false;
+  if (rank == 4 && how == KeySource::Direct) {
+    k = stripRepeatedHeads(model, k, match);
+    v = stripRepeatedHeads(model, v, match);
+  }
   // Shapes: Q [...,Sq,D], V [...,Sk,Dv]; K [...,Sk,D], or its source before a rewritten transpose.
   const std::vector<Dim> *qd = dimsOfRank(q, rank), *kd = dimsOfRank(k, rank), *vd = dimsOfRank(v, rank);
   const std::vector<Dim> *yd = dimsOfRank(pv->output(0), rank);
@@ -254,7 +294,11 @@ bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Val
   if (how == KeySource::TransposedConstant) std::swap(kLayout[rank - 2], kLayout[rank - 1]);
   if (match.scale == 0.0 || !std::isfinite(match.scale)) return false;  // 0 would mean 1/sqrt(D).
   for (size_t d = 0; d + 2 < rank; ++d) {
-    if (!knownEqual((*qd)[d], kLayout[d]) || !knownEqual((*qd)[d], (*vd)[d])) return false;
+    if (!knownEqual(kLayout[d], (*vd)[d])) return false;
+    // The heads of Q may be a multiple of K's and V's (grouped-query attention).
+    const bool groupedHeads = rank == 4 && d == 1 && (*qd)[d].isStatic() && kLayout[d].isStatic() &&
+                              kLayout[d].size > 0 && (*qd)[d].size % kLayout[d].size == 0;
+    if (!knownEqual((*qd)[d], kLayout[d]) && !groupedHeads) return false;
   }
   if (!knownEqual((*qd)[rank - 1], kLayout[rank - 1]) || !knownEqual(kLayout[rank - 2], (*vd)[rank - 2])) return false;
   // At rank 3 the operands and the result are reshaped by constant shapes.

@@ -273,13 +273,16 @@ Status refAttention(KernelContext &ctx) {
   }
   const Tensor &q = ctx.tensor(0), &k = ctx.tensor(1), &v = ctx.tensor(2);
   const int64_t batch = q.size(0), heads = q.size(1), sq = q.size(2), d = q.size(3);
-  const int64_t sk = k.size(2), dv = v.size(3);
-  if (k.size(0) != batch || k.size(1) != heads || k.size(3) != d || v.size(0) != batch || v.size(1) != heads ||
-      v.size(2) != sk) {
+  const int64_t kvHeads = k.size(1), sk = k.size(2), dv = v.size(3);
+  // Grouped-query attention: query head h reads K/V head h / (H / Hkv).
+  if (k.size(0) != batch || kvHeads == 0 || heads % kvHeads != 0 || k.size(3) != d || v.size(0) != batch ||
+      v.size(1) != kvHeads || v.size(2) != sk) {
     return makeError(ErrorCode::ShapeMismatch,
-                     "Attention: Q {}, K {} and V {} do not form [B,H,Sq,D], [B,H,Sk,D], [B,H,Sk,Dv]",
+                     "Attention: Q {}, K {} and V {} do not form [B,H,Sq,D], [B,Hkv,Sk,D], [B,Hkv,Sk,Dv] with Hkv "
+                     "dividing H",
                      formatSizes(q.sizes()), formatSizes(k.sizes()), formatSizes(v.sizes()));
   }
+  const int64_t group = heads / kvHeads;
   const std::vector<int64_t> scoreSizes = {batch, heads, sq, sk};
   std::vector<int64_t> maskMap;
   std::vector<double> mask;
@@ -300,11 +303,12 @@ Status refAttention(KernelContext &ctx) {
   std::vector<double> y(static_cast<size_t>(batch * heads * sq * dv), 0.0);
   std::vector<double> row(static_cast<size_t>(sk));
   for (int64_t bh = 0; bh < batch * heads; ++bh) {
+    const int64_t kvHead = (bh / heads) * kvHeads + (bh % heads) / group;
     for (int64_t i = 0; i < sq; ++i) {
       double max = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < sk; ++j) {
         const double *qRow = &qd[static_cast<size_t>((bh * sq + i) * d)];
-        const double *kRow = &kd[static_cast<size_t>((bh * sk + j) * d)];
+        const double *kRow = &kd[static_cast<size_t>((kvHead * sk + j) * d)];
         double dot = 0.0;
         for (int64_t c = 0; c < d; ++c) dot += qRow[c] * kRow[c];
         double s = scale * dot;
@@ -318,7 +322,7 @@ Status refAttention(KernelContext &ctx) {
       double *out = &y[static_cast<size_t>((bh * sq + i) * dv)];
       for (int64_t j = 0; j < sk; ++j) {
         const double p = row[static_cast<size_t>(j)] / sum;
-        for (int64_t c = 0; c < dv; ++c) out[c] += p * vd[static_cast<size_t>((bh * sk + j) * dv + c)];
+        for (int64_t c = 0; c < dv; ++c) out[c] += p * vd[static_cast<size_t>((kvHead * sk + j) * dv + c)];
       }
     }
   }

@@ -23,9 +23,9 @@ constexpr size_t kAlignBytes = 64;
 constexpr int64_t kMaxTileWidth = 64;      // The task body's bound on mr and nr.
 
 constexpr AttentionTileKernel kTileKernels[] = {
-    {"f32_attention_tile__avx512", Isa::Avx512 | Isa::Fma, &f32_attention_tile__avx512},
-    {"f32_attention_tile__avx2", Isa::Avx2 | Isa::Fma, &f32_attention_tile__avx2},
-    {"f32_attention_tile__generic", Isa::None, &f32_attention_tile__generic},
+    {"f32_attention_tile__avx512", Isa::Avx512 | Isa::Fma, &f32_attention_tile__avx512, &f32_attention_rows__avx512},
+    {"f32_attention_tile__avx2", Isa::Avx2 | Isa::Fma, &f32_attention_tile__avx2, &f32_attention_rows__avx2},
+    {"f32_attention_tile__generic", Isa::None, &f32_attention_tile__generic, &f32_attention_rows__generic},
 };
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -40,12 +40,16 @@ struct SlotLayout {
 };
 
 SlotLayout layoutSlot(const AttentionShape &shape, const AttentionKernels &kernels, const AttentionBlocking &blocking) {
+  SlotLayout layout;
+  if (blocking.rowsPath) {  // The scores of one query row.
+    layout.total = floatBytes(std::max<int64_t>(shape.keys, 1));
+    return layout;
+  }
   const int64_t mr = kernels.gemm->mr, nr = kernels.gemm->nr;
   const int64_t queriesPad = roundUp(blocking.queryBlock, nr);  // Columns of S^T.
   const int64_t outRows = roundUp(blocking.queryBlock, mr);     // Rows of O.
   const int64_t keysPad = roundUp(blocking.keyBlock, mr);
   const int64_t valuePad = roundUp(std::max<int64_t>(shape.valueDepth, 1), nr);
-  SlotLayout layout;
   layout.ldScores = queriesPad;
   layout.ldOut = valuePad;
   size_t offset = 0;
@@ -100,10 +104,12 @@ AttentionTileArgs slotArgs(void *scratch, const SlotLayout &layout, int index, c
 void setTask(AttentionTileArgs &args, const AttentionShape &shape, const AttentionBlocking &blocking, int64_t b,
              int64_t h, int64_t i0, const float *q, const float *k, const float *v, const float *mask, float *y) {
   const int64_t head = b * shape.heads + h;
+  const int64_t kvHeads = shape.kvHeads > 0 ? shape.kvHeads : shape.heads;
+  const int64_t kvHead = b * kvHeads + h / (shape.heads / kvHeads);
   args.rows = std::min(blocking.queryBlock, shape.queries - i0);
   args.q = q + (head * shape.queries + i0) * shape.depth;
-  args.k = k + head * shape.keys * shape.depth;
-  args.v = v + head * shape.keys * shape.valueDepth;
+  args.k = k + kvHead * shape.keys * shape.depth;
+  args.v = v + kvHead * shape.keys * shape.valueDepth;
   args.y = y + (head * shape.queries + i0) * shape.valueDepth;
   // Query i0 + i sees keys j <= i0 + i + diagonal; keys past the last query's limit are hidden
   // from all, so the task stops there.
@@ -139,6 +145,13 @@ AttentionKernels selectedAttentionKernels() {
 AttentionBlocking chooseAttentionBlocking(const AttentionShape &shape, const AttentionKernels &kernels, int threads) {
   const int64_t mr = kernels.gemm->mr, nr = kernels.gemm->nr;
   AttentionBlocking blocking;
+  if (shape.queries <= kMaxRowsPathQueries) {
+    blocking.rowsPath = true;
+    blocking.queryBlock = std::max<int64_t>(shape.queries, 1);
+    blocking.queryBlocks = 1;
+    blocking.keyBlock = shape.keys;
+    return blocking;
+  }
   // Equal blocks (rounded to whole tiles) waste less padding than target-sized blocks plus a stub.
   // Queries are columns of S^T (whole nr panels); keys are its rows (whole mr panels).
   const int64_t queries = std::max<int64_t>(shape.queries, 1);
@@ -179,7 +192,7 @@ void attention(const AttentionShape &shape, const AttentionKernels &kernels, con
     const int64_t qb = blocking.queryBlocks - 1 - task % blocking.queryBlocks;
     const int64_t head = task / blocking.queryBlocks;
     setTask(args, shape, blocking, head / shape.heads, head % shape.heads, qb * blocking.queryBlock, q, k, v, mask, y);
-    kernels.tile->run(args);
+    (blocking.rowsPath ? kernels.tile->rows : kernels.tile->run)(args);
   };
   const int64_t workers = std::min<int64_t>({std::max(slots, 1), pool != nullptr ? pool->size() : 1, tasks});
   if (workers <= 1) {

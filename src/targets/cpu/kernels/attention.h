@@ -20,8 +20,9 @@
 
 namespace tessel::cpu {
 
-/// Sizes and options of one attention call; Q [B,H,Sq,D], K [B,H,Sk,D], V [B,H,Sk,Dv], Y [B,H,Sq,Dv],
-/// all dense row-major.
+/// Sizes and options of one attention call; Q [B,H,Sq,D], K [B,Hkv,Sk,D], V [B,Hkv,Sk,Dv],
+/// Y [B,H,Sq,Dv], all dense row-major. Query head h reads K/V head h / (H / Hkv) (grouped-query
+/// attention; Hkv = H is multi-head attention).
 struct AttentionShape {
   int64_t batch = 0;
   int64_t heads = 0;
@@ -34,14 +35,21 @@ struct AttentionShape {
   // Element strides of the additive mask along B, H, Sq, Sk (0 where it broadcasts); used only
   // when a mask is passed.
   int64_t maskStrides[4] = {0, 0, 0, 0};
+  int64_t kvHeads = 0;  // Hkv, dividing H; 0 reads as H.
 };
 
-/// One variant of the task body (packing, online softmax, normalization), per ISA.
+/// One variant of the task bodies, per ISA: the flash tile (packing, online softmax,
+/// normalization) and the rows path that calls with at most kMaxRowsPathQueries queries take.
 struct AttentionTileKernel {
   const char *name;  // e.g. "f32_attention_tile__avx512".
   Isa isa;           // Bits the host must have.
   AttentionTileFn run;
+  AttentionTileFn rows;
 };
+
+/// Calls with at most this many queries (decode steps) score them one at a time against K's rows
+/// instead of padding them to a GEMM tile of nr queries.
+constexpr int64_t kMaxRowsPathQueries = 4;
 
 /// The task-body variants, best first, including those the host cannot run (tests iterate them).
 std::span<const AttentionTileKernel> attentionTileKernels();
@@ -60,7 +68,8 @@ AttentionKernels selectedAttentionKernels();
 
 /// How a call is split: query rows per task and keys per inner block, from the shape and kernels.
 struct AttentionBlocking {
-  int64_t queryBlock = 0;  // Queries per task (a multiple of the GEMM kernel's nr).
+  bool rowsPath = false;   // The tile kernel's `rows` body: one task per head, no packing.
+  int64_t queryBlock = 0;  // Queries per task (a multiple of the GEMM kernel's nr, or all on the rows path).
   int64_t keyBlock = 0;    // Keys per inner step (a multiple of mr).
   int64_t queryBlocks = 0;  // ceil(Sq / queryBlock).
 };

@@ -59,4 +59,11 @@ void f32_attention_tile__avx512(const AttentionTileArgs &args);
 void f32_attention_tile__avx2(const AttentionTileArgs &args);
 void f32_attention_tile__generic(const AttentionTileArgs &args);
 
+/// The body for tasks of a few queries: dot products with K's rows and sums of V's rows, one query
+/// at a time, reading q, k, v, y, rows, depth, valueDepth, keyEnd, scale, the mask and causal
+/// fields, and `scores` (keyEnd floats) as scratch.
+void f32_attention_rows__avx512(const AttentionTileArgs &args);
+void f32_attention_rows__avx2(const AttentionTileArgs &args);
+void f32_attention_rows__generic(const AttentionTileArgs &args);
+
 }  // namespace tessel::cpu

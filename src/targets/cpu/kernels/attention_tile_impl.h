@@ -261,5 +261,69 @@ inline void attentionTileImpl(const AttentionTileArgs &args) {
   }
 }
 
+// ---- The decode path ------------------------------------------------------------------------
+
+constexpr int64_t kSumLanes = 16;  // Independent partial sums: the loops vectorize without reassociation.
+
+/// The dot product of a and b (n floats) in kSumLanes partial sums.
+float dotProduct(const float *a, const float *b, int64_t n) {
+  float lanes[kSumLanes] = {};
+  int64_t d = 0;
+  for (; d + kSumLanes <= n; d += kSumLanes) {
+    for (int64_t l = 0; l < kSumLanes; ++l) lanes[l] += a[d + l] * b[d + l];
+  }
+  float sum = 0.0f;
+  for (; d < n; ++d) sum += a[d] * b[d];
+  for (int64_t l = 0; l < kSumLanes; ++l) sum += lanes[l];
+  return sum;
+}
+
+/// e^(x - max) in place over n floats; returns their sum.
+float exponentiate(float *x, int64_t n, float max) {
+  float lanes[kSumLanes] = {};
+  int64_t j = 0;
+  for (; j + kSumLanes <= n; j += kSumLanes) {
+    for (int64_t l = 0; l < kSumLanes; ++l) lanes[l] += (x[j + l] = fastExp(x[j + l] - max));
+  }
+  float sum = 0.0f;
+  for (; j < n; ++j) sum += (x[j] = fastExp(x[j] - max));
+  for (int64_t l = 0; l < kSumLanes; ++l) sum += lanes[l];
+  return sum;
+}
+
+/// The task body for a few queries (see AttentionTileArgs::rows in attention.h): each query row
+/// scores the keys it sees by dot products straight from K's rows, then sums V's rows weighted by
+/// the softmax. Nothing is packed or padded to the GEMM tile, which is most of the work when a task
+/// has one query (a decode step). Uses args.scores for keyEnd floats.
+void attentionRowsImpl(const AttentionTileArgs &args) {
+  const int64_t depth = args.depth, valueDepth = args.valueDepth;
+  float *scores = args.scores;
+  for (int64_t r = 0; r < args.rows; ++r) {
+    const float *q = args.q + r * depth;
+    float *y = args.y + r * valueDepth;
+    const int64_t keys = args.causal ? std::clamp<int64_t>(r + args.causalShift + 1, 0, args.keyEnd) : args.keyEnd;
+    for (int64_t j = 0; j < keys; ++j) scores[j] = args.scale * dotProduct(q, args.k + j * depth, depth);
+    if (args.mask != nullptr) {
+      const float *mask = args.mask + r * args.maskQueryStride;
+      for (int64_t j = 0; j < keys; ++j) scores[j] += mask[j * args.maskKeyStride];
+    }
+    int32_t maxBits = orderedBits(kNegInf);
+    for (int64_t j = 0; j < keys; ++j) maxBits = std::max(maxBits, orderedBits(scores[j]));
+    const float max = orderedFloat(maxBits);
+    if (max == kNegInf) {  // No key seen: softmax over nothing is NaN, as in the reference.
+      std::fill(y, y + valueDepth, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    const float inverse = 1.0f / exponentiate(scores, keys, max);
+    std::fill(y, y + valueDepth, 0.0f);
+    for (int64_t j = 0; j < keys; ++j) {
+      const float p = scores[j];
+      const float *v = args.v + j * valueDepth;
+      for (int64_t c = 0; c < valueDepth; ++c) y[c] += p * v[c];
+    }
+    for (int64_t c = 0; c < valueDepth; ++c) y[c] *= inverse;
+  }
+}
+
 }  // namespace
 }  // namespace tessel::cpu

@@ -48,13 +48,15 @@ Expected<std::unique_ptr<Step>> lowerAttention(LowerContext &ctx) {
   }
   if (ctx.outputDType(0) != DType::Float32) return std::unique_ptr<Step>();
   const std::vector<int64_t> q = ctx.inputSizes(0), k = ctx.inputSizes(1), v = ctx.inputSizes(2);
-  if (q.size() != 4 || k.size() != 4 || v.size() != 4 || k[0] != q[0] || k[1] != q[1] || k[3] != q[3] ||
-      v[0] != q[0] || v[1] != q[1] || v[2] != k[2]) {
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4 || k[0] != q[0] || k[1] <= 0 || q[1] % k[1] != 0 ||
+      k[3] != q[3] || v[0] != q[0] || v[1] != k[1] || v[2] != k[2]) {
     return makeError(ErrorCode::ShapeMismatch,
-                     "Attention: Q {}, K {} and V {} do not form [B,H,Sq,D], [B,H,Sk,D], [B,H,Sk,Dv]", formatSizes(q),
-                     formatSizes(k), formatSizes(v));
+                     "Attention: Q {}, K {} and V {} do not form [B,H,Sq,D], [B,Hkv,Sk,D], [B,Hkv,Sk,Dv] with Hkv "
+                     "dividing H",
+                     formatSizes(q), formatSizes(k), formatSizes(v));
   }
   AttentionShape shape{q[0], q[1], q[2], k[2], q[3], v[3]};
+  shape.kvHeads = k[1];
   const std::vector<int64_t> outSizes = {q[0], q[1], q[2], v[3]};
   if (ctx.outputSizes(0) != outSizes) {
     return makeError(ErrorCode::ShapeMismatch, "Attention: output is {}; Q and V give {}",

@@ -16,7 +16,8 @@
 //   L     = sum over key tiles ones[keys, Dv]^T @ p^T  PE: the row sums of p broadcast over Dv partitions
 // and, once per group of heads sharing a 128-partition block of the output, Y^T = O^T * (1 / L)
 // (ACT reciprocal, DVE multiply) straight into the output's feature tile. V_h [keys, Dv] is made once
-// per head by PE transposes of V_h^T. The output is the standard form of [B, Sq, H * Dv] with the
+// per K/V head by PE transposes of V_h^T (with grouped-query attention, K and V have Hkv heads and
+// query head h reads head h / (H / Hkv)). The output is the standard form of [B, Sq, H * Dv] with the
 // features on partitions, seen as [B, H, Sq, Dv], so the Transpose + Reshape after it are free views.
 //
 // Softmax runs along the free dim of a standard form whose partition axis is another axis: max (DVE),
@@ -70,7 +71,7 @@ int64_t partitionAlignment(int64_t partitions, int64_t count) {
 // ---- Attention --------------------------------------------------------------------------------------
 
 struct AttentionShape {
-  int64_t B = 0, H = 0, Sq = 0, Sk = 0, D = 0, Dv = 0;
+  int64_t B = 0, H = 0, Hkv = 0, Sq = 0, Sk = 0, D = 0, Dv = 0;  // Query head h reads K/V head h / (H / Hkv).
   float scale = 1;
   bool causal = false;
   std::vector<int64_t> mask;  // The mask's shape padded to rank 4 with leading 1s; empty without a mask.
@@ -80,7 +81,7 @@ AttentionShape describeAttention(const Node &node) {
   AttentionShape s;
   const std::vector<int64_t> q = sizesOf(node.input(0)), k = sizesOf(node.input(1)), v = sizesOf(node.input(2));
   if (q.size() != 4 || k.size() != 4 || v.size() != 4) return s;
-  s.B = q[0], s.H = q[1], s.Sq = q[2], s.D = q[3], s.Sk = k[2], s.Dv = v[3];
+  s.B = q[0], s.H = q[1], s.Hkv = k[1], s.Sq = q[2], s.D = q[3], s.Sk = k[2], s.Dv = v[3];
   const float scale = node.attrFloat("scale", 0.0f);
   s.scale = scale != 0.0f ? scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.D)));
   s.causal = node.attrInt("causal", 0) != 0;
@@ -98,7 +99,7 @@ std::string checkAttention(const Node &node, const LoweringOptions &) {
   const std::vector<int64_t> q = sizesOf(node.input(0)), k = sizesOf(node.input(1)), v = sizesOf(node.input(2));
   if (q.size() != 4 || k.size() != 4 || v.size() != 4) return "Q, K and V are not all of rank 4";
   const AttentionShape s = describeAttention(node);
-  if (k[0] != s.B || v[0] != s.B || k[1] != s.H || v[1] != s.H || k[3] != s.D || v[2] != s.Sk)
+  if (k[0] != s.B || v[0] != s.B || s.Hkv <= 0 || s.H % s.Hkv != 0 || v[1] != s.Hkv || k[3] != s.D || v[2] != s.Sk)
     return fmt::format("Q {}, K {} and V {} do not agree", fmt::join(q, "x"), fmt::join(k, "x"), fmt::join(v, "x"));
   if (s.D > kMaxHeadDim || s.Dv > kMaxHeadDim)
     return fmt::format("head dims D = {}, Dv = {}; at most {} (they lie on partitions)", s.D, s.Dv, kMaxHeadDim);
@@ -213,12 +214,14 @@ class AttentionEmitter {
     planRings();
 
     for (int64_t b = 0; b < s_.B; ++b) {
+      // V_h [keys, Dv] per K/V head, made once and read by every query head of its group.
+      std::map<int64_t, TileView> values;
       for (const std::vector<int64_t> &group : groups_) {
-        std::map<int64_t, TileView> values;
-        for (int64_t h : group) values[h] = keysOnPartitions(b, h);
+        for (int64_t h : group)
+          if (!values.count(kvHead(h))) values[kvHead(h)] = keysOnPartitions(b, kvHead(h));
         for (const Span &qt : splitRange(s_.Sq, P_)) {
           TileView out = outRing_->next(b_);
-          for (int64_t h : group) head(b, h, qt, values.at(h), out);
+          for (int64_t h : group) head(b, h, qt, values.at(kvHead(h)), out);
           normalize(b, group, qt, out);
         }
       }
@@ -229,6 +232,9 @@ class AttentionEmitter {
 
  private:
   std::string name(const std::string &what) const { return node_.name() + "/" + what; }
+
+  /// The K/V head query head h reads (grouped-query attention; h itself when Hkv = H).
+  int64_t kvHead(int64_t h) const { return h / (s_.H / s_.Hkv); }
 
   /// Packs head h at output partitions h * Dv when every head is then an aligned slice of one block;
   /// else the output is [B, H, Sq, Dv] with Dv on partitions and each head starts at partition 0.
@@ -274,7 +280,8 @@ class AttentionEmitter {
     outRing_.emplace(MemSpace::PSUM, name("o_ps"), DType::F32, P_, std::vector<int64_t>{2 * queryTile}, 2);
   }
 
-  /// V_h [keys, Dv] in the matmul dtype: key tile t at columns [t * Dv, t * Dv + Dv), rows [0, keys in t).
+  /// V of K/V head h as [keys, Dv] in the matmul dtype: key tile t at columns [t * Dv, t * Dv + Dv),
+  /// rows [0, keys in t).
   TileView keysOnPartitions(int64_t b, int64_t h) {
     const std::vector<Span> tiles = splitRange(s_.Sk, P_);
     const int64_t n = static_cast<int64_t>(tiles.size());
@@ -361,7 +368,7 @@ class AttentionEmitter {
     TileView scores;
     for (const Span &kb : splitRange(keys, bankColumns_)) {
       TileView ps = scoresRing_->next(b_).partitionSlice(0, nq).cols(0, kb.count);
-      b_.matmul(ps, qT, k_.head(b, h, kb.start, kb.count), /*accumulate=*/false);
+      b_.matmul(ps, qT, k_.head(b, kvHead(h), kb.start, kb.count), /*accumulate=*/false);
       if (bias) b_.matmul(ps, identity().partitionSlice(0, nq).cols(0, nq), bias->cols(kb.start, kb.count), true);
       if (stage) b_.activation(staged->cols(kb.start, kb.count), ps, ActFunc::Copy, activationArgs(-1.0f));
       scores = ps;

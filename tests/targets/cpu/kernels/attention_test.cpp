@@ -1,8 +1,9 @@
 // The flash-attention kernel against a naive double-precision softmax(scale Q Kᵀ + mask) V, for
 // every GEMM microkernel and task-body variant the host can run (the others are skipped): ragged
 // sequence lengths around the query/key block edges, causal masks with Sq != Sk, additive masks
-// broadcast over batch, heads, queries or keys, D = 64 and 40, Dv != D, and runs on a thread pool
-// with fewer scratch slots than threads. A DISABLED_ timing test compares with the unfused
+// broadcast over batch, heads, queries or keys, D = 64 and 40, Dv != D, grouped-query attention
+// (fewer K/V heads than query heads), the rows path of calls with a few queries (decode steps), and
+// runs on a thread pool with fewer scratch slots than threads. A DISABLED_ timing test compares with the unfused
 // sequence (GEMM, softmax, GEMM) at the BERT/GPT-2 and ViT shapes.
 //
 // Tolerance: |y - ref| <= 2e-5 + 1e-4 |ref|. Each output is a convex combination of V rows in
@@ -57,12 +58,14 @@ std::vector<double> naiveAttention(const AttentionShape &s, const std::vector<fl
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t head = b * s.heads + h;
+      const int64_t kvHeads = s.kvHeads > 0 ? s.kvHeads : s.heads;
+      const int64_t kvHead = b * kvHeads + h / (s.heads / kvHeads);
       for (int64_t i = 0; i < s.queries; ++i) {
         double max = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < s.keys; ++j) {
           double dot = 0;
           for (int64_t d = 0; d < s.depth; ++d) {
-            dot += double(q[size_t((head * s.queries + i) * s.depth + d)]) * k[size_t((head * s.keys + j) * s.depth + d)];
+            dot += double(q[size_t((head * s.queries + i) * s.depth + d)]) * k[size_t((kvHead * s.keys + j) * s.depth + d)];
           }
           double score = s.scale * dot;
           if (mask != nullptr) {
@@ -79,7 +82,7 @@ std::vector<double> naiveAttention(const AttentionShape &s, const std::vector<fl
         }
         for (int64_t c = 0; c < s.valueDepth; ++c) {
           double acc = 0;
-          for (int64_t j = 0; j < s.keys; ++j) acc += scores[size_t(j)] * v[size_t((head * s.keys + j) * s.valueDepth + c)];
+          for (int64_t j = 0; j < s.keys; ++j) acc += scores[size_t(j)] * v[size_t((kvHead * s.keys + j) * s.valueDepth + c)];
           y[size_t((head * s.queries + i) * s.valueDepth + c)] = sum > 0 ? acc / sum : std::nan("");
         }
       }
@@ -93,21 +96,24 @@ struct Case {
   bool causal = false;
   std::vector<int64_t> maskSizes = {};  // Empty: no mask.
   float scale = 0.0f;                   // 0: 1/sqrt(D).
+  int64_t kvHeads = 0;                  // Grouped-query attention's K/V heads; 0: H.
 };
 
 void checkCase(const Case &c, const AttentionKernels &kernels, ThreadPool *pool, int slots) {
   SCOPED_TRACE(testing::Message() << kernels.gemm->name << " " << kernels.tile->name << " B=" << c.batch
                                   << " H=" << c.heads << " Sq=" << c.queries << " Sk=" << c.keys << " D=" << c.depth
                                   << " Dv=" << c.valueDepth << " causal=" << c.causal << " maskRank="
-                                  << c.maskSizes.size() << " slots=" << slots);
+                                  << c.maskSizes.size() << " Hkv=" << c.kvHeads << " slots=" << slots);
   AttentionShape shape{c.batch, c.heads, c.queries, c.keys, c.depth, c.valueDepth};
+  shape.kvHeads = c.kvHeads;
+  const int64_t kvHeads = c.kvHeads > 0 ? c.kvHeads : c.heads;
   shape.scale = c.scale != 0.0f ? c.scale : 1.0f / std::sqrt(float(std::max<int64_t>(c.depth, 1)));
   shape.causal = c.causal;
   const uint32_t seed = uint32_t(c.queries * 31 + c.keys * 7 + c.depth);
   // Larger Q and K than [-1, 1] make the softmax peaky, so a wrong running max would show.
   const auto q = randomFloats(c.batch * c.heads * c.queries * c.depth, seed, -2.0f, 2.0f);
-  const auto k = randomFloats(c.batch * c.heads * c.keys * c.depth, seed + 1, -2.0f, 2.0f);
-  const auto v = randomFloats(c.batch * c.heads * c.keys * c.valueDepth, seed + 2);
+  const auto k = randomFloats(c.batch * kvHeads * c.keys * c.depth, seed + 1, -2.0f, 2.0f);
+  const auto v = randomFloats(c.batch * kvHeads * c.keys * c.valueDepth, seed + 2);
   std::vector<float> mask;
   if (!c.maskSizes.empty()) {
     int64_t count = 1;
@@ -164,6 +170,17 @@ const std::vector<Case> &cases() {
       {2, 3, 17, 23, 8, 8, false, {3, 17, 1}},      // Broadcast over keys.
       {1, 2, 130, 131, 64, 64, false, {1, 2, 130, 131}, 0.3f},
       {1, 1, 300, 290, 16, 16, true},  // More queries than one task takes, even on one thread.
+      // Grouped-query attention: 8 query heads over 2 K/V heads (Llama's decode and prefill), and 6
+      // over 3 with a per-head mask.
+      {2, 8, 1, 37, 32, 32, false, {2, 1, 1, 37}, 0.0f, 2},
+      {1, 8, 21, 21, 32, 32, true, {1, 1, 21, 21}, 0.0f, 2},
+      {2, 6, 9, 40, 16, 16, false, {2, 6, 9, 40}, 0.0f, 3},
+      // The rows path (at most kMaxRowsPathQueries queries): causal with Sq < Sk and Sq > Sk, a
+      // mask per query and head, D not a multiple of the partial sums' 16 lanes.
+      {1, 2, 3, 50, 16, 16, true},
+      {1, 1, 4, 2, 16, 16, true},
+      {2, 3, 4, 33, 40, 24, false, {2, 3, 4, 33}},
+      {1, 8, 2, 70, 64, 64, true, {1, 1, 2, 70}, 0.0f, 2},
   };
   return all;
 }

@@ -1,7 +1,8 @@
 // tessel Attention on the cpu target against its reference kernel (at -O0, as written): ragged
 // shapes, D = 64 and 40, Dv != D, masks broadcast over heads or over batch and queries, causal
 // with Sq < Sk and Sq > Sk (rows that see no key are NaN on both), the ViT length 197, a single
-// query, an explicit scale, and more threads than query blocks; and the unfused pattern at -O3.
+// query, an explicit scale, grouped-query heads, and more threads than query blocks; and the unfused
+// pattern at -O3.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -35,6 +36,13 @@ TEST(CpuAttention, MatchesReferenceWithBroadcastMasks) {
   expectCpuMatchesReference(attentionModel(2, 3, 17, 23, 64, 64, "2,1,1,23", ""));
   expectCpuMatchesReference(attentionModel(2, 3, 17, 23, 16, 16, "23", "causal = 1"));
   expectCpuMatchesReference(attentionModel(1, 2, 130, 140, 64, 64, "1,2,130,140", ""));
+}
+
+TEST(CpuAttention, MatchesReferenceWithGroupedQueryHeads) {
+  // A Llama decode step (8 query heads over 2 K/V heads, a padding mask), its prefill, and 6 over 3.
+  expectCpuMatchesReference(attentionModel(1, 8, 1, 64, 32, 32, "1,1,1,64", "", 2));
+  expectCpuMatchesReference(attentionModel(1, 8, 32, 32, 32, 32, "", "causal = 1", 2));
+  expectCpuMatchesReference(attentionModel(2, 6, 9, 40, 16, 16, "2,6,9,40", "", 3));
 }
 
 TEST(CpuAttention, MatchesReferenceCausal) {

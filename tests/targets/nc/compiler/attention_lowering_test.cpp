@@ -1,7 +1,8 @@
 // tessel Attention and ONNX Softmax lowered onto the accelerator (emit_attention.cpp), checked end to
-// end against the reference: small heads on graph inputs, broadcast masks, causal, 4 heads of 32 and
-// 64 at 128 tokens, the ragged ViT length 197, heads that do not pack into the output's partition
-// blocks, the BERT-like Reshape/Transpose chain around the node, and Softmax over the last axis.
+// end against the reference: small heads on graph inputs, broadcast masks, causal, grouped-query heads
+// (fewer K/V heads than query heads), 4 heads of 32 and 64 at 128 tokens, the ragged ViT length 197,
+// heads that do not pack into the output's partition blocks, the BERT-like Reshape/Transpose chain
+// around the node, and Softmax over the last axis.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -55,6 +56,15 @@ TEST(AttentionLowering, FourHeadsOf128Tokens) {
 TEST(AttentionLowering, RaggedSequence) {
   expectOnDevice(attentionModel(1, 2, 197, 197, 64, 64, "", ""));
   expectOnDevice(attentionModel(1, 1, 130, 600, 16, 16, "", ""));  // Two PSUM banks of keys.
+}
+
+TEST(AttentionLowering, GroupedQueryHeads) {
+  // Llama's decode step and prefill: 8 query heads over 2 K/V heads, a padding mask; then 6 over 3.
+  for (const char *target : {"nc-v2", "nc-v3"}) {
+    expectOnDevice(attentionModel(1, 8, 1, 64, 32, 32, "1,1,1,64", "", 2), target);
+    expectOnDevice(attentionModel(1, 8, 32, 32, 32, 32, "", "causal = 1", 2), target);
+  }
+  expectOnDevice(attentionModel(2, 6, 9, 40, 16, 16, "2,6,9,40", "", 3));
 }
 
 TEST(AttentionLowering, HeadsThatDoNotPackIntoBlocks) {

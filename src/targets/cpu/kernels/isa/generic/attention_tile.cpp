@@ -1,8 +1,9 @@
-// The attention task body compiled with the generic flags (see attention_tile_impl.h).
+// The attention task bodies compiled with the generic flags (see attention_tile_impl.h).
 #include "targets/cpu/kernels/attention_tile_impl.h"
 
 namespace tessel::cpu {
 
 void f32_attention_tile__generic(const AttentionTileArgs &args) { attentionTileImpl(args); }
+void f32_attention_rows__generic(const AttentionTileArgs &args) { attentionRowsImpl(args); }
 
 }  // namespace tessel::cpu
