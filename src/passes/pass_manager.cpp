@@ -18,6 +18,7 @@
 #include "passes/recognize_attention.h"
 #include "passes/recognize_gelu.h"
 #include "passes/recognize_layer_norm.h"
+#include "passes/recognize_rotary_embedding.h"
 #include "passes/recognize_softmax.h"
 
 namespace tessel {

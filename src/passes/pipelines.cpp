@@ -59,6 +59,7 @@ const PipelineSpec kO2Pipeline = [] {
       {"recognize-softmax"},     // Before recognize-attention, which starts from the Softmax.
       {"recognize-attention"},   // Before fuse-epilogues: the score MatMul's mask Add would
                                  // otherwise be fused into it as a residual.
+      {"recognize-rotary-embedding"},
       {"fuse-epilogues"},
       {"fold-conv-input-affine"},  // After fuse-epilogues, which has taken the activations whose
                                    // constant ops (HardSwish's / 6) it would otherwise fold away.

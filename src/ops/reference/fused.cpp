@@ -2,8 +2,8 @@
 // "tessel", docs/cpu.md): FusedConv and FusedMatMul run the ONNX Conv and MatMul reference kernels
 // on the same node and apply their epilogue (residual, activation) in double; the tessel pools run
 // the ONNX pools (with channels_last, the wrapped kernels see X moved to [N, C, H, W] and Y is
-// moved back); LayerNormalization is the ONNX kernel itself; RMSNormalization, Gelu and Attention
-// are computed here in double; FusedElementwise runs its body subgraph. ONNX's schemas do not know
+// moved back); LayerNormalization is the ONNX kernel itself; RMSNormalization, RotaryEmbedding, Gelu
+// and Attention are computed here in double; FusedElementwise runs its body subgraph. ONNX's schemas do not know
 // this domain, so shape inference is here too.
 #include <algorithm>
 #include <cmath>
@@ -262,6 +262,38 @@ Status refTesselRMSNormalization(KernelContext &ctx) {
     }
   }
   ctx.setOutput(0, fromDoubles(xt.dtype(), xt.sizes(), x));
+  return Status::success();
+}
+
+Status refTesselRotaryEmbedding(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 3));
+  for (size_t i = 0; i < 3; ++i) TESSEL_RETURN_IF_ERROR(expectFloatInput(ctx, i));
+  const Tensor &xt = ctx.tensor(0), &cosTensor = ctx.tensor(1), &sinTensor = ctx.tensor(2);
+  const int64_t rank = static_cast<int64_t>(xt.rank());
+  const int64_t depth = rank > 0 ? xt.size(static_cast<size_t>(rank - 1)) : 0;
+  if (rank == 0 || depth % 2 != 0) {
+    return makeError(ErrorCode::ShapeMismatch, "RotaryEmbedding: X has shape {}; its last dim must be even",
+                     formatSizes(xt.sizes()));
+  }
+  for (const Tensor *table : {&cosTensor, &sinTensor}) {
+    TESSEL_ASSIGN_OR_RETURN(std::vector<int64_t> joint, broadcastShapes({table->sizes(), xt.sizes()}));
+    if (joint != xt.sizes()) {
+      return makeError(ErrorCode::ShapeMismatch, "RotaryEmbedding: Cos {} and Sin {} must broadcast to X's {}",
+                       formatSizes(cosTensor.sizes()), formatSizes(sinTensor.sizes()), formatSizes(xt.sizes()));
+    }
+  }
+  const std::vector<int64_t> cosMap = broadcastIndexMap(cosTensor.sizes(), xt.sizes());
+  const std::vector<int64_t> sinMap = broadcastIndexMap(sinTensor.sizes(), xt.sizes());
+  const std::vector<double> x = toDoubles(xt), cosines = toDoubles(cosTensor), sines = toDoubles(sinTensor);
+  std::vector<double> y(x.size());
+  const int64_t half = depth / 2;
+  for (size_t at = 0; at < x.size(); ++at) {
+    // rotate_half(X): [-x2, x1] for the halves x1, x2 of each row.
+    const int64_t i = static_cast<int64_t>(at) % depth;
+    const double rotated = i < half ? -x[at + size_t(half)] : x[at - size_t(half)];
+    y[at] = x[at] * cosines[size_t(cosMap[at])] + rotated * sines[size_t(sinMap[at])];
+  }
+  ctx.setOutput(0, fromDoubles(xt.dtype(), xt.sizes(), y));
   return Status::success();
 }
 

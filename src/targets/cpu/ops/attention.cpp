@@ -1,11 +1,15 @@
 // cpu lowering of tessel Attention (docs/cpu.md) to the flash-attention kernel
 // (kernels/attention.h): validates Q, K, V and the mask at lowering, resolves the scale, and sizes
-// one scratch slot per plan thread.
+// one scratch slot per plan thread. And of tessel RotaryEmbedding (kernels/rotary_embedding.h), for
+// f32 tables whose last dim is X's.
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "targets/cpu/kernels/attention.h"
+#include "targets/cpu/kernels/rotary_embedding.h"
 #include "targets/cpu/step.h"
 
 namespace tessel::cpu {
@@ -36,7 +40,60 @@ class AttentionStep final : public Step {
   int slots_;  // Scratch slots: the plan's threads; a larger pool runs no more workers than this.
 };
 
+class RotaryEmbeddingStep final : public Step {
+ public:
+  RotaryEmbeddingStep(RotaryTables tables, int64_t depth) : tables_(std::move(tables)), depth_(depth) {}
+  Status run(const StepIo &io) const override {
+    rotaryEmbedding(tables_, depth_, static_cast<const float *>(io.inputs[0]), static_cast<const float *>(io.inputs[1]),
+                    static_cast<const float *>(io.inputs[2]), static_cast<float *>(io.outputs[0]));
+    return Status::success();
+  }
+  int inPlaceInput() const override { return 0; }
+  std::string kernelName() const override { return "rotary_embedding rows"; }
+
+ private:
+  RotaryTables tables_;
+  int64_t depth_;
+};
+
+/// The row strides of a table of `sizes` read along `leading` (x's dims but the last), right-aligned;
+/// nullopt unless its last dim is `depth` and every other dim is 1 or x's.
+std::optional<std::vector<int64_t>> tableRowStrides(const std::vector<int64_t> &sizes,
+                                                   const std::vector<int64_t> &leading, int64_t depth) {
+  if (sizes.empty() || sizes.back() != depth || sizes.size() > leading.size() + 1) return std::nullopt;
+  std::vector<int64_t> strides(leading.size(), 0);
+  int64_t stride = 1;
+  for (size_t i = 1; i < sizes.size(); ++i) {  // Table dim sizes.size() - 1 - i against x's leading dim.
+    const int64_t size = sizes[sizes.size() - 1 - i];
+    const size_t d = leading.size() - i;
+    if (size != 1 && size != leading[d]) return std::nullopt;
+    strides[d] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  return strides;
+}
+
 }  // namespace
+
+Expected<std::unique_ptr<Step>> lowerRotaryEmbedding(LowerContext &ctx) {
+  if (ctx.numInputs() != 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2)) {
+    return makeError(ErrorCode::InvalidModel, "RotaryEmbedding: needs inputs X, Cos and Sin; got {}",
+                     ctx.numInputs());
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    if (ctx.inputDType(i) != DType::Float32) return std::unique_ptr<Step>();  // The reference covers the rest.
+  }
+  const std::vector<int64_t> x = ctx.inputSizes(0);
+  if (x.empty() || x.back() % 2 != 0) {
+    return makeError(ErrorCode::ShapeMismatch, "RotaryEmbedding: X is {}; its last dim must be even", formatSizes(x));
+  }
+  const std::vector<int64_t> leading(x.begin(), x.end() - 1);
+  const auto cosStrides = tableRowStrides(ctx.inputSizes(1), leading, x.back());
+  const auto sinStrides = tableRowStrides(ctx.inputSizes(2), leading, x.back());
+  if (!cosStrides || !sinStrides) return std::unique_ptr<Step>();  // Tables broadcast along D: the reference.
+  return std::unique_ptr<Step>(
+      std::make_unique<RotaryEmbeddingStep>(RotaryTables{leading, *cosStrides, *sinStrides}, x.back()));
+}
 
 Expected<std::unique_ptr<Step>> lowerAttention(LowerContext &ctx) {
   if (ctx.numInputs() < 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2)) {
