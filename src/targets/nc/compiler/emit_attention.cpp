@@ -22,6 +22,7 @@
 //
 // Softmax runs along the free dim of a standard form whose partition axis is another axis: max (DVE),
 // exp (ACT), sums, reciprocal and scaling, with per-partition scalars when each partition holds one row.
+// RotaryEmbedding (the RoPE of Q and K before attention) is described at its emitter.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -445,6 +446,128 @@ Status emitAttention(LoweringContext &ctx, const Node &node) {
   return AttentionEmitter(ctx, node, describeAttention(node)).emit();
 }
 
+// ---- RotaryEmbedding --------------------------------------------------------------------------------
+//
+// Y = X * Cos + rotate_half(X) * Sin with X [B, H, S, D] in head-major form (each head a D-partition
+// slice, tokens on the free dim, as Q and K come out of their projections). rotate_half moves
+// features across partitions, which only PE does: rotate_half(X) = R^T @ X with R the block-diagonal
+// [P, P] matrix of one signed permutation per D-partition head slot (R[k, p] = -1 where k = p + D/2,
+// +1 where k = p - D/2, within a slot), made once per node from the identity's columns. Per batch
+// and run of heads on consecutive partitions of one block: one matmul into PSUM (fp32 operands: the
+// rotation is exact), then X * Cos, (R^T X) * Sin and their sum on DVE. Cos and Sin are loaded once
+// per batch as [D, S] transposes, one DMA per head slot, so every slot sees its features' rows.
+
+/// X's shape and the tables' padded to rank 4 ([Bt, 1, St, D], Bt in {1, B}, St in {1, S}).
+struct RotaryShape {
+  int64_t B = 0, H = 0, S = 0, D = 0;
+  std::vector<int64_t> table;
+};
+
+RotaryShape describeRotary(const Node &node) {
+  RotaryShape r;
+  const std::vector<int64_t> x = sizesOf(node.input(0)), t = sizesOf(node.input(1));
+  if (x.size() != 4 || t.size() > 4 || t.empty()) return r;
+  r.B = x[0], r.H = x[1], r.S = x[2], r.D = x[3];
+  r.table.assign(4 - t.size(), 1);
+  r.table.insert(r.table.end(), t.begin(), t.end());
+  return r;
+}
+
+std::string checkRotaryEmbedding(const Node &node, const LoweringOptions &) {
+  const std::vector<int64_t> x = sizesOf(node.input(0));
+  if (x.size() != 4) return "X is not of rank 4 ([B, H, S, D])";
+  if (sizesOf(node.input(1)) != sizesOf(node.input(2))) return "Cos and Sin differ in shape";
+  const RotaryShape r = describeRotary(node);
+  if (r.table.size() != 4) return "the tables have rank above 4";
+  if (r.D % 2 != 0 || r.D > kMaxHeadDim || kMaxHeadDim % r.D != 0)
+    return fmt::format("head dim {}; it must be even and divide {} (heads lie on partitions)", r.D, kMaxHeadDim);
+  if (r.table[3] != r.D || r.table[1] != 1 || (r.table[0] != 1 && r.table[0] != r.B) ||
+      (r.table[2] != 1 && r.table[2] != r.S))
+    return fmt::format("tables of {}; expected [B or 1, 1, S or 1, {}]", fmt::join(sizesOf(node.input(1)), "x"), r.D);
+  return "";
+}
+
+Status emitRotaryEmbedding(LoweringContext &ctx, const Node &node) {
+  KernelBuilder &b = ctx.builder();
+  const RotaryShape r = describeRotary(node);
+  const int64_t P = ctx.profile().partitions, half = r.D / 2;
+  if (P % r.D != 0) return ctx.unsupported(node, fmt::format("head dim {} does not divide {} partitions", r.D, P));
+  auto name = [&](const std::string &what) { return node.name() + "/" + what; };
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor x, headMajor(ctx, node.input(0)));
+  TESSEL_ASSIGN_OR_RETURN(tile::HbmView cosines, ctx.hbmOf(node.input(1)));
+  TESSEL_ASSIGN_OR_RETURN(tile::HbmView sines, ctx.hbmOf(node.input(2)));
+  DeviceTensor y = x;  // X's placement, new tiles.
+  for (TileView &block : y.blocks) block = b.sbuf(name("y"), x.dtype, block.partitions(), {block.freeSize()});
+
+  // Runs of heads on consecutive partitions of one block, at one free offset, per batch.
+  const std::vector<AxisPlacement> &a = x.axes;
+  struct HeadRun {
+    int64_t batch, start, rows, offset;
+  };
+  std::vector<HeadRun> runs;
+  int64_t slots = 1;  // Head slots the tables and the rotation cover: up to the highest run's end.
+  for (int64_t bb = 0; bb < r.B; ++bb) {
+    auto partitionOf = [&](int64_t h) {
+      return x.partitionBase + bb * a[0].partitionStride + h * a[1].partitionStride;
+    };
+    auto offsetOf = [&](int64_t h) { return x.freeBase + bb * a[0].freeStride + h * a[1].freeStride; };
+    for (int64_t h0 = 0; h0 < r.H;) {
+      const int64_t start = partitionOf(h0);
+      int64_t count = 1;
+      while (h0 + count < r.H && partitionOf(h0 + count) == start + count * r.D &&
+             offsetOf(h0 + count) == offsetOf(h0) && start % P + (count + 1) * r.D <= P)
+        ++count;
+      runs.push_back(HeadRun{bb, start, count * r.D, offsetOf(h0)});
+      slots = std::max(slots, (start % P) / r.D + count);
+      h0 += count;
+    }
+  }
+
+  const TileView identity = ctx.identity(x.dtype);
+  TileView rotation = b.sbuf(name("rotate_half"), x.dtype, P, {slots * r.D});
+  for (int64_t j = 0; j < slots; ++j) {
+    b.tensorScalar(rotation.cols(j * r.D, half), identity.cols(j * r.D + half, half), AluOp::Multiply, -1.0f);
+    b.copy(rotation.cols(j * r.D + half, half), identity.cols(j * r.D, half));
+  }
+  const int64_t tokenStride = a[2].freeStride;
+  const int64_t chunk = std::min(ctx.profile().psum.bankFp32Elements, r.S);
+  TileRing rotated(MemSpace::PSUM, name("rotated"), DType::F32, P, std::vector<int64_t>{chunk}, 2);
+  TileRing products(MemSpace::SBUF, name("rotated_sin"), DType::F32, P, std::vector<int64_t>{chunk}, 2);
+  auto loadTable = [&](const tile::HbmView &table, int64_t batch, const std::string &what) {
+    TileView t = b.sbuf(name(what), DType::F32, slots * r.D, {r.S});
+    const int64_t offset = r.table[0] > 1 ? batch * r.table[2] * r.D : 0;
+    const FreeDim tokens{r.table[2] > 1 ? r.D : 0, static_cast<uint32_t>(r.S)};
+    for (int64_t j = 0; j < slots; ++j)
+      b.load(t.partitionSlice(j * r.D, r.D), table.pattern(offset, {FreeDim{1, static_cast<uint32_t>(r.D)}, tokens}));
+    return t;
+  };
+  std::optional<TileView> cosT, sinT;
+  int64_t tablesBatch = -1;
+  for (const HeadRun &run : runs) {
+    if (!cosT || (r.table[0] > 1 && run.batch != tablesBatch)) {
+      cosT = loadTable(cosines, run.batch, "cos");
+      sinT = loadTable(sines, run.batch, "sin");
+      tablesBatch = run.batch;
+    }
+    const int64_t local = run.start % P;
+    for (const Span &tokens : splitRange(r.S, chunk)) {
+      const std::vector<FreeDim> pattern = {FreeDim{tokenStride, static_cast<uint32_t>(tokens.count)}};
+      const int64_t offset = run.offset + tokens.start * tokenStride;
+      const TileView xv = x.partitions(run.start, run.rows).pattern(offset, pattern);
+      const TileView yv = y.partitions(run.start, run.rows).pattern(offset, pattern);
+      const TileView ps = rotated.next(b).partitionSlice(local, run.rows).cols(0, tokens.count);
+      const TileView product = products.next(b).partitionSlice(local, run.rows).cols(0, tokens.count);
+      b.matmul(ps, rotation.partitionSlice(local, run.rows).cols(local, run.rows), xv, /*accumulate=*/false);
+      b.tensorTensor(yv, xv, cosT->partitionSlice(local, run.rows).cols(tokens.start, tokens.count), AluOp::Multiply);
+      b.tensorTensor(product, ps, sinT->partitionSlice(local, run.rows).cols(tokens.start, tokens.count),
+                     AluOp::Multiply);
+      b.tensorTensor(yv, yv, product, AluOp::Add);
+    }
+  }
+  ctx.define(node.output(0), y);
+  return Status::success();
+}
+
 // ---- Softmax ----------------------------------------------------------------------------------------
 
 /// The normalised axis, when opset 13's single axis (default -1) and the older coercion to 2-D at
@@ -539,6 +662,7 @@ Status emitSoftmax(LoweringContext &ctx, const Node &node) {
 
 std::vector<OpLowering> attentionLowerings() {
   return {OpLowering{"tessel", "Attention", checkAttention, emitAttention},
+          OpLowering{"tessel", "RotaryEmbedding", checkRotaryEmbedding, emitRotaryEmbedding},
           OpLowering{"", "Softmax", checkSoftmax, emitSoftmax}};
 }
 

@@ -2,7 +2,9 @@
 // end against the reference: small heads on graph inputs, broadcast masks, causal, grouped-query heads
 // (fewer K/V heads than query heads), 4 heads of 32 and 64 at 128 tokens, the ragged ViT length 197,
 // heads that do not pack into the output's partition blocks, the BERT-like Reshape/Transpose chain
-// around the node, and Softmax over the last axis.
+// around the node, and Softmax over the last axis. And tessel RotaryEmbedding: of a projection's heads,
+// of a graph input, with tables per batch or of [S, D], and (on the host) of a head dim that does not
+// divide the partitions.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -65,6 +67,53 @@ TEST(AttentionLowering, GroupedQueryHeads) {
     expectOnDevice(attentionModel(1, 8, 32, 32, 32, 32, "", "causal = 1", 2), target);
   }
   expectOnDevice(attentionModel(2, 6, 9, 40, 16, 16, "2,6,9,40", "", 3));
+}
+
+/// tessel RotaryEmbedding of X [x] by tables of [table] (graph inputs).
+std::string rotaryModel(const std::string &x, const std::string &table) {
+  return fmt::format(R"(
+model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[{0}], %c: f32[{1}], %s: f32[{1}]) -> (%y: f32[{0}]) {{
+  %y = tessel.RotaryEmbedding(%x, %c, %s)
+  return %y
+}}
+}}
+)",
+                     x, table);
+}
+
+/// Q = X W split into 4 heads of 32 ([1, 4, 6, 32], heads on partition slices), then RoPE.
+std::string projectedRotaryModel() {
+  return fmt::format(R"(
+model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,6,128], %c: f32[1,1,6,32], %s: f32[1,1,6,32]) -> (%y: f32[1,4,6,32]) {{
+  const %w = {}
+  const %split = dense<i64[4]: 1, 6, 4, 32>
+  %q = MatMul(%x, %w)
+  %qs = Reshape(%q, %split)
+  %qh = Transpose(%qs) {{perm = [0, 2, 1, 3]}}
+  %y = tessel.RotaryEmbedding(%qh, %c, %s)
+  return %y
+}}
+}}
+)",
+                     denseText({128, 128}, 7, 0.1f));
+}
+
+TEST(AttentionLowering, RotaryEmbedding) {
+  for (const char *target : {"nc-v2", "nc-v3"}) {
+    expectOnDevice(projectedRotaryModel(), target);      // Heads on partition slices of one block.
+    expectOnDevice(rotaryModel("2,4,5,32", "1,1,5,32"), target);  // A graph input: D on partitions.
+  }
+  expectOnDevice(rotaryModel("2,3,3,64", "2,1,3,64"));  // Tables per batch.
+  expectOnDevice(rotaryModel("1,2,1,16", "1,16"));      // One token (a decode step); tables [S, D].
+}
+
+TEST(AttentionLowering, RotaryEmbeddingOfAnOddHeadDimRunsOnTheHost) {
+  Expected<ModelCheck> check = checkModelOnNc(rotaryModel("1,2,4,48", "1,1,4,48"));
+  ASSERT_TRUE(check.ok()) << check.diag().message;
+  EXPECT_EQ(check->hostNodes, 1);
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
 }
 
 TEST(AttentionLowering, HeadsThatDoNotPackIntoBlocks) {
