@@ -90,6 +90,24 @@ std::optional<std::vector<int64_t>> reduceAxes(const Model &model, const Node &n
 
 void importTesselOpset(Model &model) { model.opsetImports["tessel"] = kTesselOpsetVersion; }
 
+Expected<bool> recognizeAtAnchors(
+    Model &model, std::initializer_list<std::string_view> anchorOps, bool importsTesselOps,
+    const std::function<bool(Node *anchor, const std::unordered_set<const Value *> &returned)> &recognizeAt) {
+  std::vector<Node *> anchors;
+  for (const auto &node : model.graph->nodes()) {
+    for (std::string_view op : anchorOps) {
+      if (isOnnxOp(node.get(), op)) anchors.push_back(node.get());
+    }
+  }
+  const std::unordered_set<const Value *> returned = valuesReturnedBySubgraphs(*model.graph);
+  bool changed = false;
+  for (Node *anchor : anchors) changed = recognizeAt(anchor, returned) || changed;
+  if (!changed) return false;
+  if (importsTesselOps) importTesselOpset(model);
+  TESSEL_RETURN_IF_ERROR(model.graph->sortTopologically());
+  return true;
+}
+
 Node *replacePattern(Graph &graph, Value *result, const std::string &opType, const std::string &domain,
                      const std::vector<Value *> &inputs, std::vector<std::pair<std::string, Attribute>> attributes,
                      const std::vector<Node *> &pattern) {

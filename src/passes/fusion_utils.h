@@ -3,6 +3,8 @@
 // by one new node that keeps the name and type of the value it computes.
 #pragma once
 
+#include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "support/diagnostic.h"
 
 namespace tessel::passes {
 
@@ -49,6 +52,14 @@ std::optional<std::vector<int64_t>> reduceAxes(const Model &model, const Node &n
 
 /// Adds the `tessel` opset import the fused ops need.
 void importTesselOpset(Model &model);
+
+/// The driver of a recognition pass: calls `recognizeAt` at each node that is one of the ONNX ops
+/// `anchorOps`, collected before the first call (a match may erase no anchor but its own), with the
+/// values subgraphs return. When any matched, adds the tessel opset import (if `importsTesselOps`)
+/// and re-sorts the graph. Returns whether any matched.
+Expected<bool> recognizeAtAnchors(
+    Model &model, std::initializer_list<std::string_view> anchorOps, bool importsTesselOps,
+    const std::function<bool(Node *anchor, const std::unordered_set<const Value *> &returned)> &recognizeAt);
 
 /// Creates `opType` in `domain` reading `inputs`, whose one output takes `result`'s name and type
 /// and all of its uses (graph outputs included), then erases the nodes of `pattern` left without

@@ -346,19 +346,10 @@ bool recognizeAt(Model &model, Node *softmax, const std::unordered_set<const Val
 }  // namespace
 
 Expected<bool> recognizeAttention(Model &model) {
-  std::vector<Node *> anchors;
-  for (const auto &node : model.graph->nodes()) {
-    if (isOnnxOp(node.get(), "Softmax")) anchors.push_back(node.get());
-  }
-  const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(*model.graph);
-  bool changed = false;
-  for (Node *anchor : anchors) {
-    if (!recognizeAt(model, anchor, returned)) continue;
-    passes::importTesselOpset(model);
-    changed = true;
-  }
-  if (changed) TESSEL_RETURN_IF_ERROR(model.graph->sortTopologically());
-  return changed;
+  return passes::recognizeAtAnchors(model, {"Softmax"}, true,
+                                    [&](Node *anchor, const std::unordered_set<const Value *> &returned) {
+                                      return recognizeAt(model, anchor, returned);
+                                    });
 }
 
 }  // namespace tessel

@@ -53,15 +53,10 @@ bool recognizeAt(Model &model, Node *max, const std::unordered_set<const Value *
 }  // namespace
 
 Expected<bool> recognizeSoftmax(Model &model) {
-  std::vector<Node *> anchors;
-  for (const auto &node : model.graph->nodes()) {
-    if (isOnnxOp(node.get(), "ReduceMax")) anchors.push_back(node.get());
-  }
-  const std::unordered_set<const Value *> returned = passes::valuesReturnedBySubgraphs(*model.graph);
-  bool changed = false;
-  for (Node *anchor : anchors) changed = recognizeAt(model, anchor, returned) || changed;
-  if (changed) TESSEL_RETURN_IF_ERROR(model.graph->sortTopologically());
-  return changed;
+  return passes::recognizeAtAnchors(model, {"ReduceMax"}, false,
+                                    [&](Node *anchor, const std::unordered_set<const Value *> &returned) {
+                                      return recognizeAt(model, anchor, returned);
+                                    });
 }
 
 }  // namespace tessel
