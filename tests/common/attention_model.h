@@ -1,5 +1,5 @@
-// A model of one tessel Attention node on graph inputs, in text IR, for the tests of every target that
-// runs Attention.
+// Models of one tessel Attention or RotaryEmbedding node on graph inputs, in text IR, for the tests of
+// every target that runs them.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,19 @@ func @main(%q: f32[{0},{1},{2},{4}], %k: f32[{0},{9},{3},{4}], %v: f32[{0},{9},{
 )",
                      b, h, sq, sk, d, dv, maskInput, mask.empty() ? "" : ", %m",
                      attrs.empty() ? "" : " {" + attrs + "}", kvHeads > 0 ? kvHeads : h);
+}
+
+/// One tessel RotaryEmbedding of X [x] by Cos and Sin of shape [table], all graph inputs.
+inline std::string rotaryEmbeddingModel(const std::string &x, const std::string &table) {
+  return fmt::format(R"(
+model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[{0}], %c: f32[{1}], %s: f32[{1}]) -> (%y: f32[{0}]) {{
+  %y = tessel.RotaryEmbedding(%x, %c, %s)
+  return %y
+}}
+}}
+)",
+                     x, table);
 }
 
 }  // namespace tessel::testing

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -56,6 +58,22 @@ inline NamedValues randomFeeds(const Model &model, uint32_t seed) {
     feeds.emplace_back(input->name(), RuntimeValue(std::move(t)));
   }
   return feeds;
+}
+
+/// The steps of `irText` compiled at `optLevel` and run once on seeded feeds, as "OpType kernel".
+inline std::vector<std::string> kernelsRun(std::string_view irText, int optLevel, int threads = 2) {
+  auto parsed = parseModel(irText, "test.tsl.txt");
+  EXPECT_TRUE(parsed.ok()) << parsed.diag().str();
+  if (!parsed.ok()) return {};
+  auto executable = compileCpu(std::move(*parsed), {optLevel, threads});
+  EXPECT_TRUE(executable.ok()) << executable.diag().str();
+  if (!executable.ok()) return {};
+  (*executable)->setProfiling(true);
+  auto run = (*executable)->run(randomFeeds((*executable)->model(), 1));
+  EXPECT_TRUE(run.ok()) << run.diag().str();
+  std::vector<std::string> kernels;
+  for (const StepProfile &step : (*executable)->profile()) kernels.push_back(step.opType + " " + step.kernel);
+  return kernels;
 }
 
 /// A text-IR constant of `sizes` with values in [-1, 1) from a fixed sequence, written exactly (so

@@ -18,6 +18,7 @@ namespace tessel::nc::compiler {
 namespace {
 
 using tessel::testing::attentionModel;
+using tessel::testing::rotaryEmbeddingModel;
 
 /// Checks `ir` on nc-v2 (and nc-v3 when asked): every node on the device, within the tolerance.
 void expectOnDevice(const std::string &ir, const std::string &target = "nc-v2") {
@@ -69,19 +70,6 @@ TEST(AttentionLowering, GroupedQueryHeads) {
   expectOnDevice(attentionModel(2, 6, 9, 40, 16, 16, "2,6,9,40", "", 3));
 }
 
-/// tessel RotaryEmbedding of X [x] by tables of [table] (graph inputs).
-std::string rotaryModel(const std::string &x, const std::string &table) {
-  return fmt::format(R"(
-model opset(ai.onnx=17, tessel=1) ir_version=8 {{
-func @main(%x: f32[{0}], %c: f32[{1}], %s: f32[{1}]) -> (%y: f32[{0}]) {{
-  %y = tessel.RotaryEmbedding(%x, %c, %s)
-  return %y
-}}
-}}
-)",
-                     x, table);
-}
-
 /// Q = X W split into 4 heads of 32 ([1, 4, 6, 32], heads on partition slices), then RoPE.
 std::string projectedRotaryModel() {
   return fmt::format(R"(
@@ -103,14 +91,14 @@ func @main(%x: f32[1,6,128], %c: f32[1,1,6,32], %s: f32[1,1,6,32]) -> (%y: f32[1
 TEST(AttentionLowering, RotaryEmbedding) {
   for (const char *target : {"nc-v2", "nc-v3"}) {
     expectOnDevice(projectedRotaryModel(), target);      // Heads on partition slices of one block.
-    expectOnDevice(rotaryModel("2,4,5,32", "1,1,5,32"), target);  // A graph input: D on partitions.
+    expectOnDevice(rotaryEmbeddingModel("2,4,5,32", "1,1,5,32"), target);  // A graph input: D on partitions.
   }
-  expectOnDevice(rotaryModel("2,3,3,64", "2,1,3,64"));  // Tables per batch.
-  expectOnDevice(rotaryModel("1,2,1,16", "1,16"));      // One token (a decode step); tables [S, D].
+  expectOnDevice(rotaryEmbeddingModel("2,3,3,64", "2,1,3,64"));  // Tables per batch.
+  expectOnDevice(rotaryEmbeddingModel("1,2,1,16", "1,16"));      // One token (a decode step); tables [S, D].
 }
 
 TEST(AttentionLowering, RotaryEmbeddingOfAnOddHeadDimRunsOnTheHost) {
-  Expected<ModelCheck> check = checkModelOnNc(rotaryModel("1,2,4,48", "1,1,4,48"));
+  Expected<ModelCheck> check = checkModelOnNc(rotaryEmbeddingModel("1,2,4,48", "1,1,4,48"));
   ASSERT_TRUE(check.ok()) << check.diag().message;
   EXPECT_EQ(check->hostNodes, 1);
   EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
