@@ -161,6 +161,21 @@ std::vector<int64_t> denseStrides(const std::vector<int64_t> &sizes) {
   return strides;
 }
 
+std::optional<std::vector<int64_t>> broadcastStrides(const std::vector<int64_t> &in, const std::vector<int64_t> &out) {
+  if (in.size() > out.size()) return std::nullopt;
+  const std::vector<int64_t> inDense = denseStrides(in);
+  std::vector<int64_t> strides(out.size(), 0);
+  const size_t lead = out.size() - in.size();
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k] == out[lead + k]) {
+      strides[lead + k] = in[k] == 1 ? 0 : inDense[k];
+    } else if (in[k] != 1) {
+      return std::nullopt;
+    }
+  }
+  return strides;
+}
+
 int64_t copyTasks(size_t bytes, int64_t units, const ThreadPool *pool) {
   if (pool == nullptr || pool->size() <= 1 || bytes < kParallelBytes) return 1;
   return std::max<int64_t>(1, std::min<int64_t>(units, pool->size() * kTasksPerThread));

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,10 @@ int64_t elementCount(const std::vector<int64_t> &sizes);
 
 /// Row-major element strides of `sizes`.
 std::vector<int64_t> denseStrides(const std::vector<int64_t> &sizes);
+
+/// The element strides, one per dim of `out`, that read a dense tensor of sizes `in` broadcast to
+/// `out` (numpy rules, right-aligned; 0 along a broadcast dim); nullopt when it does not broadcast.
+std::optional<std::vector<int64_t>> broadcastStrides(const std::vector<int64_t> &in, const std::vector<int64_t> &out);
 
 /// The loop's name, for kernel reports: "contiguous_rows", "blocked_transpose", ...
 const char *loopName(StridedCopyPlan::Loop loop);

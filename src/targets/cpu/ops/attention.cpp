@@ -2,20 +2,18 @@
 // (kernels/attention.h): validates Q, K, V and the mask at lowering, resolves the scale, and sizes
 // one scratch slot per plan thread. And of tessel RotaryEmbedding (kernels/rotary_embedding.h), for
 // f32 tables whose last dim is X's.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "targets/cpu/kernels/attention.h"
 #include "targets/cpu/kernels/rotary_embedding.h"
+#include "targets/cpu/kernels/transpose.h"
 #include "targets/cpu/step.h"
 
 namespace tessel::cpu {
 namespace {
-
-std::string formatSizes(const std::vector<int64_t> &sizes) { return fmt::format("[{}]", fmt::join(sizes, ",")); }
 
 class AttentionStep final : public Step {
  public:
@@ -56,20 +54,13 @@ class RotaryEmbeddingStep final : public Step {
   int64_t depth_;
 };
 
-/// The row strides of a table of `sizes` read along `leading` (x's dims but the last), right-aligned;
-/// nullopt unless its last dim is `depth` and every other dim is 1 or x's.
-std::optional<std::vector<int64_t>> tableRowStrides(const std::vector<int64_t> &sizes,
-                                                   const std::vector<int64_t> &leading, int64_t depth) {
-  if (sizes.empty() || sizes.back() != depth || sizes.size() > leading.size() + 1) return std::nullopt;
-  std::vector<int64_t> strides(leading.size(), 0);
-  int64_t stride = 1;
-  for (size_t i = 1; i < sizes.size(); ++i) {  // Table dim sizes.size() - 1 - i against x's leading dim.
-    const int64_t size = sizes[sizes.size() - 1 - i];
-    const size_t d = leading.size() - i;
-    if (size != 1 && size != leading[d]) return std::nullopt;
-    strides[d] = size == 1 ? 0 : stride;
-    stride *= size;
-  }
+/// The row strides, per dim of `x` but the last, of a rotary table of `sizes` broadcast to `x`;
+/// nullopt unless it broadcasts with its last dim x's (D) whole.
+std::optional<std::vector<int64_t>> tableRowStrides(const std::vector<int64_t> &sizes, const std::vector<int64_t> &x) {
+  std::optional<std::vector<int64_t>> strides = broadcastStrides(sizes, x);
+  if (!strides || sizes.empty() || sizes.back() != x.back()) return std::nullopt;
+  strides->pop_back();
+  for (int64_t &stride : *strides) stride /= x.back();
   return strides;
 }
 
@@ -88,8 +79,8 @@ Expected<std::unique_ptr<Step>> lowerRotaryEmbedding(LowerContext &ctx) {
     return makeError(ErrorCode::ShapeMismatch, "RotaryEmbedding: X is {}; its last dim must be even", formatSizes(x));
   }
   const std::vector<int64_t> leading(x.begin(), x.end() - 1);
-  const auto cosStrides = tableRowStrides(ctx.inputSizes(1), leading, x.back());
-  const auto sinStrides = tableRowStrides(ctx.inputSizes(2), leading, x.back());
+  const auto cosStrides = tableRowStrides(ctx.inputSizes(1), x);
+  const auto sinStrides = tableRowStrides(ctx.inputSizes(2), x);
   if (!cosStrides || !sinStrides) return std::unique_ptr<Step>();  // Tables broadcast along D: the reference.
   return std::unique_ptr<Step>(
       std::make_unique<RotaryEmbeddingStep>(RotaryTables{leading, *cosStrides, *sinStrides}, x.back()));
@@ -123,22 +114,14 @@ Expected<std::unique_ptr<Step>> lowerAttention(LowerContext &ctx) {
   shape.scale = scale != 0.0f ? scale : float(1.0 / std::sqrt(double(std::max<int64_t>(shape.depth, 1))));
   shape.causal = ctx.node().attrInt("causal", 0) != 0;
   if (hasMask) {
-    // Right-aligned broadcast to [B,H,Sq,Sk]: a dim of 1 reads with stride 0.
     const std::vector<int64_t> mask = ctx.inputSizes(3);
     const std::vector<int64_t> scores = {shape.batch, shape.heads, shape.queries, shape.keys};
-    bool broadcasts = mask.size() <= 4;
-    int64_t stride = 1;
-    for (int axis = 3; axis >= 0 && broadcasts; --axis) {
-      const int64_t offset = int64_t(mask.size()) - (4 - axis);
-      const int64_t size = offset >= 0 ? mask[size_t(offset)] : 1;
-      broadcasts = size == 1 || size == scores[size_t(axis)];
-      shape.maskStrides[axis] = size == 1 ? 0 : stride;
-      stride *= size;
-    }
-    if (!broadcasts) {
+    const std::optional<std::vector<int64_t>> strides = broadcastStrides(mask, scores);
+    if (!strides) {
       return makeError(ErrorCode::ShapeMismatch, "Attention: Mask has shape {}; expected one that broadcasts to {}",
                        formatSizes(mask), formatSizes(scores));
     }
+    std::copy(strides->begin(), strides->end(), shape.maskStrides);
   }
   return std::unique_ptr<Step>(
       std::make_unique<AttentionStep>(shape, selectedAttentionKernels(), hasMask, ctx.threads()));

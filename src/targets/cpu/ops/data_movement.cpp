@@ -324,34 +324,17 @@ Expected<std::unique_ptr<Step>> lowerSlice(LowerContext &ctx) {
   return stridedCopyStep(planStridedCopy(elementBytes, outSizes, strides, offset), "slice");
 }
 
-/// Strides that read `in` broadcast (numpy rules, right-aligned) to `out`; an error if it cannot.
-Expected<std::vector<int64_t>> broadcastStrides(const LowerContext &ctx, const std::vector<int64_t> &in,
-                                                const std::vector<int64_t> &out) {
-  if (in.size() > out.size()) {
-    return makeError(ErrorCode::ShapeMismatch, "{}: input {} has more dims than output {}", ctx.node().opType(),
-                     formatSizes(in), formatSizes(out));
-  }
-  const std::vector<int64_t> inDense = denseStrides(in);
-  std::vector<int64_t> strides(out.size(), 0);
-  const size_t lead = out.size() - in.size();
-  for (size_t k = 0; k < in.size(); ++k) {
-    if (in[k] == out[lead + k]) {
-      strides[lead + k] = in[k] == 1 ? 0 : inDense[k];
-    } else if (in[k] != 1) {
-      return makeError(ErrorCode::ShapeMismatch, "{}: input {} does not broadcast to output {}", ctx.node().opType(),
-                       formatSizes(in), formatSizes(out));
-    }
-  }
-  return strides;
-}
-
 Expected<std::unique_ptr<Step>> lowerExpand(LowerContext &ctx) {
   const size_t elementBytes = movableElementBytes(ctx.inputDType(0));
   if (elementBytes == 0 || !operandsAreConstant(ctx)) return std::unique_ptr<Step>();
   const std::vector<int64_t> out = ctx.outputSizes(0);
-  TESSEL_ASSIGN_OR_RETURN(const std::vector<int64_t> strides, broadcastStrides(ctx, ctx.inputSizes(0), out));
+  const std::optional<std::vector<int64_t>> strides = broadcastStrides(ctx.inputSizes(0), out);
+  if (!strides) {
+    return makeError(ErrorCode::ShapeMismatch, "{}: input {} does not broadcast to output {}", ctx.node().opType(),
+                     formatSizes(ctx.inputSizes(0)), formatSizes(out));
+  }
   releaseConstantOperands(ctx);
-  return stridedCopyStep(planStridedCopy(elementBytes, out, strides, 0), "expand");
+  return stridedCopyStep(planStridedCopy(elementBytes, out, *strides, 0), "expand");
 }
 
 Expected<std::unique_ptr<Step>> lowerTile(LowerContext &ctx) {
