@@ -36,6 +36,13 @@ std::optional<Tensor> constantValueOf(const Model &model, const Value &value) {
   return (*outputs)[0].tensor();
 }
 
+std::optional<std::vector<int64_t>> constantInt64s(const Model &model, const Value *value) {
+  if (!value) return std::nullopt;
+  std::optional<Tensor> t = constantValueOf(model, *value);
+  if (!t || t->dtype() != DType::Int64) return std::nullopt;
+  return t->toInt64Vector();
+}
+
 bool isNondeterministicOp(const Node &node) {
   static const char *const kOps[] = {"RandomNormal",  "RandomNormalLike", "RandomUniform",
                                      "RandomUniformLike", "Bernoulli",    "Multinomial", "Dropout"};

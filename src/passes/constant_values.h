@@ -17,6 +17,10 @@ namespace tessel::passes {
 /// graph input (a feed would override it), or the output of an ai.onnx Constant node.
 std::optional<Tensor> constantValueOf(const Model &model, const Value &value);
 
+/// The elements of `value` when it is an int64 constant (as constantValueOf sees it), else nullopt;
+/// null reads as no constant.
+std::optional<std::vector<int64_t>> constantInt64s(const Model &model, const Value *value);
+
 /// True for ops whose result depends on more than their inputs and attributes (random number
 /// generators, Dropout): they are never folded or merged.
 bool isNondeterministicOp(const Node &node);

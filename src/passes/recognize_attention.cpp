@@ -86,9 +86,7 @@ bool isCausalMask(const Model &model, const Value *cond, int64_t sq, int64_t sk)
 /// The axes of an Unsqueeze node (a constant second input from opset 13, else the attribute).
 std::optional<std::vector<int64_t>> unsqueezeAxes(const Model &model, const Node &node) {
   if (node.inputs().size() < 2) return node.attrInts("axes");
-  std::optional<Tensor> axes = passes::constantValueOf(model, *node.input(1));
-  if (!axes || axes->dtype() != DType::Int64) return std::nullopt;
-  return std::vector<int64_t>(axes->data<int64_t>(), axes->data<int64_t>() + axes->numel());
+  return passes::constantInt64s(model, node.input(1));
 }
 
 /// The K or V heads of grouped-query attention before their repetition: when `value` [B, H, S, D]

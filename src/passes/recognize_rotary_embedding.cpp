@@ -14,24 +14,16 @@ namespace {
 using passes::isOnnxOp;
 using passes::producerIs;
 
-/// The integers of a constant int64 input, or nullopt.
-std::optional<std::vector<int64_t>> constantInts(const Model &model, const Value *value) {
-  if (!value) return std::nullopt;
-  std::optional<Tensor> t = passes::constantValueOf(model, *value);
-  if (!t || t->dtype() != DType::Int64) return std::nullopt;
-  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
-}
-
 /// Whether `slice` takes elements [start, end) of the last axis (of size `depth`, rank `rank`) of
 /// its data with step 1; `end` at or past `depth` means to the end.
 bool slicesLastAxis(const Model &model, const Node *slice, int64_t rank, int64_t depth, int64_t start, int64_t end) {
   if (!isOnnxOp(slice, "Slice") || slice->inputs().size() < 4) return false;
-  const auto starts = constantInts(model, slice->input(1)), ends = constantInts(model, slice->input(2)),
-             axes = constantInts(model, slice->input(3));
+  const auto starts = passes::constantInt64s(model, slice->input(1)), ends = passes::constantInt64s(model, slice->input(2)),
+             axes = passes::constantInt64s(model, slice->input(3));
   if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1) return false;
   if ((*axes)[0] != -1 && (*axes)[0] != rank - 1) return false;
   if (slice->inputs().size() > 4 && slice->input(4)) {
-    const auto steps = constantInts(model, slice->input(4));
+    const auto steps = passes::constantInt64s(model, slice->input(4));
     if (!steps || *steps != std::vector<int64_t>{1}) return false;
   }
   const int64_t sliceEnd = (*ends)[0] >= depth ? depth : (*ends)[0];
