@@ -49,12 +49,13 @@ void loadWithSquares(tile::KernelBuilder &b, const Node &node, const DeviceTenso
 }
 
 /// What both normalizations start from: x with the features on partitions, the output, the
-/// scale per partition, the all-ones stationary for the sums, and the feature tiles.
+/// scale per partition, the all-ones stationary for the sums, the feature tiles and epsilon.
 struct NormOperands {
   DeviceTensor x, out;
   std::vector<TileView> gamma;
   TileView ones;
   std::vector<Span> cTiles;
+  float epsilon = 1e-5f;
 };
 
 Expected<NormOperands> normOperands(LoweringContext &ctx, const Node &node) {
@@ -64,16 +65,23 @@ Expected<NormOperands> normOperands(LoweringContext &ctx, const Node &node) {
   n.gamma = ctx.channelVector(ctx.constantFloats(node.input(1)));
   n.ones = ctx.constantTile(1.0f, DType::F32);
   n.cTiles = splitRange(n.x.shape.back(), ctx.profile().partitions);
+  n.epsilon = node.attrFloat("epsilon", 1e-5f);
   return n;
+}
+
+/// dst = ones^T @ values over the feature tiles: the sums over the features, on every partition.
+void sumOverFeatures(tile::KernelBuilder &b, const TileView &dst, const NormOperands &n,
+                     const std::vector<TileView> &values) {
+  for (size_t t = 0; t < n.cTiles.size(); ++t)
+    b.matmul(dst, n.ones.partitionSlice(0, n.cTiles[t].count), values[t], /*accumulate=*/t > 0);
 }
 
 Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
   tile::KernelBuilder &b = ctx.builder();
   const int64_t P = ctx.profile().partitions;
   const int64_t bank = ctx.profile().psum.bankFp32Elements;
-  const float eps = node.attrFloat("epsilon", 1e-5f);
   TESSEL_ASSIGN_OR_RETURN(NormOperands n, normOperands(ctx, node));
-  const auto &[x, out, gamma, ones, cTiles] = n;
+  const auto &[x, out, gamma, ones, cTiles, eps] = n;
   const int64_t C = x.shape.back(), rows = x.freeSize;
   std::vector<float> betaValues =
       node.input(2) ? ctx.constantFloats(node.input(2)) : std::vector<float>(static_cast<size_t>(C), 0.0f);
@@ -84,10 +92,8 @@ Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
     loadWithSquares(b, node, x, cTiles, r, xs, squares);
     TileView s1 = b.psum(node.name() + "/sum", DType::F32, P, {r.count});
     TileView s2 = b.psum(node.name() + "/sumsq", DType::F32, P, {r.count});
-    for (size_t t = 0; t < cTiles.size(); ++t)
-      b.matmul(s1, ones.partitionSlice(0, cTiles[t].count), xs[t], t > 0);
-    for (size_t t = 0; t < cTiles.size(); ++t)
-      b.matmul(s2, ones.partitionSlice(0, cTiles[t].count), squares[t], t > 0);
+    sumOverFeatures(b, s1, n, xs);
+    sumOverFeatures(b, s2, n, squares);
 
     const float invC = 1.0f / static_cast<float>(C);
     TileView mean = b.sbuf(node.name() + "/mean", DType::F32, P, {r.count});
@@ -120,17 +126,15 @@ Status emitRmsNorm(LoweringContext &ctx, const Node &node) {
   tile::KernelBuilder &b = ctx.builder();
   const int64_t P = ctx.profile().partitions;
   const int64_t bank = ctx.profile().psum.bankFp32Elements;
-  const float eps = node.attrFloat("epsilon", 1e-5f);
   TESSEL_ASSIGN_OR_RETURN(NormOperands n, normOperands(ctx, node));
-  const auto &[x, out, gamma, ones, cTiles] = n;
+  const auto &[x, out, gamma, ones, cTiles, eps] = n;
   const int64_t C = x.shape.back(), rows = x.freeSize;
 
   for (const Span &r : splitRange(rows, bank)) {
     std::vector<TileView> xs, squares;
     loadWithSquares(b, node, x, cTiles, r, xs, squares);
     TileView s2 = b.psum(node.name() + "/sumsq", DType::F32, P, {r.count});
-    for (size_t t = 0; t < cTiles.size(); ++t)
-      b.matmul(s2, ones.partitionSlice(0, cTiles[t].count), squares[t], t > 0);
+    sumOverFeatures(b, s2, n, squares);
     TileView rstd = b.sbuf(node.name() + "/rstd", DType::F32, P, {r.count});
     b.tensorScalar(rstd, s2, AluOp::Multiply, 1.0f / static_cast<float>(C));
     b.tensorScalar(rstd, rstd, AluOp::Add, eps, AluOp::Power, -0.5f, Engine::DVE);
