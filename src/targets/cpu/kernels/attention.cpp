@@ -213,4 +213,10 @@ std::string attentionKernelName(const AttentionKernels &kernels) {
   return fmt::format("flash_attention {}+{}", kernels.gemm->name, kernels.tile->name);
 }
 
+std::string attentionKernelName(const AttentionShape &shape, const AttentionKernels &kernels) {
+  // The rows path needs no GEMM and no scratch beyond one row of scores, so threads do not matter.
+  if (chooseAttentionBlocking(shape, kernels, 1).rowsPath) return fmt::format("attention_rows {}", kernels.tile->name);
+  return attentionKernelName(kernels);
+}
+
 }  // namespace tessel::cpu

@@ -89,5 +89,8 @@ void attention(const AttentionShape &shape, const AttentionKernels &kernels, con
 
 /// "flash_attention <gemm>+<tile>", for reports.
 std::string attentionKernelName(const AttentionKernels &kernels);
+/// What a call of `shape` runs, for reports: the flash name, or "attention_rows <tile>" on the rows
+/// path.
+std::string attentionKernelName(const AttentionShape &shape, const AttentionKernels &kernels);
 
 }  // namespace tessel::cpu

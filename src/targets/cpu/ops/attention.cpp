@@ -29,7 +29,7 @@ class AttentionStep final : public Step {
     return Status::success();
   }
   size_t scratchBytes() const override { return attentionScratchBytes(shape_, kernels_, slots_); }
-  std::string kernelName() const override { return attentionKernelName(kernels_); }
+  std::string kernelName() const override { return attentionKernelName(shape_, kernels_); }
 
  private:
   AttentionShape shape_;
