@@ -7,6 +7,10 @@
 #include <numeric>
 #include <random>
 
+#include "frontend/onnx/importer.h"
+#include "passes/kv_cache_in_place.h"
+#include "runtime/target_registry.h"
+
 namespace tessel {
 
 Expected<DecoderIo> findDecoderIo(const Graph &graph, const std::string &path) {
@@ -18,6 +22,7 @@ Expected<DecoderIo> findDecoderIo(const Graph &graph, const std::string &path) {
     if (name == "input_ids") ids = true;
     else if (name == "attention_mask") io.mask = true;
     else if (name == "position_ids") io.positions = true;
+    else if (name == kCachePositionInput) io.inPlace = true;
     else if (name.starts_with("past_key_values.")) {
       const Shape &shape = in->type().shape();
       if (!shape.rankKnown() || shape.rank() != 4 || !shape[1].isStatic() || !shape[3].isStatic()) {
@@ -47,6 +52,20 @@ Expected<DecoderIo> findDecoderIo(const Graph &graph, const std::string &path) {
                                    [](const Value *out) { return out->name() == "logits"; });
   if (logits == graph.outputs().end()) return makeFileError(ErrorCode::InvalidModel, path, "the model has no output 'logits'");
   return io;
+}
+
+Expected<std::unique_ptr<Session>> loadDecoder(const std::string &path, const std::string &target,
+                                               const SessionOptions &options, bool exactCache) {
+  if (isArtifact(path)) return Session::load(path, target, options);
+  TESSEL_ASSIGN_OR_RETURN(std::shared_ptr<const Target> impl, findTarget(target));
+  TESSEL_ASSIGN_OR_RETURN(Model model, importOnnxFile(path));
+  const bool masked = std::any_of(model.graph->inputs().begin(), model.graph->inputs().end(),
+                                  [](const Value *in) { return in->name() == "attention_mask"; });
+  if (impl->keepsValuesOnDevice() && masked && !exactCache) {
+    auto rewritten = writeKvCacheInPlace(model);
+    if (!rewritten.ok()) return makeFileError(rewritten.diag().code, path, "{}", rewritten.diag().message);
+  }
+  return Session::create(std::move(model), target, options);
 }
 
 namespace {
@@ -103,26 +122,51 @@ class KvCache {
     for (size_t i = 0; i < buffers_.size(); ++i) feeds.emplace_back(io_.past[i], RuntimeValue(buffers_[i]));
   }
 
+  /// Bytes of all the buffers.
+  uint64_t bytes() const {
+    uint64_t total = 0;
+    for (const Tensor &buffer : buffers_) total += buffer.numBytes();
+    return total;
+  }
+  /// Bytes the last append() copied from an old buffer into a larger one.
+  uint64_t movedBytes() const { return movedBytes_; }
+
   /// Takes a run's presents: [batch, kv_heads, capacity + added, head_dim], the buffer's positions
-  /// followed by `added` new ones. With the capacity kept only the new positions are copied;
-  /// else the written ones and the new ones move into buffers of `newCapacity`.
+  /// followed by `added` new ones, or with io.inPlace the buffers themselves, the new positions
+  /// written at the cache's length. With the capacity kept only the new positions are copied (in
+  /// place: the buffers are the presents); else the written ones and the new ones move into buffers
+  /// of `newCapacity`.
   Status append(const NamedValues &outputs, int64_t added, int64_t newCapacity) {
     std::vector<const Tensor *> presents(buffers_.size(), nullptr);
     for (const auto &[name, value] : outputs)
       for (size_t i = 0; i < presents.size(); ++i)
         if (name == io_.present[i] && value.isTensor()) presents[i] = &value.tensor();
+    const int64_t presentPositions = io_.inPlace ? capacity_ : capacity_ + added;
     for (size_t i = 0; i < presents.size(); ++i) {
       const Tensor *present = presents[i];
-      if (present == nullptr || present->dtype() != io_.pastType || present->sizes() != sizes(i, capacity_ + added)) {
-        return makeError(ErrorCode::ShapeMismatch, "output '{}' is {}; expected {} {} (the past and {} new positions)",
-                         io_.present[i], present != nullptr ? RuntimeValue(*present).describe() : "missing",
-                         dtypeName(io_.pastType), formatSizes(sizes(i, capacity_ + added)), added);
+      if (present == nullptr || present->dtype() != io_.pastType || present->sizes() != sizes(i, presentPositions)) {
+        return makeError(ErrorCode::ShapeMismatch, "output '{}' is {}; expected {} {} ({})", io_.present[i],
+                         present != nullptr ? RuntimeValue(*present).describe() : "missing", dtypeName(io_.pastType),
+                         formatSizes(sizes(i, presentPositions)),
+                         io_.inPlace ? "the cache buffer" : fmt::format("the past and {} new positions", added));
       }
     }
     // The caller keeps the capacity only while the new positions fit behind the written ones.
     const bool grow = newCapacity != capacity_;
+    movedBytes_ = 0;
     for (size_t i = 0; i < buffers_.size(); ++i) {
-      if (grow) {
+      if (io_.inPlace) {
+        if (!grow) {
+          buffers_[i] = *presents[i];
+          continue;
+        }
+        Tensor buffer(io_.pastType, sizes(i, newCapacity));
+        std::memset(buffer.rawData(), 0, buffer.numBytes());
+        copyPositions(*presents[i], 0, capacity_, length_ + added, buffer, 0);
+        movedBytes_ += static_cast<uint64_t>(batch_ * io_.kvHeads[i] * (length_ + added) * io_.headDim[i]) *
+                       dtypeSize(io_.pastType);
+        buffers_[i] = std::move(buffer);
+      } else if (grow) {
         Tensor buffer(io_.pastType, sizes(i, newCapacity));
         std::memset(buffer.rawData(), 0, buffer.numBytes());
         copyPositions(*presents[i], 0, capacity_ + added, length_, buffer, 0);
@@ -160,6 +204,7 @@ class KvCache {
   int64_t batch_;
   std::vector<Tensor> buffers_;
   int64_t length_ = 0, capacity_ = 0;
+  uint64_t movedBytes_ = 0;
 };
 
 /// One run's feeds: `ids` as the new positions after the cache's written ones; the mask 1 over the
@@ -174,6 +219,7 @@ NamedValues stepFeeds(const DecoderIo &io, const Tensor &ids, const KvCache &cac
                        })));
   if (io.positions)
     feeds.emplace_back("position_ids", RuntimeValue(int64Tensor(batch, added, [&](int64_t, int64_t i) { return length + i; })));
+  if (io.inPlace) feeds.emplace_back(kCachePositionInput, RuntimeValue(Tensor::fromVector<int64_t>({1}, {length})));
   cache.addFeeds(feeds);
   return feeds;
 }
@@ -211,12 +257,18 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
     return capacity;
   };
 
+  if (io.inPlace && exact)
+    return makeError(ErrorCode::InvalidArgument, "generate: a cache written in place needs the padded buffers and the "
+                                                 "attention mask (not exact lengths)");
+  // Written in place, the prefill writes the prompt into a buffer that holds the first decode step too.
+  const int64_t firstCapacity = io.inPlace ? capacityFor(prompt.size(1) + 1) : 0;
+
   GenerationResult result;
   using Clock = std::chrono::steady_clock;
   if (options.warmUp && !exact) {
     // The shapes the loop below will run, (new positions, capacity), each once on zeros.
     std::vector<std::pair<int64_t, int64_t>> shapes;
-    int64_t written = 0, capacity = 0, added = prompt.size(1);
+    int64_t written = 0, capacity = firstCapacity, added = prompt.size(1);
     for (int64_t step = 0; step < options.maxNewTokens; ++step) {
       if (std::find(shapes.begin(), shapes.end(), std::pair{added, capacity}) == shapes.end())
         shapes.emplace_back(added, capacity);
@@ -235,13 +287,21 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
   }
   result.ids.resize(static_cast<size_t>(batch));
   std::mt19937_64 rng(options.seed);
-  KvCache cache(io, batch);
+  KvCache cache(io, batch, firstCapacity);
+  // Written in place, the cache lives on the device: made there (cleared) before the prefill, and
+  // moved there into a larger buffer when it grows.
+  Residency residency;
+  if (io.inPlace) {
+    residency.values = io.past;
+    residency.values.insert(residency.values.end(), io.present.begin(), io.present.end());
+  }
   Tensor ids = prompt;
   for (int64_t step = 0; step < options.maxNewTokens; ++step) {
     const int64_t added = ids.size(1), length = cache.length(), capacity = cache.capacity();
     const NamedValues feeds = stepFeeds(io, ids, cache);
+    residency.movedBytes = !io.inPlace ? 0 : step == 0 ? cache.bytes() : cache.movedBytes();
     const Clock::time_point start = Clock::now();
-    auto outputs = session.run(feeds);
+    auto outputs = session.run(feeds, residency);
     result.stepMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     if (!outputs.ok()) return atStep(outputs.diag(), step);
     if (step > 0 && (result.capacities.empty() || result.capacities.back() != capacity)) result.capacities.push_back(capacity);

@@ -11,7 +11,8 @@
 // accelerator, reused until the cache outgrows it — instead of one per token, and a short context
 // never reads a long cache. This relies on what the attention mask means in these exports (a
 // masked key contributes nothing); a model without an `attention_mask` input, or a run asked for
-// exact lengths, is fed the cache at its exact length instead.
+// exact lengths, is fed the cache at its exact length instead. On an accelerator the cache is written
+// in place and stays on the device (loadDecoder).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,9 @@ namespace tessel {
 /// The decoder's inputs and outputs, found by the names the exporters give them.
 struct DecoderIo {
   bool mask = false, positions = false;
+  // The presents are the pasts written in place at input `cache_position` (passes/kv_cache_in_place.h):
+  // each run returns the whole buffer, and the cache stays where the model runs.
+  bool inPlace = false;
   std::vector<std::string> past, present;  // past_key_values.N.{key,value} and their presents, in order.
   std::vector<int64_t> kvHeads, headDim;   // Per past input.
   DType pastType = DType::Float32;
@@ -35,6 +39,14 @@ struct DecoderIo {
 
 /// Fails, naming `path` and the input, on a graph that is not such a decoder.
 Expected<DecoderIo> findDecoderIo(const Graph &graph, const std::string &path);
+
+/// A session for generating with the decoder at `path` (an ONNX model or an artifact) on `target`.
+/// Where the target keeps values on the device between runs (an accelerator) and the cache is
+/// padded (an `attention_mask` input, and not `exactCache`), the model's presents are written in
+/// place into its pasts first, so the cache stays on the device: each step writes only its new
+/// positions and no key or value crosses the host link.
+Expected<std::unique_ptr<Session>> loadDecoder(const std::string &path, const std::string &target,
+                                               const SessionOptions &options, bool exactCache);
 
 struct GenerationOptions {
   int64_t maxNewTokens = 64;

@@ -97,6 +97,11 @@ Expected<NamedValues> Session::run(const NamedValues &feeds) {
   return plan->run(feeds);
 }
 
+Expected<NamedValues> Session::run(const NamedValues &feeds, const Residency &residency) {
+  TESSEL_ASSIGN_OR_RETURN(CompiledModel * plan, compiledFor(sizesOf(feeds)));
+  return plan->runResident(feeds, residency);
+}
+
 Session::Placement Session::lastPlacement() const {
   if (!last_) return {};
   const RunFigures figures = last_->lastRun();

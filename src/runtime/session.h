@@ -41,6 +41,8 @@ class Session {
 
   /// Runs the model; see ReferenceInterpreter::run for the contract on feeds. Not re-entrant.
   Expected<NamedValues> run(const NamedValues &feeds);
+  /// The same, with values the device keeps between runs (targets/target.h).
+  Expected<NamedValues> run(const NamedValues &feeds, const Residency &residency);
 
   /// The plan for feeds of these sizes, compiled now if there is none yet.
   Expected<CompiledModel *> compiledFor(const std::vector<std::pair<std::string, std::vector<int64_t>>> &sizes);

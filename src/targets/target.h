@@ -78,6 +78,15 @@ struct OutputCheck {
   bool passed = true;
 };
 
+/// Values a run leaves on the device for the next one (a decoder's KV cache, written in place):
+/// the named inputs are already there and the named outputs stay there, so neither crosses the
+/// host link; before the run the device copies `movedBytes` from buffer to buffer (the cache moving
+/// into a larger buffer). A target that runs on the host has nothing to move and ignores it.
+struct Residency {
+  std::vector<std::string> values;
+  uint64_t movedBytes = 0;
+};
+
 /// A model compiled for one target: at fixed input shapes, or (cpu) for every shape, planning
 /// each on first use. run() is not re-entrant.
 class CompiledModel {
@@ -86,6 +95,8 @@ class CompiledModel {
   /// The graph it runs (after the target's passes).
   virtual const Model &model() const = 0;
   virtual Expected<NamedValues> run(const NamedValues &feeds) = 0;
+  /// run() with values kept on the device between runs (Residency).
+  virtual Expected<NamedValues> runResident(const NamedValues &feeds, const Residency &) { return run(feeds); }
   virtual RunFigures lastRun() const = 0;
 
   /// Writes the artifact that Target::loadArtifact reads back.
@@ -126,6 +137,9 @@ class Target {
   virtual bool needsStaticShapes() const { return true; }
   /// Whether compile() takes TargetOptions::buckets (the accelerators).
   virtual bool takesBuckets() const { return false; }
+  /// Whether values can stay on a device between runs (Residency): a KV cache then need not cross
+  /// the host link.
+  virtual bool keepsValuesOnDevice() const { return false; }
   virtual Expected<std::unique_ptr<CompiledModel>> compile(Model model, const TargetOptions &options) const = 0;
   /// Whether `path` is an artifact this target wrote.
   virtual bool ownsArtifact(const std::string &path) const { return false; }

@@ -48,7 +48,7 @@ void generate(const GenerateArgs &args) {
   // of the decode steps, bound by their weight bytes.
   options.target.autoCast = args.weights == "bf16" ? "matmul" : "none";
   options.target.autoCastType = "bf16";
-  auto session = Session::load(args.model, args.target, options);
+  auto session = loadDecoder(args.model, args.target, options, args.exactCache);
   if (!session.ok()) return reportError(session.diag().str());
   auto io = findDecoderIo(*(*session)->model().graph, args.model);
   if (!io.ok()) return reportError(io.diag().str());
@@ -107,8 +107,9 @@ void generate(const GenerateArgs &args) {
     const std::vector<int64_t> &used = result->capacities;
     std::string capacities = used.size() > 6 ? fmt::format("{}..{}", used.front(), used.back()) : "";
     for (size_t i = 0; used.size() <= 6 && i < used.size(); ++i) capacities += fmt::format("{}{}", i ? ", " : "", used[i]);
-    std::printf("kv cache: %s; decode runs at %zu shape%s (capacity %s)\n",
+    std::printf("kv cache: %s%s; decode runs at %zu shape%s (capacity %s)\n",
                 args.exactCache || !io->mask ? "exact length each step" : "buffers padded to powers of two",
+                io->inPlace ? ", written in place on the device" : "",
                 result->capacities.size(), result->capacities.size() == 1 ? "" : "s", capacities.c_str());
   }
   const std::vector<double> &simulatedUs = result->simulatedUs;

@@ -2,7 +2,8 @@
 // "tessel", docs/cpu.md): FusedConv and FusedMatMul run the ONNX Conv and MatMul reference kernels
 // on the same node and apply their epilogue (residual, activation) in double; the tessel pools run
 // the ONNX pools (with channels_last, the wrapped kernels see X moved to [N, C, H, W] and Y is
-// moved back); LayerNormalization is the ONNX kernel itself; RMSNormalization, RotaryEmbedding, Gelu
+// moved back); LayerNormalization is the ONNX kernel itself; KvCacheUpdate copies rows; RMSNormalization,
+// RotaryEmbedding, Gelu
 // and Attention are computed here in double; FusedElementwise runs its body subgraph. ONNX's schemas do not know
 // this domain, so shape inference is here too.
 #include <algorithm>
@@ -294,6 +295,35 @@ Status refTesselRotaryEmbedding(KernelContext &ctx) {
     y[at] = x[at] * cosines[size_t(cosMap[at])] + rotated * sines[size_t(sinMap[at])];
   }
   ctx.setOutput(0, fromDoubles(xt.dtype(), xt.sizes(), y));
+  return Status::success();
+}
+
+Status refKvCacheUpdate(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 3));
+  TESSEL_RETURN_IF_ERROR(expectRank(ctx, 0, 4));
+  TESSEL_RETURN_IF_ERROR(expectRank(ctx, 1, 4));
+  TESSEL_RETURN_IF_ERROR(expectSameDType(ctx, 0, 1));
+  TESSEL_RETURN_IF_ERROR(expectDType(ctx, 2, {DType::Int64}));
+  const Tensor &cache = ctx.tensor(0), &added = ctx.tensor(1), &position = ctx.tensor(2);
+  if (position.numel() != 1)
+    return makeError(ErrorCode::ShapeMismatch, "KvCacheUpdate: Position has shape {}; expected one element",
+                     formatSizes(position.sizes()));
+  const int64_t at = position.data<int64_t>()[0];
+  const int64_t capacity = cache.size(2), count = added.size(2);
+  if (added.size(0) != cache.size(0) || added.size(1) != cache.size(1) || added.size(3) != cache.size(3))
+    return makeError(ErrorCode::ShapeMismatch, "KvCacheUpdate: New {} does not match Cache {} outside axis 2",
+                     formatSizes(added.sizes()), formatSizes(cache.sizes()));
+  if (at < 0 || at + count > capacity)
+    return makeError(ErrorCode::RuntimeError, "KvCacheUpdate: positions {}..{} do not fit a cache of {}", at,
+                     at + count - 1, capacity);
+  Tensor y = cache.clone();
+  const size_t row = static_cast<size_t>(cache.size(3)) * dtypeSize(cache.dtype());
+  auto *dst = static_cast<std::byte *>(y.rawData());
+  const auto *src = static_cast<const std::byte *>(added.rawData());
+  for (int64_t head = 0; head < cache.size(0) * cache.size(1); ++head)
+    std::copy_n(src + static_cast<size_t>(head * count) * row, static_cast<size_t>(count) * row,
+                dst + static_cast<size_t>(head * capacity + at) * row);
+  ctx.setOutput(0, std::move(y));
   return Status::success();
 }
 

@@ -1,9 +1,10 @@
 // cpu lowering of tessel Attention (docs/cpu.md) to the flash-attention kernel
 // (kernels/attention.h): validates Q, K, V and the mask at lowering, resolves the scale, and sizes
 // one scratch slot per plan thread. And of tessel RotaryEmbedding (kernels/rotary_embedding.h), for
-// f32 tables whose last dim is X's.
+// f32 tables whose last dim is X's, and of tessel KvCacheUpdate (a row copy).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -54,6 +55,37 @@ class RotaryEmbeddingStep final : public Step {
   int64_t depth_;
 };
 
+/// tessel KvCacheUpdate: the cache (in place where the planner lets it) with the new rows at the
+/// position read at run time.
+class KvCacheUpdateStep final : public Step {
+ public:
+  KvCacheUpdateStep(std::vector<int64_t> cache, int64_t added, size_t elementBytes)
+      : cache_(std::move(cache)), added_(added), elementBytes_(elementBytes) {}
+  Status run(const StepIo &io) const override {
+    const int64_t at = *static_cast<const int64_t *>(io.inputs[2]);
+    const int64_t capacity = cache_[2];
+    if (at < 0 || at + added_ > capacity)
+      return makeError(ErrorCode::RuntimeError, "KvCacheUpdate: positions {}..{} do not fit a cache of {}", at,
+                       at + added_ - 1, capacity);
+    const size_t row = static_cast<size_t>(cache_[3]) * elementBytes_;
+    const int64_t heads = cache_[0] * cache_[1];
+    auto *y = static_cast<std::byte *>(io.outputs[0]);
+    if (io.outputs[0] != io.inputs[0]) std::memcpy(y, io.inputs[0], static_cast<size_t>(heads * capacity) * row);
+    const auto *added = static_cast<const std::byte *>(io.inputs[1]);
+    for (int64_t head = 0; head < heads; ++head)
+      std::memcpy(y + static_cast<size_t>(head * capacity + at) * row, added + static_cast<size_t>(head * added_) * row,
+                  static_cast<size_t>(added_) * row);
+    return Status::success();
+  }
+  int inPlaceInput() const override { return 0; }
+  std::string kernelName() const override { return "kv_cache_update rows"; }
+
+ private:
+  std::vector<int64_t> cache_;
+  int64_t added_;
+  size_t elementBytes_;
+};
+
 /// The row strides, per dim of `x` but the last, of a rotary table of `sizes` broadcast to `x`;
 /// nullopt unless it broadcasts with its last dim x's (D) whole.
 std::optional<std::vector<int64_t>> tableRowStrides(const std::vector<int64_t> &sizes, const std::vector<int64_t> &x) {
@@ -84,6 +116,20 @@ Expected<std::unique_ptr<Step>> lowerRotaryEmbedding(LowerContext &ctx) {
   if (!cosStrides || !sinStrides) return std::unique_ptr<Step>();  // Tables broadcast along D: the reference.
   return std::unique_ptr<Step>(
       std::make_unique<RotaryEmbeddingStep>(RotaryTables{leading, *cosStrides, *sinStrides}, x.back()));
+}
+
+Expected<std::unique_ptr<Step>> lowerKvCacheUpdate(LowerContext &ctx) {
+  if (ctx.numInputs() != 3 || !ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2))
+    return makeError(ErrorCode::InvalidModel, "KvCacheUpdate: needs inputs Cache, New and Position; got {}",
+                     ctx.numInputs());
+  const std::vector<int64_t> cache = ctx.inputSizes(0), added = ctx.inputSizes(1);
+  if (cache.size() != 4 || added.size() != 4 || added[0] != cache[0] || added[1] != cache[1] ||
+      added[3] != cache[3] || ctx.inputDType(0) != ctx.inputDType(1) || ctx.inputDType(2) != DType::Int64 ||
+      numElements(ctx.inputSizes(2)) != 1)
+    return makeError(ErrorCode::ShapeMismatch,
+                     "KvCacheUpdate: Cache {}, New {} and Position {} do not form [B,H,C,D], [B,H,N,D] and one int64",
+                     formatSizes(cache), formatSizes(added), formatSizes(ctx.inputSizes(2)));
+  return std::unique_ptr<Step>(std::make_unique<KvCacheUpdateStep>(cache, added[2], dtypeSize(ctx.inputDType(0))));
 }
 
 Expected<std::unique_ptr<Step>> lowerAttention(LowerContext &ctx) {

@@ -22,7 +22,8 @@
 //
 // Softmax runs along the free dim of a standard form whose partition axis is another axis: max (DVE),
 // exp (ACT), sums, reciprocal and scaling, with per-partition scalars when each partition holds one row.
-// RotaryEmbedding (the RoPE of Q and K before attention) is described at its emitter.
+// RotaryEmbedding (the RoPE of Q and K before attention) and KvCacheUpdate (the cache written in
+// place) are described at their emitters.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -660,9 +661,66 @@ Status emitSoftmax(LoweringContext &ctx, const Node &node) {
 
 }  // namespace
 
+// KvCacheUpdate: the cache is the program's input buffer, updated in place, so the output stores
+// nothing more. The new rows of each head ([D, N] on partitions, as attention reads them) turn to
+// [N, D] by PE transposes side by side in one PSUM bank, then one DMA per group of heads writes them
+// at positions [position, position + N) of the heads' rows in HBM: the launch register (the
+// position the host passes when it starts the program) places the DMA's HBM window.
+std::string checkKvCacheUpdate(const Node &node, const LoweringOptions &) {
+  const Value *cache = node.input(0), *out = node.output(0);
+  if (!cache->isGraphInput() || cache->hasInitializer())
+    return "the cache is not a graph input; only a fed buffer is written in place";
+  const std::vector<Value *> &outputs = node.graph()->outputs();
+  if (!out->uses().empty() || std::find(outputs.begin(), outputs.end(), out) == outputs.end())
+    return "the updated cache is read inside the graph; only a cache that is a graph output is written in place";
+  if (cache->uses().size() > 2)
+    return "the cache is read by more than the update and the concatenation";
+  const std::vector<int64_t> c = sizesOf(cache), n = sizesOf(node.input(1));
+  if (c.size() != 4 || n.size() != 4 || c[0] != n[0] || c[1] != n[1] || c[3] != n[3] || n[2] > c[2])
+    return fmt::format("Cache {} and New {} do not form [B,H,C,D] and [B,H,N,D] with N <= C", fmt::join(c, "x"),
+                       fmt::join(n, "x"));
+  if (c[3] > kMaxHeadDim) return fmt::format("head dim {}; at most {} (heads lie on partitions)", c[3], kMaxHeadDim);
+  return "";
+}
+
+Status emitKvCacheUpdate(LoweringContext &ctx, const Node &node) {
+  KernelBuilder &b = ctx.builder();
+  const std::vector<int64_t> c = sizesOf(node.input(0));
+  const int64_t B = c[0], H = c[1], C = c[2], D = c[3], N = sizesOf(node.input(1))[2];
+  const int64_t P = ctx.profile().partitions, bankColumns = ctx.profile().psum.bankFp32Elements;
+  const int reg = ctx.launchRegister(node.input(2));
+  const std::optional<tile::HbmView> cache = ctx.inputHbm(node.input(0));
+  if (reg < 0 || !cache) return ctx.unsupported(node, "the position is not a launch register or the cache not an input");
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor added, headMajor(ctx, node.input(1)));
+  const HeadMatrices heads{added};
+  const int64_t group = std::max<int64_t>(1, bankColumns / D);  // Heads per PSUM bank.
+  const std::string name = node.name() + "/rows";
+  for (int64_t first = 0; first < B * H; first += group) {
+    const int64_t count = std::min(group, B * H - first);
+    for (const kernels::Span &n : kernels::splitRange(N, P)) {
+      TileView psum = b.psum(name, added.dtype, n.count, {count * D});
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t head = first + i;
+        b.transpose(psum.cols(i * D, D), heads.head(head / H, head % H, n.start, n.count));
+      }
+      TileView rows = b.sbuf(name, added.dtype, n.count, {count * D});
+      b.copy(rows, psum);
+      // Row n of head `head` goes to element (head * C + position + n) * D of the cache.
+      const tile::HbmView window =
+          cache->pattern((first * C + n.start) * D, {FreeDim{D, static_cast<uint32_t>(n.count)},
+                                                      FreeDim{C * D, static_cast<uint32_t>(count)},
+                                                      FreeDim{1, static_cast<uint32_t>(D)}});
+      b.storeAt(window, rows, reg, D, C - N);
+    }
+  }
+  ctx.writeInPlace(node.output(0), node.input(0));
+  return Status::success();
+}
+
 std::vector<OpLowering> attentionLowerings() {
   return {OpLowering{"tessel", "Attention", checkAttention, emitAttention},
           OpLowering{"tessel", "RotaryEmbedding", checkRotaryEmbedding, emitRotaryEmbedding},
+          OpLowering{"tessel", "KvCacheUpdate", checkKvCacheUpdate, emitKvCacheUpdate, /*launchInput=*/2},
           OpLowering{"", "Softmax", checkSoftmax, emitSoftmax}};
 }
 

@@ -94,6 +94,12 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
   LoweringContext ctx(builder, options);
   DeviceProgram program;
   for (const Value *in : stage.inputs) {
+    // Only a launch input (OpLowering::launchInput) reaches a device stage as an int64 graph input.
+    if (isLaunchValue(*in)) {
+      ctx.bindLaunchRegister(in, static_cast<int>(program.launchRegisters.size()));
+      program.launchRegisters.push_back(in->name());
+      continue;
+    }
     ctx.bindInput(in, DType::F32);
     program.inputs.push_back(in->name());
   }
@@ -167,6 +173,11 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
   }
   ctx.beginNode("stage outputs");
   for (const Value *out : stage.outputs) {
+    if (const Value *buffer = ctx.inPlaceInputOf(out)) {
+      program.inPlaceOutputs.emplace_back(out->name(), buffer->name());
+      program.outputs.push_back(out->name());
+      continue;
+    }
     tile::HbmView hbm = builder.output(out->name(), DType::F32, hbmShape(staticShape(out)));
     auto t = ctx.activation(out);
     Status stored = t.ok() ? storeToHbm(ctx, *t, hbm) : t.status();
@@ -229,6 +240,15 @@ std::string bytesText(uint64_t bytes) {
   if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
   if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1ull << 20));
   return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+}
+
+const tile::HbmPlacement *DeviceProgram::placement(const std::string &name) const {
+  std::string buffer = name;
+  for (const auto &[output, input] : inPlaceOutputs)
+    if (output == name) buffer = input;
+  for (const tile::HbmPlacement &p : hbmTensors)
+    if (p.name == buffer) return &p;
+  return nullptr;
 }
 
 tile::ConstantLayout DeviceProgram::constantLayout() const {
@@ -440,7 +460,7 @@ bool NcExecutable::nodeOnDevice(size_t index) const {
   return true;
 }
 
-Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnly) const {
+Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnly, const Residency &residency) const {
   const Graph &graph = *model_.graph;
   std::map<std::string, RuntimeValue> env;
   for (const auto &[name, value] : feeds) env[name] = value;
@@ -448,6 +468,12 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
   for (const auto &node : graph.nodes()) nodes.push_back(node.get());
   ReferenceInterpreter interpreter(model_);
   NcRunResult result;
+  const auto resident = [&](const std::string &name) {
+    return std::find(residency.values.begin(), residency.values.end(), name) != residency.values.end();
+  };
+  // Buffer-to-buffer copies on the device before the run: each byte read and written once over HBM.
+  if (residency.movedBytes > 0)
+    result.deviceNs += profile_.dma.triggerNs + 2.0 * static_cast<double>(residency.movedBytes) / profile_.hbm.bytesPerNsPerCore;
 
   auto valueOf = [&](const Value *v) -> Expected<RuntimeValue> {
     if (auto it = env.find(v->name()); it != env.end()) return it->second;
@@ -508,6 +534,12 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
           if (p.name == name) placement = &p;
         TESSEL_RETURN_IF_ERROR(state->writeHbm(placement->offsetBytes, kernels::encodeValues(DType::F32, floats)));
       }
+      std::vector<int64_t> registers;
+      for (const std::string &name : prog.launchRegisters) {
+        TESSEL_ASSIGN_OR_RETURN(RuntimeValue value, valueOf(graph.findValue(name)));
+        registers.push_back(value.tensor().data<int64_t>()[0]);
+      }
+      state->setLaunchRegisters(std::move(registers));
       statePointers.push_back(state.get());
       states.push_back(std::move(state));
     }
@@ -518,15 +550,17 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
     TESSEL_ASSIGN_OR_RETURN(std::vector<SimulationResult> sims,
                             simulateCores(programs, profile_, timingOnly ? noStates : statePointers, simOptions));
     // Each of the stage's inputs comes from the host and each output goes back: one transfer each
-    // over the link, whose bandwidth and latency the profile states.
+    // over the link, whose bandwidth and latency the profile states; not those that stay on the
+    // device between runs. An output written in place into an input is that input's buffer.
     const DeviceProgram &stageProgram = programs_[static_cast<size_t>(stage.program)];
-    for (const tile::HbmPlacement &p : stageProgram.hbmTensors) {
-      const bool crosses = std::find(stageProgram.inputs.begin(), stageProgram.inputs.end(), p.name) != stageProgram.inputs.end() ||
-                           std::find(stageProgram.outputs.begin(), stageProgram.outputs.end(), p.name) != stageProgram.outputs.end();
-      if (!crosses) continue;
-      const int64_t numel = std::accumulate(p.shape.begin(), p.shape.end(), int64_t{1}, std::multiplies<>());
-      result.transferNs += profile_.hostLink.latencyNs + static_cast<double>(numel) * dtypeSizeBytes(p.dtype) / profile_.hostLink.bytesPerNs;
-    }
+    auto transfer = [&](const std::string &name) {
+      const tile::HbmPlacement *p = stageProgram.placement(name);
+      if (!p || resident(name)) return;
+      const int64_t numel = std::accumulate(p->shape.begin(), p->shape.end(), int64_t{1}, std::multiplies<>());
+      result.transferNs += profile_.hostLink.latencyNs + static_cast<double>(numel) * dtypeSizeBytes(p->dtype) / profile_.hostLink.bytesPerNs;
+    };
+    for (const std::string &name : stageProgram.inputs) transfer(name);
+    for (const std::string &name : stageProgram.outputs) transfer(name);
     double stageNs = 0;
     for (int core = 0; core < stage.cores; ++core) {
       const DeviceProgram &prog = programs_[static_cast<size_t>(stage.program + core)];
@@ -543,9 +577,7 @@ Expected<NcRunResult> NcExecutable::run(const NamedValues &feeds, bool timingOnl
     if (timingOnly) continue;
     const DeviceProgram &first = programs_[static_cast<size_t>(stage.program)];
     for (const std::string &name : first.outputs) {
-      const tile::HbmPlacement *p = nullptr;
-      for (const tile::HbmPlacement &candidate : first.hbmTensors)
-        if (candidate.name == name) p = &candidate;
+      const tile::HbmPlacement *p = first.placement(name);
       int64_t numel = 1;
       for (int64_t d : p->shape) numel *= d;
       std::vector<uint8_t> bytes(static_cast<size_t>(numel) * 4);
@@ -614,6 +646,8 @@ Expected<nlohmann::json> NcExecutable::describe(ArtifactWriter &writer) const {
     p["constants"] = image;
     p["inputs"] = prog.inputs;
     p["outputs"] = prog.outputs;
+    if (!prog.launchRegisters.empty()) p["launch_registers"] = prog.launchRegisters;
+    if (!prog.inPlaceOutputs.empty()) p["in_place_outputs"] = prog.inPlaceOutputs;
     p["instructionNode"] = prog.instructionNode;
     p["peakSbuf"] = prog.peakSbufBytesPerPartition;
     p["peakPsum"] = prog.peakPsumBytesPerPartition;
@@ -686,6 +720,8 @@ Expected<std::unique_ptr<NcExecutable>> NcExecutable::fromDescription(const nloh
       }
       prog.inputs = p.at("inputs").get<std::vector<std::string>>();
       prog.outputs = p.at("outputs").get<std::vector<std::string>>();
+      prog.launchRegisters = p.value("launch_registers", std::vector<std::string>{});
+      prog.inPlaceOutputs = p.value("in_place_outputs", std::vector<std::pair<std::string, std::string>>{});
       prog.instructionNode = p.at("instructionNode").get<std::vector<int32_t>>();
       prog.peakSbufBytesPerPartition = p.at("peakSbuf").get<uint64_t>();
       prog.peakPsumBytesPerPartition = p.at("peakPsum").get<uint64_t>();

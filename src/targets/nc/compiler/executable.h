@@ -45,6 +45,9 @@ struct DeviceProgram {
   // (offset, bytes) of constants; programs of other buckets may share the bytes.
   std::vector<std::pair<uint64_t, std::shared_ptr<const std::vector<uint8_t>>>> constantImage;
   std::vector<std::string> inputs, outputs;    // Value names bound to hbmTensors of the same name.
+  std::vector<std::string> launchRegisters;    // Value names the host passes as launch registers 0, 1, ...
+  // (output, input): outputs that are an input's HBM buffer, updated in place (a KV cache).
+  std::vector<std::pair<std::string, std::string>> inPlaceOutputs;
   std::vector<int32_t> instructionNode;        // Per instruction: index into NcExecutable::nodeNames(), -1 = transfer.
   uint64_t peakSbufBytesPerPartition = 0, peakPsumBytesPerPartition = 0;
   uint64_t constantBytes = 0;                  // Weights and other constants in HBM.
@@ -52,6 +55,10 @@ struct DeviceProgram {
   double estimatedNs = 0;                      // The list scheduler's estimate.
   double modelFlops = 0;                       // The stage's matmul, convolution and attention FLOPs.
   std::vector<LayoutNote> layout;              // Where lowering placed each activation (--emit=layout).
+
+  /// The HBM tensor holding value `name` (an input, an output, or the input an output is written
+  /// into in place), or null.
+  const tile::HbmPlacement *placement(const std::string &name) const;
 
   /// Where its constants are in HBM, by name (for the same program of another bucket).
   tile::ConstantLayout constantLayout() const;
@@ -67,15 +74,17 @@ struct NcRunResult {
   std::vector<Timeline> timelines;  // One per program (device stage x core), as programs() lists them.
   double deviceNs = 0;              // Sum over device stages of their slowest core's simulated time.
   double hostNs = 0;                // The host stages' time, measured on this host (not with timingOnly).
-  double transferNs = 0;            // Device stages' inputs and outputs over the host link (profile hostLink).
+  double transferNs = 0;            // Device stages' inputs and outputs over the host link (profile hostLink),
+                                    // but those a Residency keeps on the device.
 };
 
 class NcExecutable {
  public:
   /// Runs the model: host stages on the cpu target (timed), device stages in the simulator
-  /// (timingOnly skips the numerics and the host stages, and returns no outputs). Not re-entrant:
-  /// the host stages' plans have one arena each.
-  Expected<NcRunResult> run(const NamedValues &feeds, bool timingOnly = false) const;
+  /// (timingOnly skips the numerics and the host stages, and returns no outputs). Values `residency`
+  /// names do not cross the host link, and its moved bytes count as device time (HBM read and
+  /// write). Not re-entrant: the host stages' plans have one arena each.
+  Expected<NcRunResult> run(const NamedValues &feeds, bool timingOnly = false, const Residency &residency = {}) const;
 
   const Model &model() const { return model_; }
   const MachineProfile &profile() const { return profile_; }

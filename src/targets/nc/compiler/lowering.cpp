@@ -448,6 +448,21 @@ bool LoweringContext::canOverwrite(const Value *value, const DeviceTensor &tenso
   return true;
 }
 
+int LoweringContext::launchRegister(const Value *value) const {
+  auto it = launchRegisters_.find(value);
+  return it == launchRegisters_.end() ? -1 : it->second;
+}
+
+std::optional<HbmView> LoweringContext::inputHbm(const Value *value) const {
+  auto it = inputs_.find(value);
+  return it == inputs_.end() ? std::nullopt : std::optional<HbmView>(it->second);
+}
+
+const Value *LoweringContext::inPlaceInputOf(const Value *output) const {
+  auto it = inPlace_.find(output);
+  return it == inPlace_.end() ? nullptr : it->second;
+}
+
 Expected<HbmView> LoweringContext::hbmOf(const Value *value) {
   if (auto it = inputs_.find(value); it != inputs_.end()) return it->second;
   if (auto it = hbmCache_.find(value); it != hbmCache_.end()) return it->second;
@@ -658,6 +673,16 @@ std::string_view hostOnlyReason(std::string_view domain, std::string_view opType
   return findOpReason(kHostOnlyOps, domain, opType);
 }
 
+bool isLaunchValue(const Value &value) {
+  const Type &type = value.type();
+  if (!value.isGraphInput() || value.hasInitializer() || !type.isTensor() || type.dtype() != tessel::DType::Int64 ||
+      !type.shape().isStatic())
+    return false;
+  int64_t elements = 1;
+  for (const Dim &d : type.shape().dims()) elements *= d.size;
+  return elements == 1;
+}
+
 std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options) {
   const OpLowering *lowering = findOpLowering(node);
   if (!lowering) {
@@ -676,7 +701,15 @@ std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &opt
       if (d.size == 0) return fmt::format("{} '{}' is empty ({})", what, v->name(), type.str());
     return "";
   };
-  for (const Value *in : node.inputs()) {
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    const Value *in = node.input(i);
+    if (in && static_cast<int>(i) == lowering->launchInput) {
+      if (!isLaunchValue(*in))
+        return fmt::format("input '{}' is {}; the accelerator takes it as a launch register, which needs a graph "
+                           "input of one int64",
+                           in->name(), in->type().str());
+      continue;
+    }
     // Integer shape operands (Reshape's shape, ...) are constants the emitter reads at compile time.
     if (in && in->hasInitializer() && in->type().dtype() != tessel::DType::Float32) continue;
     if (std::string why = checkValue(in, "input"); !why.empty()) return why;

@@ -135,6 +135,17 @@ class LoweringContext {
   /// The error an emitter returns for a node it cannot lower after all (names the node and op).
   Status unsupported(const Node &node, const std::string &reason) const;
 
+  // --- Launch registers and buffers written in place -----------------------------------------
+  /// The launch register holding `value` (OpLowering::launchInput), or -1.
+  int launchRegister(const Value *value) const;
+  /// The HBM form of a segment input as fed (for an op that writes into it in place).
+  std::optional<tile::HbmView> inputHbm(const Value *value) const;
+  /// Says that segment output `output` is segment input `input`'s HBM buffer, updated in place: the
+  /// driver stores nothing for it.
+  void writeInPlace(const Value *output, const Value *input) { inPlace_[output] = input; }
+  /// The input whose buffer `output` is (writeInPlace), or null.
+  const Value *inPlaceInputOf(const Value *output) const;
+
   // --- Used by the driver ----------------------------------------------------------------------
   /// The node whose emit comes next, as `--emit=layout` names it ("stage outputs" for the final stores).
   void beginNode(std::string label) { currentNode_ = std::move(label); }
@@ -144,6 +155,8 @@ class LoweringContext {
   const std::vector<LayoutNote> &layoutNotes() const { return layoutNotes_; }
   /// A segment input, fed in HBM row-major as `dtype`.
   void bindInput(const Value *value, DType dtype);
+  /// A segment input the program receives as launch register `index`.
+  void bindLaunchRegister(const Value *value, int index) { launchRegisters_[value] = index; }
   /// Whether a value is read after the node being lowered (by a later node, or as a segment output).
   void setReadAfter(std::function<bool(const Value *)> readAfter) { readAfter_ = std::move(readAfter); }
   struct ConstantData {
@@ -168,6 +181,8 @@ class LoweringContext {
   std::map<std::pair<const Value *, int64_t>, DeviceTensor> standardCache_;
   std::map<std::tuple<const Value *, int64_t, DType>, DeviceTensor> castCache_;
   std::map<const Value *, tile::HbmView> inputs_;
+  std::map<const Value *, int> launchRegisters_;
+  std::map<const Value *, const Value *> inPlace_;  // Output -> the input whose buffer it is.
   std::map<const Value *, tile::HbmView> hbmCache_;
   std::map<const Value *, tile::HbmView> spilled_;
   std::map<std::pair<float, DType>, tile::TileView> constantTiles_;
@@ -205,6 +220,9 @@ struct OpLowering {
   /// every input and output is a float32 tensor of static shape.
   std::function<std::string(const Node &node, const LoweringOptions &options)> check;
   std::function<Status(LoweringContext &ctx, const Node &node)> emit;
+  /// The input the op reads as a launch register (an int64 graph input of one element the host sets
+  /// when it starts the program, e.g. a KV cache's write position), not as a tensor; -1 for none.
+  int launchInput = -1;
 };
 
 /// The lowering of `node`'s op, or null.
@@ -215,6 +233,9 @@ const OpLowering *findOpLowering(std::string_view domain, std::string_view opTyp
 std::span<const OpReason> hostOnlyOps();
 /// Why `opType` never runs on the accelerator, or "" when it has a lowering (or is unknown).
 std::string_view hostOnlyReason(std::string_view domain, std::string_view opType);
+
+/// Whether `value` can be a launch register: a graph input of one int64 element.
+bool isLaunchValue(const Value &value);
 
 /// Why `node` must run on the host ("" when the accelerator can run it).
 std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options);

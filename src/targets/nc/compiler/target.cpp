@@ -46,10 +46,12 @@ class NcModel final : public CompiledModel {
 
   const Model &model() const override { return set_->model(); }
 
-  Expected<NamedValues> run(const NamedValues &feeds) override {
+  Expected<NamedValues> run(const NamedValues &feeds) override { return runResident(feeds, Residency{}); }
+
+  Expected<NamedValues> runResident(const NamedValues &feeds, const Residency &residency) override {
     TESSEL_ASSIGN_OR_RETURN(BucketChoice choice, set_->choose(feeds));
     const NcExecutable &exe = *set_->buckets()[choice.bucket].exe;
-    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe.run(choice.padded));
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, exe.run(choice.padded, /*timingOnly=*/false, residency));
     recordFigures(choice, result);
     if (set_->bucketed()) lastPadded_ = result.outputs;
     return set_->unpad(choice, std::move(result.outputs));
@@ -191,6 +193,7 @@ class NcTarget final : public Target {
  public:
   explicit NcTarget(std::string profile) : Target(std::move(profile)) {}
   bool takesBuckets() const override { return true; }
+  bool keepsValuesOnDevice() const override { return true; }
   Expected<std::unique_ptr<CompiledModel>> compile(Model model, const TargetOptions &options) const override {
     TESSEL_ASSIGN_OR_RETURN(LoweringOptions lowering, parseCast(options.autoCast, options.autoCastType));
     lowering.cores = options.cores;

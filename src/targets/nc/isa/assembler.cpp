@@ -197,6 +197,24 @@ void LineParser::field(Instruction &insn, std::string_view key, size_t keyAt) {
   } else if (key == "cores") {
     auto cores = integer(UINT8_MAX, "core count");
     if (cores) insn.cores = static_cast<uint8_t>(*cores);
+  } else if (key == "dyn") {  // dyn=SLOT+rR*STRIDE<=MAX
+    const size_t slotAt = pos_;
+    const std::string_view slot = word();
+    DynamicOffset dynamic;
+    while (dynamic.operand < slots.size() && slots[dynamic.operand].name != slot) ++dynamic.operand;
+    if (dynamic.operand == slots.size())
+      return fail(slotAt, fmt::format("'{}' is not an operand of {}", slot, mnemonic(insn.opcode)));
+    if (!expect("+r")) return;
+    auto reg = integer(UINT8_MAX, "launch register");
+    if (!reg || !expect("*")) return;
+    auto stride = integer(UINT64_MAX, "dynamic offset stride");
+    if (!stride || !expect("<=")) return;
+    auto bound = integer(UINT32_MAX, "dynamic offset bound");
+    if (!bound) return;
+    dynamic.reg = static_cast<uint8_t>(*reg);
+    dynamic.strideBytes = *stride;
+    dynamic.maxValue = static_cast<uint32_t>(*bound);
+    insn.dynamicOffset = dynamic;
   } else if (key == "inc") {
     if (!expect("s")) return;
     auto id = integer(UINT16_MAX, "semaphore id");

@@ -44,6 +44,10 @@ std::string formatInstruction(const Instruction &insn) {
   if (insn.opcode == Opcode::DmaCopy || insn.queue != 0) text += fmt::format(" queue=q{}", insn.queue);
   // Likewise for the core count of a collective.
   if (isCollective(insn.opcode) || insn.cores != 0) text += fmt::format(" cores={}", insn.cores);
+  if (const auto &dynamic = insn.dynamicOffset) {
+    const std::string_view slot = dynamic->operand < slots.size() ? slots[dynamic->operand].name : "?";
+    text += fmt::format(" dyn={}+r{}*{}<={}", slot, dynamic->reg, dynamic->strideBytes, dynamic->maxValue);
+  }
   for (size_t i = 0; i < insn.waits.size(); ++i)
     text += fmt::format("{}s{}>={}", i ? "," : " wait=", insn.waits[i].id, insn.waits[i].value);
   if (insn.increment) text += fmt::format(" inc=s{}", *insn.increment);

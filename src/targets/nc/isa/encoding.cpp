@@ -11,8 +11,8 @@ namespace {
 
 constexpr char kMagic[4] = {'T', 'N', 'C', 'I'};
 constexpr size_t kHeaderFixedBytes = 10;  // magic, version, body size.
-constexpr uint8_t kFlagIncrement = 1, kFlagAccumulate = 2, kFlagCores = 4;
-constexpr int kNumFlagValues = 8;         // Flags bytes 0..7; anything else is corrupt.
+constexpr uint8_t kFlagIncrement = 1, kFlagAccumulate = 2, kFlagCores = 4, kFlagDynamicOffset = 8;
+constexpr int kNumFlagValues = 16;        // Flags bytes 0..15; anything else is corrupt.
 constexpr uint64_t kMinInstructionBytes = 10;  // The fixed u8 fields of an instruction.
 
 class Writer {
@@ -56,7 +56,7 @@ void writeInstruction(Writer &out, const Instruction &insn) {
   TESSEL_CHECK(insn.scalars.size() <= kMaxScalars && insn.waits.size() <= kMaxWaits,
                "{} immediates, {} waits: out of the encodable range", insn.scalars.size(), insn.waits.size());
   out.u8((insn.increment ? kFlagIncrement : 0) | (insn.accumulate ? kFlagAccumulate : 0) |
-         (insn.cores != 0 ? kFlagCores : 0));
+         (insn.cores != 0 ? kFlagCores : 0) | (insn.dynamicOffset ? kFlagDynamicOffset : 0));
   uint8_t mask = 0;
   for (int i = 0; i < kMaxOperands; ++i)
     if (insn.operands[i]) mask |= 1 << i;
@@ -74,6 +74,12 @@ void writeInstruction(Writer &out, const Instruction &insn) {
   if (insn.increment) out.varint(*insn.increment);
   out.u8(insn.queue);
   if (insn.cores != 0) out.u8(insn.cores);
+  if (const auto &dynamic = insn.dynamicOffset) {
+    out.u8(dynamic->operand);
+    out.u8(dynamic->reg);
+    out.varint(dynamic->strideBytes);
+    out.varint(dynamic->maxValue);
+  }
   for (const auto &operand : insn.operands)
     if (operand) writeOperand(out, *operand);
 }
@@ -197,6 +203,15 @@ Expected<Instruction> readInstruction(Reader &in) {
     TESSEL_ASSIGN_OR_RETURN(insn.cores, in.u8("core count"));
     // A zero count is written by clearing the flag; a present zero would have two encodings.
     if (insn.cores == 0) return in.error(coresAt, "core count 0 with the core-count flag set");
+  }
+  if (flags & kFlagDynamicOffset) {
+    DynamicOffset dynamic;
+    TESSEL_ASSIGN_OR_RETURN(dynamic.operand, in.enumByte("dynamic offset operand", kMaxOperands));
+    TESSEL_ASSIGN_OR_RETURN(dynamic.reg, in.u8("launch register"));
+    TESSEL_ASSIGN_OR_RETURN(dynamic.strideBytes, in.varint("dynamic offset stride", UINT64_MAX));
+    TESSEL_ASSIGN_OR_RETURN(uint64_t maxValue, in.varint("dynamic offset bound", UINT32_MAX));
+    dynamic.maxValue = static_cast<uint32_t>(maxValue);
+    insn.dynamicOffset = dynamic;
   }
   insn.accumulate = flags & kFlagAccumulate;
   for (size_t i = 0; i < slots.size(); ++i) {

@@ -82,6 +82,13 @@ Footprint computeFootprint(const AccessPattern &ap) {
   return footprint;
 }
 
+Footprint operandFootprint(const Instruction &insn, size_t slot) {
+  Footprint footprint = computeFootprint(*insn.operands[slot]);
+  if (const auto &dynamic = insn.dynamicOffset; dynamic && dynamic->operand == slot)
+    footprint.ranges = {ByteRange{footprint.lowBytes(), footprint.highBytes() + dynamic->strideBytes * dynamic->maxValue}};
+  return footprint;
+}
+
 std::optional<uint64_t> firstCommonByte(const std::vector<ByteRange> &a, const std::vector<ByteRange> &b) {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {

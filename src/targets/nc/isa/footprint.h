@@ -40,6 +40,11 @@ struct Footprint {
 /// verifier and the functional simulator report such operands.
 Footprint computeFootprint(const AccessPattern &ap);
 
+/// The footprint of operand `slot` of `insn`: computeFootprint, and for an operand placed at launch
+/// (Instruction::dynamicOffset) every byte it may touch at any register value up to the bound, as one
+/// range (an over-approximation that orders it after every access to the buffer it writes into).
+Footprint operandFootprint(const Instruction &insn, size_t slot);
+
 /// The lowest byte in both sorted, merged range lists, or nullopt when they are disjoint.
 std::optional<uint64_t> firstCommonByte(const std::vector<ByteRange> &a, const std::vector<ByteRange> &b);
 

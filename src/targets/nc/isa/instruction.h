@@ -88,6 +88,19 @@ struct SemaphoreWait {
   bool operator==(const SemaphoreWait &) const = default;
 };
 
+/// A dma_copy operand in HBM whose address is known only when the program starts: it begins
+/// `strideBytes` x (launch register `reg`) bytes after its offsetBytes. The sequencers' scalar
+/// registers give data-path instructions dynamic addresses (accelerator-model.md section 2); here
+/// the registers are the program's launch arguments (a KV cache's write position), set by the host
+/// when it starts the program and at most `maxValue`, which bounds the bytes the operand may touch.
+struct DynamicOffset {
+  uint8_t operand = 0;     // The signature slot it applies to.
+  uint8_t reg = 0;         // Launch register index.
+  uint64_t strideBytes = 0;
+  uint32_t maxValue = 0;
+  bool operator==(const DynamicOffset &) const = default;
+};
+
 /// Maximum operand slots of any signature, immediates and semaphore waits of any instruction.
 inline constexpr int kMaxOperands = 5;
 inline constexpr int kMaxScalars = 4;
@@ -107,6 +120,7 @@ struct Instruction {
   bool accumulate = false;        // nc_matmul: add into PSUM instead of overwriting.
   uint8_t queue = 0;              // dma_copy only: the DMA queue (FIFO per queue); 0 elsewhere.
   uint8_t cores = 0;              // all_gather/all_reduce only: the cores taking part; 0 elsewhere.
+  std::optional<DynamicOffset> dynamicOffset;  // dma_copy only: an HBM operand placed at launch.
   std::vector<SemaphoreWait> waits;   // At most kMaxWaits, in the order written.
   std::optional<uint16_t> increment;  // Semaphore incremented by 1 on completion.
   bool operator==(const Instruction &) const = default;

@@ -197,6 +197,16 @@ void Checker::checkSync() {
   } else if (insn_.queue != 0) {
     report("queue q{} on a non-DMA instruction; only dma_copy has a queue (must be 0)", insn_.queue);
   }
+  if (const auto &dynamic = insn_.dynamicOffset) {
+    const std::vector<OperandSlot> &slots = operandSlots(insn_.opcode);
+    if (insn_.opcode != Opcode::DmaCopy) {
+      report("a dynamic offset on {}; only dma_copy takes one", mnemonic(insn_.opcode));
+    } else if (dynamic->operand >= slots.size() || !insn_.operands[dynamic->operand] ||
+               insn_.operands[dynamic->operand]->space != MemSpace::HBM) {
+      report("dynamic offset: operand slot {} is not an HBM operand; only HBM addresses are placed at launch",
+             dynamic->operand);
+    }
+  }
   if (isCollective(insn_.opcode)) {
     if (insn_.cores < 1 || insn_.cores > limits_.coresPerChip)
       report("cores={} outside the chip's cores 1..{}", insn_.cores, limits_.coresPerChip);

@@ -34,6 +34,11 @@ class MachineState {
   Status writeHbm(uint64_t offsetBytes, std::span<const uint8_t> bytes);
   Status readHbm(uint64_t offsetBytes, std::span<uint8_t> bytes) const;
 
+  /// The program's launch arguments: the scalar registers the host sets when it starts the program,
+  /// which place the operands of Instruction::dynamicOffset.
+  const std::vector<int64_t> &launchRegisters() const { return launchRegisters_; }
+  void setLaunchRegisters(std::vector<int64_t> values) { launchRegisters_ = std::move(values); }
+
   /// Per PSUM 4-byte word: true when a matmul wrote it last.
   bool psumWordWrittenByMatmul(uint64_t byteAddress) const { return psumMatmulWritten_[byteAddress / 4]; }
   void setPsumWordWrittenByMatmul(uint64_t byteAddress, bool byMatmul) {
@@ -45,6 +50,7 @@ class MachineState {
   uint64_t sbufBytesPerPartition_, psumBytesPerPartition_;
   std::vector<uint8_t> sbuf_, psum_, hbm_;
   std::vector<bool> psumMatmulWritten_;
+  std::vector<int64_t> launchRegisters_;
 };
 
 }  // namespace tessel::nc

@@ -79,7 +79,7 @@ void RaceDetector::onStart(size_t index) {
   std::vector<Pending> pending;
   for (size_t slot = 0; slot < insn.operands.size(); ++slot) {
     if (!insn.operands[slot]) continue;
-    Footprint footprint = computeFootprint(*insn.operands[slot]);
+    Footprint footprint = operandFootprint(insn, slot);
     bool write = slotWrites(insn, slot);
     if (write && insn.opcode == Opcode::NcMatmul && insn.accumulate) pending.push_back({footprint, false});
     pending.push_back({std::move(footprint), write});

@@ -127,6 +127,7 @@ struct Access {
   int32_t key = -1;
   Footprint fp;
   bool read = false, write = false;
+  bool covering = true;  // A write that surely writes every byte of fp.
 };
 
 }  // namespace
@@ -155,7 +156,8 @@ DependenceGraph computeDependences(const Kernel &kernel, const std::vector<Instr
     state.whole.hi = placement.offsetBytes + tileDataBytes(kernel.tiles[t]);
     state.whole.ranges = {Interval{state.whole.lo, state.whole.hi}};
   }
-  // HBM reads matter only before a later write of the same tensor (WAR); inputs are never written.
+  // HBM reads matter only before a later write of the same tensor (WAR): of an output, of scratch, or
+  // of an input updated in place (a resident KV cache).
   std::vector<int64_t> lastHbmWrite(kernel.tensors.size(), -1);
   for (size_t i = 0; i < numOps; ++i) {
     const std::optional<OperandView> &dst = kernel.ops[i].operands.empty() ? std::nullopt : kernel.ops[i].operands[0];
@@ -183,6 +185,12 @@ DependenceGraph computeDependences(const Kernel &kernel, const std::vector<Instr
       Access access;
       access.key = view.space == MemSpace::HBM ? numTiles + view.id : view.id;
       access.fp = footprintOf(*insns[i].operands[s]);
+      if (const auto &dynamic = insns[i].dynamicOffset; dynamic && dynamic->operand == s) {
+        // Placed at launch: any bytes up to the bound; it overwrites none of them for certain.
+        access.fp.hi += dynamic->strideBytes * dynamic->maxValue;
+        access.fp.ranges = {Interval{access.fp.lo, access.fp.hi}};
+        access.covering = false;
+      }
       bool isDst = s == 0 || (s < slots.size() && slots[s].name == "accum");
       access.write = isDst;
       // Accumulating matmuls and collectives (in place across cores) also read their dst.
@@ -214,10 +222,10 @@ DependenceGraph computeDependences(const Kernel &kernel, const std::vector<Instr
           (isTile || lastHbmWrite[access.key - numTiles] > static_cast<int64_t>(i)))
         state.reads.push_back(Record{self, access.fp});
       if (!access.write) continue;
-      auto covered = [&](const Record &record) { return covers(access.fp, record.fp); };
+      auto covered = [&](const Record &record) { return access.covering && covers(access.fp, record.fp); };
       state.writes.erase(std::remove_if(state.writes.begin(), state.writes.end(), covered), state.writes.end());
       state.reads.erase(std::remove_if(state.reads.begin(), state.reads.end(), covered), state.reads.end());
-      if (isTile && state.predecessorsPending && covers(access.fp, state.whole)) state.predecessorsPending = false;
+      if (isTile && state.predecessorsPending && access.covering && covers(access.fp, state.whole)) state.predecessorsPending = false;
       state.writes.push_back(Record{self, std::move(access.fp)});
     }
   }

@@ -488,6 +488,18 @@ void KernelBuilder::store(const HbmView &dst, const TileView &src) {
   record(makeOp(kind, Opcode::DmaCopy, Engine::DMA, {toOperand(dst), toOperand(src)}));
 }
 
+void KernelBuilder::storeAt(const HbmView &dst, const TileView &src, int reg, int64_t stepElements, int64_t maxValue) {
+  if (reg < 0 || reg > UINT8_MAX || stepElements <= 0 || maxValue < 0 || maxValue > UINT32_MAX)
+    return fail(fmt::format("{}: launch register r{}, step {}, bound {}: expected a register 0..255, a positive step "
+                            "and a bound 0..{}",
+                            opPrefix(TileOpKind::Store), reg, stepElements, maxValue, UINT32_MAX));
+  const size_t before = kernel_.ops.size();
+  dst.pattern(maxValue * stepElements, dst.dims());  // Fails unless the farthest window lies in the tensor.
+  if (failed()) return;
+  store(dst, src);
+  if (kernel_.ops.size() == before + 1) kernel_.ops.back().launchOffset = TileOp::LaunchOffset{reg, stepElements, maxValue};
+}
+
 void KernelBuilder::matmul(const TileView &dst, const TileView &stationary, const TileView &moving, bool accumulate) {
   const TileOpKind kind = TileOpKind::Matmul;
   if (!checkTile(kind, "dst", dst) || !checkTile(kind, "stationary", stationary) ||

@@ -152,6 +152,10 @@ class KernelBuilder {
   /// DMA: HBM -> SBUF and SBUF -> HBM (element counts must match; dtypes may differ: the DMA casts).
   void load(const TileView &dst, const HbmView &src);
   void store(const HbmView &dst, const TileView &src);
+  /// A store whose HBM window is placed when the program starts: `dst` moved by `stepElements` x
+  /// launch register `reg` (0..maxValue; the window at maxValue must lie in the tensor too). A KV
+  /// cache written in place at the position the host passes.
+  void storeAt(const HbmView &dst, const TileView &src, int reg, int64_t stepElements, int64_t maxValue);
   /// PE: dst[M, N] (PSUM fp32) = stationary[K, M]^T @ moving[K, N]; accumulate adds to dst.
   void matmul(const TileView &dst, const TileView &stationary, const TileView &moving, bool accumulate);
   /// PE transpose: src [P, F] (SBUF) -> dst [F, P] (PSUM, same dtype).

@@ -69,6 +69,10 @@ Instruction emitOp(const TileOp &op, const Allocation &allocation, const std::ve
   insn.scalars = op.scalars;
   insn.accumulate = op.accumulate;
   insn.cores = static_cast<uint8_t>(op.cores);
+  if (op.launchOffset)
+    insn.dynamicOffset = DynamicOffset{0, static_cast<uint8_t>(op.launchOffset->reg),
+                                       static_cast<uint64_t>(op.launchOffset->stepElements * dtypeSizeBytes(op.operands[0]->dtype)),
+                                       static_cast<uint32_t>(op.launchOffset->maxValue)};
   return insn;
 }
 

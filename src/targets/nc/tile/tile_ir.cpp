@@ -74,6 +74,7 @@ std::string printKernel(const Kernel &kernel) {
     if (op.func != ActFunc::None) text += fmt::format(" func={}", actFuncName(op.func));
     if (!op.scalars.empty()) text += fmt::format(" imm={}", fmt::join(op.scalars, ","));
     if (op.accumulate) text += " acc=1";
+    if (const auto &at = op.launchOffset) text += fmt::format(" at=r{}*{}<={}", at->reg, at->stepElements, at->maxValue);
     text += "\n";
   }
   return text;

@@ -65,6 +65,14 @@ struct TileOp {
   std::vector<float> scalars;
   bool accumulate = false;
   int cores = 0;                      // AllGather/AllReduce: the cores taking part.
+  // Store: dst moves `stepElements` x launch register `reg` elements further at run time (at most
+  // maxValue steps); the view given is the one at register value 0.
+  struct LaunchOffset {
+    int reg = 0;
+    int64_t stepElements = 0;
+    int64_t maxValue = 0;
+  };
+  std::optional<LaunchOffset> launchOffset;
 };
 
 /// Where constants go in HBM by name: (offset, bytes). Programs of one model at other input sizes

@@ -1,7 +1,8 @@
 // tessel RotaryEmbedding on the cpu target against its reference kernel: tables of [1,1,S,D] (Llama's
 // export, broadcast over batch and heads), [S,D], one per batch and head, and a decode step of one
 // token; and the exported pattern (Slices, Neg, Concat, Muls, Add) at -O3, recognized and run by the
-// kernel, against the ONNX ops' reference.
+// kernel, against the ONNX ops' reference. And tessel KvCacheUpdate (a KV cache written at a position
+// read at run time), on a graph input and in place on an intermediate.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -57,6 +58,28 @@ TEST(CpuRotaryEmbedding, ExportedPatternRunsTheKernel) {
   check.optLevel = 3;
   expectCpuMatchesReference(kExportedRotary, check);
   EXPECT_EQ(testing::kernelsRun(kExportedRotary, 3), std::vector<std::string>{"RotaryEmbedding rotary_embedding rows"});
+}
+
+
+// The cache as fed (a graph input, copied) and as an intermediate the update may overwrite in place;
+// the positions (seeded, 0..2) vary with the seed.
+constexpr const char *kCacheUpdates = R"(
+model opset(ai.onnx=17, tessel=1) ir_version=8 {
+func @main(%past: f32[1,2,8,4], %new: f32[1,2,3,4], %at: i64[1]) -> (%fed: f32[1,2,8,4], %inner: f32[1,2,8,4]) {
+  %fed = tessel.KvCacheUpdate(%past, %new, %at)
+  %doubled = Add(%past, %past)
+  %inner = tessel.KvCacheUpdate(%doubled, %new, %at)
+  return %fed, %inner
+}
+}
+)";
+
+TEST(CpuKvCacheUpdate, MatchesReference) {
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    CpuCheck check;
+    check.seed = seed;
+    expectCpuMatchesReference(kCacheUpdates, check);
+  }
 }
 
 }  // namespace

@@ -4,10 +4,13 @@
 // heads that do not pack into the output's partition blocks, the BERT-like Reshape/Transpose chain
 // around the node, and Softmax over the last axis. And tessel RotaryEmbedding: of a projection's heads,
 // of a graph input, with tables per batch or of [S, D], and (on the host) of a head dim that does not
-// divide the partitions.
+// divide the partitions. And tessel KvCacheUpdate written in place into its input buffer at the
+// position of a launch register.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -99,6 +102,58 @@ TEST(AttentionLowering, RotaryEmbedding) {
 
 TEST(AttentionLowering, RotaryEmbeddingOfAnOddHeadDimRunsOnTheHost) {
   Expected<ModelCheck> check = checkModelOnNc(rotaryEmbeddingModel("1,2,4,48", "1,1,4,48"));
+  ASSERT_TRUE(check.ok()) << check.diag().message;
+  EXPECT_EQ(check->hostNodes, 1);
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+}
+
+/// A decode step's cache: the new K [1, H, N, 16] (a projection's heads) written in place into the
+/// past [1, H, C, 16] at `cache_position`, and attention over the Concat of both, as kv-cache-in-place
+/// leaves a Llama export.
+std::string cacheUpdateModel(int64_t heads, int64_t capacity, int64_t added) {
+  return fmt::format(R"(
+model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,{2},64], %past: f32[1,{0},{1},16], %cache_position: i64[1]) -> (%y: f32[1,{0},{2},16], %present: f32[1,{0},{1},16]) {{
+  const %w = {3}
+  const %split = dense<i64[4]: 1, {2}, {0}, 16>
+  %k = MatMul(%x, %w)
+  %ks = Reshape(%k, %split)
+  %kh = Transpose(%ks) {{perm = [0, 2, 1, 3]}}
+  %all = Concat(%past, %kh) {{axis = 2}}
+  %y = tessel.Attention(%kh, %all, %all)
+  %present = tessel.KvCacheUpdate(%past, %kh, %cache_position)
+  return %y, %present
+}}
+}}
+)",
+                     heads, capacity, added, denseText({64, 16 * heads}, 5, 0.2f));
+}
+
+TEST(AttentionLowering, KvCacheWrittenInPlace) {
+  // One token at the first, a middle and the last position; a prefill of 5; 40 heads (two PSUM banks).
+  for (auto [heads, capacity, added, at] : std::vector<std::array<int64_t, 4>>{
+           {2, 8, 1, 0}, {2, 8, 1, 3}, {2, 8, 1, 7}, {4, 16, 5, 2}, {40, 4, 1, 3}}) {
+    NamedValues given{{"cache_position", RuntimeValue(Tensor::fromVector<int64_t>({1}, {at}))}};
+    Expected<ModelCheck> check = checkModelOnNc(cacheUpdateModel(heads, capacity, added), {}, 2e-2, 2e-2, given);
+    ASSERT_TRUE(check.ok()) << check.diag().message;
+    EXPECT_EQ(check->hostNodes, 0);
+    EXPECT_LE(check->maxErrorRatio, 1.0) << "heads " << heads << ", position " << at << ": " << check->worst;
+  }
+}
+
+TEST(AttentionLowering, KvCacheUpdateOfACacheReadElsewhereRunsOnTheHost) {
+  // The updated cache feeds another node: it is not a graph output only, so it is not written in place.
+  const std::string ir = R"(
+model opset(ai.onnx=17, tessel=1) ir_version=8 {
+func @main(%past: f32[1,2,8,16], %new: f32[1,2,1,16], %cache_position: i64[1]) -> (%y: f32[1,2,8,16]) {
+  %present = tessel.KvCacheUpdate(%past, %new, %cache_position)
+  %y = Add(%present, %present)
+  return %y
+}
+}
+)";
+  NamedValues given{{"cache_position", RuntimeValue(Tensor::fromVector<int64_t>({1}, {4}))}};
+  Expected<ModelCheck> check = checkModelOnNc(ir, {}, 2e-2, 2e-2, given);
   ASSERT_TRUE(check.ok()) << check.diag().message;
   EXPECT_EQ(check->hostNodes, 1);
   EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;

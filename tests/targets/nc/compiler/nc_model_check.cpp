@@ -1,6 +1,7 @@
 // checkModelOnNc; see nc_model_check.h.
 #include "targets/nc/compiler/nc_model_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -13,7 +14,7 @@
 namespace tessel::nc::compiler {
 
 Expected<ModelCheck> checkModelOnNc(const std::string &irText, const NcCompileOptions &options, double atol,
-                                    double rtol) {
+                                    double rtol, const NamedValues &given) {
   TESSEL_ASSIGN_OR_RETURN(Model reference, parseModel(irText, "<test model>"));
   TESSEL_ASSIGN_OR_RETURN(Model model, parseModel(irText, "<test model>"));
   std::mt19937_64 rng(7);
@@ -21,6 +22,11 @@ Expected<ModelCheck> checkModelOnNc(const std::string &irText, const NcCompileOp
   NamedValues feeds;
   for (const Value *input : reference.graph->inputs()) {
     if (input->hasInitializer()) continue;
+    auto fed = std::find_if(given.begin(), given.end(), [&](const auto &named) { return named.first == input->name(); });
+    if (fed != given.end()) {
+      feeds.push_back(*fed);
+      continue;
+    }
     std::vector<int64_t> shape;
     for (const Dim &d : input->type().shape().dims()) shape.push_back(d.size);
     Tensor t(input->type().dtype(), shape);

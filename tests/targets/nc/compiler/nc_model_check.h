@@ -22,9 +22,9 @@ struct ModelCheck {
 };
 
 /// Compiles `irText` with `options`, runs it on nc and on ref with the same seeded inputs (floats
-/// uniform in [-1, 1)) and compares the outputs.
+/// uniform in [-1, 1); those `given` names, as given) and compares the outputs.
 Expected<ModelCheck> checkModelOnNc(const std::string &irText, const NcCompileOptions &options = {},
-                                    double atol = 2e-2, double rtol = 2e-2);
+                                    double atol = 2e-2, double rtol = 2e-2, const NamedValues &given = {});
 
 /// A constant for text IR: `dense<f32[shape]: ...>` with seeded values uniform in [-scale, scale).
 std::string denseText(const std::vector<int64_t> &shape, uint64_t seed, float scale = 1.0f);

@@ -82,10 +82,10 @@ TEST(NcIsaFuzz, SpecificCorruptionsNameTheOffset) {
   EXPECT_EQ(decoded.diag().message, "nc program: byte offset 11: bad opcode 238");
   // First instruction: 13 flags, 18 scalar count, 19 wait count, 20 increment id, 21 queue.
   std::vector<uint8_t> badFlags = bytes;
-  badFlags[13] = 8;
+  badFlags[13] = 16;
   decoded = decodeProgram(badFlags);
   ASSERT_FALSE(decoded.ok());
-  EXPECT_EQ(decoded.diag().message, "nc program: byte offset 13: bad flags 8");
+  EXPECT_EQ(decoded.diag().message, "nc program: byte offset 13: bad flags 16");
   std::vector<uint8_t> tooManyWaits = bytes;
   tooManyWaits[19] = kMaxWaits + 1;
   decoded = decodeProgram(tooManyWaits);

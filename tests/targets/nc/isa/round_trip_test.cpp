@@ -27,8 +27,10 @@ TEST(NcIsaRoundTrip, ProgramCoversEveryOpcodeAndOperandForm) {
   std::set<size_t> dimCounts, waitCounts;
   std::set<int> queues;
   bool optionalAbsent = false, optionalPresent = false, allSlots = false, wideHbm = false, negativeWide = false;
+  bool dynamicOffset = false;
   for (const Instruction &insn : program) {
     opcodes.insert(insn.opcode);
+    dynamicOffset |= insn.dynamicOffset.has_value();
     waitCounts.insert(insn.waits.size());
     if (insn.opcode == Opcode::DmaCopy) queues.insert(insn.queue);
     allSlots |= insn.operands[kMaxOperands - 1].has_value();
@@ -50,7 +52,7 @@ TEST(NcIsaRoundTrip, ProgramCoversEveryOpcodeAndOperandForm) {
   EXPECT_EQ(static_cast<int>(dtypes.size()), kNumDTypes);
   EXPECT_EQ(dimCounts.size(), static_cast<size_t>(kMaxFreeDims + 1));
   EXPECT_TRUE(optionalAbsent && optionalPresent);
-  EXPECT_TRUE(allSlots && wideHbm && negativeWide);
+  EXPECT_TRUE(allSlots && wideHbm && negativeWide && dynamicOffset);
   EXPECT_EQ(waitCounts, (std::set<size_t>{0, 1, 2, static_cast<size_t>(kMaxWaits)}));
   EXPECT_EQ(queues, (std::set<int>{0, 3, 7, 15}));
 }

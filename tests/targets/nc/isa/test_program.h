@@ -14,6 +14,8 @@ inline const std::string kEveryOpcodeProgram =
     "dma_copy.DMA dst=sbuf[p0:128, off 4096, [1,64]]:f32 src=hbm[p0:1, off 1000000000, [1000000,128], [-70000,2], [1,32]]:f32 "
     "queue=q3 wait=s2>=1,s4>=2 inc=s5\n"
     "dma_copy.DMA dst=hbm[p0:1, off 0, [1,128000]]:bf16 src=sbuf[p0:128, off 8192, [1,1000]]:bf16 queue=q7\n"
+    "dma_copy.DMA dst=hbm[p0:1, off 4096, [64,2], [4096,2], [1,64]]:f32 src=sbuf[p0:2, off 0, [1,128]]:f32 queue=q7 "
+    "dyn=dst+r0*256<=63\n"
     "nc_matmul.PE dst=psum[p0:128, off 0, [1,512]]:f32 stationary=sbuf[p0:128, off 1024, [1,128]]:bf16 "
     "moving=sbuf[p0:128, off 0, [1,512]]:bf16 wait=s0>=1 inc=s2\n"
     "nc_matmul.PE dst=psum[p0:128, off 0, [1,512]]:f32 stationary=sbuf[p0:128, off 1024, [1,128]]:bf16 "

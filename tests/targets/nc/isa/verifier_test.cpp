@@ -269,6 +269,16 @@ TEST(NcIsaVerifier, DmaQueue) {
             "#0 memset.DVE: queue q1 on a non-DMA instruction; only dma_copy has a queue (must be 0)");
 }
 
+TEST(NcIsaVerifier, DynamicOffsetOnlyOnADmaCopysHbmOperand) {
+  std::string copy = "dma_copy.DMA dst=sbuf[p0:128, off 0, [1,8]]:f32 src=hbm[p0:1, off 0, [1,1024]]:f32 queue=q0 ";
+  EXPECT_EQ(violations(copy + "dyn=src+r0*32<=100"), "");
+  EXPECT_EQ(violations(copy + "dyn=dst+r0*32<=100"),
+            "#0 dma_copy.DMA: dynamic offset: operand slot 0 is not an HBM operand; only HBM addresses are placed at "
+            "launch");
+  EXPECT_EQ(violations("memset.DVE dst=sbuf[p0:1, off 0]:f32 dyn=dst+r1*4<=2"),
+            "#0 memset.DVE: a dynamic offset on memset; only dma_copy takes one");
+}
+
 TEST(NcIsaVerifier, PerPartitionScalarOperands) {
   std::string ts = "tensor_scalar.DVE dst=sbuf[p0:128, off 0, [1,8]]:f32 src=sbuf[p0:128, off 64, [1,8]]:f32 ";
   EXPECT_EQ(violations(ts + "scalar0=sbuf[p0:128, off 128]:f32 scalar1=sbuf[p0:128, off 132, [1,1]]:f32 op0=add op1=add"),

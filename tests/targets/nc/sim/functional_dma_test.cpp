@@ -53,6 +53,24 @@ TEST_F(NcFunctionalDma, SbufToSbufAcrossPartitionsWithIntegerCast) {
   EXPECT_EQ(get<int16_t>(kSbuf, 100, 70), -4);
 }
 
+TEST_F(NcFunctionalDma, LaunchRegisterPlacesTheHbmWindow) {
+  // Two rows of 4 into a [2 heads, 8 positions, 4] cache at position r0 (a KV cache written in place).
+  for (int p = 0; p < 2; ++p)
+    for (int i = 0; i < 4; ++i) putF32(kSbuf, p, 4 * i, 10.0f * p + i);
+  const std::string store = "dma_copy.DMA dst=hbm[p0:1, off 0, [32,2], [1,4]]:f32 src=sbuf[p0:2, off 0, [1,4]]:f32 "
+                            "queue=q0 dyn=dst+r0*16<=7";
+  state_->setLaunchRegisters({5});
+  ASSERT_TRUE(run(store).ok());
+  EXPECT_EQ(getF32(kHbm, 0, (5 * 4 + 2) * 4), 2.0f);         // Head 0, position 5.
+  EXPECT_EQ(getF32(kHbm, 0, (8 * 4 + 5 * 4 + 3) * 4), 13.0f);  // Head 1, position 5.
+  EXPECT_EQ(getF32(kHbm, 0, (4 * 4) * 4), 0.0f);             // Position 4 untouched.
+  state_->setLaunchRegisters({8});
+  EXPECT_EQ(runError(store), "instruction 0 (dma_copy.DMA): operand dst: launch register r0 = 8 is outside 0..7");
+  state_->setLaunchRegisters({});
+  EXPECT_EQ(runError(store),
+            "instruction 0 (dma_copy.DMA): operand dst is placed by launch register r0; the launch set 0");
+}
+
 TEST_F(NcFunctionalDma, Errors) {
   Status psum = run("dma_copy.DMA dst=hbm[p0:1, off 0, [1,4]]:f32 src=psum[p0:1, off 0, [1,4]]:f32");
   ASSERT_FALSE(psum.ok());

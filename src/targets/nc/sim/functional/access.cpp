@@ -41,12 +41,30 @@ const AccessPattern *ExecContext::find(std::string_view name) const {
 }
 
 Expected<std::optional<Operand>> ExecContext::optionalOperand(std::string_view name, Access access) const {
-  const AccessPattern *ap = find(name);
-  if (!ap) return std::optional<Operand>();
+  const AccessPattern *found = find(name);
+  if (!found) return std::optional<Operand>();
   Operand op;
   // Keep the slot name from the signature table (static storage), not the caller's view.
-  for (const OperandSlot &slot : operandSlots(insn_.opcode))
-    if (slot.name == name) op.name = slot.name;
+  const std::vector<OperandSlot> &slots = operandSlots(insn_.opcode);
+  size_t slotIndex = 0;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].name == name) op.name = slots[i].name, slotIndex = i;
+  // An operand placed at launch starts where the launch register puts it.
+  AccessPattern placed;
+  const AccessPattern *ap = found;
+  if (const auto &dynamic = insn_.dynamicOffset; dynamic && dynamic->operand == slotIndex) {
+    const std::vector<int64_t> &registers = state_.launchRegisters();
+    if (dynamic->reg >= registers.size())
+      return error(ErrorCode::InvalidArgument, "operand {} is placed by launch register r{}; the launch set {}",
+                   op.name, dynamic->reg, registers.size());
+    const int64_t value = registers[dynamic->reg];
+    if (value < 0 || value > static_cast<int64_t>(dynamic->maxValue))
+      return error(ErrorCode::RuntimeError, "operand {}: launch register r{} = {} is outside 0..{}", op.name,
+                   dynamic->reg, value, dynamic->maxValue);
+    placed = *found;
+    placed.offsetBytes += static_cast<uint64_t>(value) * dynamic->strideBytes;
+    ap = &placed;
+  }
   op.space = ap->space;
   op.dtype = ap->dtype;
   op.elementBytes = dtypeSizeBytes(ap->dtype);
