@@ -55,13 +55,13 @@ Expected<DecoderIo> findDecoderIo(const Graph &graph, const std::string &path) {
 }
 
 Expected<std::unique_ptr<Session>> loadDecoder(const std::string &path, const std::string &target,
-                                               const SessionOptions &options, bool exactCache) {
+                                               const SessionOptions &options, bool cacheOnDevice) {
   if (isArtifact(path)) return Session::load(path, target, options);
   TESSEL_ASSIGN_OR_RETURN(std::shared_ptr<const Target> impl, findTarget(target));
   TESSEL_ASSIGN_OR_RETURN(Model model, importOnnxFile(path));
   const bool masked = std::any_of(model.graph->inputs().begin(), model.graph->inputs().end(),
                                   [](const Value *in) { return in->name() == "attention_mask"; });
-  if (impl->keepsValuesOnDevice() && masked && !exactCache) {
+  if (impl->keepsValuesOnDevice() && masked && cacheOnDevice) {
     auto rewritten = writeKvCacheInPlace(model);
     if (!rewritten.ok()) return makeFileError(rewritten.diag().code, path, "{}", rewritten.diag().message);
   }
@@ -306,7 +306,10 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
     if (!outputs.ok()) return atStep(outputs.diag(), step);
     if (step > 0 && (result.capacities.empty() || result.capacities.back() != capacity)) result.capacities.push_back(capacity);
     const RunFigures figures = session.lastCompiled()->lastRun();
-    if (figures.simulated) result.simulatedUs.push_back(figures.latencyUs);
+    if (figures.simulated) {
+      result.simulatedUs.push_back(figures.latencyUs);
+      result.simulated.push_back(figures);
+    }
     const Tensor *logits = nullptr;
     for (const auto &[name, value] : *outputs)
       if (name == "logits" && value.isTensor()) logits = &value.tensor();

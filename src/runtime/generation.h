@@ -41,12 +41,13 @@ struct DecoderIo {
 Expected<DecoderIo> findDecoderIo(const Graph &graph, const std::string &path);
 
 /// A session for generating with the decoder at `path` (an ONNX model or an artifact) on `target`.
-/// Where the target keeps values on the device between runs (an accelerator) and the cache is
-/// padded (an `attention_mask` input, and not `exactCache`), the model's presents are written in
-/// place into its pasts first, so the cache stays on the device: each step writes only its new
-/// positions and no key or value crosses the host link.
+/// With `cacheOnDevice`, where the target keeps values on the device between runs (an accelerator)
+/// and the cache is padded (the model has an `attention_mask` input), the model's presents are
+/// written in place into its pasts first, so the cache stays on the device: each step writes only
+/// its new positions and no key or value crosses the host link. (Exact lengths need the cache on
+/// the host.)
 Expected<std::unique_ptr<Session>> loadDecoder(const std::string &path, const std::string &target,
-                                               const SessionOptions &options, bool exactCache);
+                                               const SessionOptions &options, bool cacheOnDevice);
 
 struct GenerationOptions {
   int64_t maxNewTokens = 64;
@@ -65,7 +66,8 @@ struct GenerationOptions {
 struct GenerationResult {
   std::vector<std::vector<int64_t>> ids;  // Per batch row, the new tokens.
   std::vector<double> stepMs;             // Host time of each run: the prefill, then each decode step.
-  std::vector<double> simulatedUs;        // Per run, on a simulated target.
+  std::vector<double> simulatedUs;        // Per run, on a simulated target: device + transfers + host.
+  std::vector<RunFigures> simulated;      // Per run, on a simulated target: each part.
   std::vector<int64_t> capacities;        // The cache capacities the decode runs used, in order of first use.
   double warmUpMs = 0;                    // Host time of the warm-up runs (GenerationOptions::warmUp).
   int64_t warmUpShapes = 0;

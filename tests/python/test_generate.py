@@ -31,8 +31,10 @@ def decoder(tmp_path_factory):
 
 # The default feeds the cache in buffers padded to powers of two (32 prompt positions + 64 new:
 # capacities 64 and 128), `--exact-cache` at its exact length (63 decode shapes).
+# On an accelerator the cache is written in place on the device unless --cache-on-host.
 @pytest.mark.parametrize("target,flags", [("cpu", []), ("cpu", ["--exact-cache"]), ("nc-v2", []),
-                                          ("nc-v2", ["--cores", "2"]), ("nc-v3", [])])
+                                          ("nc-v2", ["--cores", "2"]), ("nc-v2", ["--cache-on-host"]),
+                                          ("nc-v3", [])])
 def test_greedy_generation_equals_pytorch(cli, decoder, tmp_path, target, flags):
     model, prompt, want = decoder
     ids = tmp_path / "ids.npy"
@@ -43,8 +45,11 @@ def test_greedy_generation_equals_pytorch(cli, decoder, tmp_path, target, flags)
     assert "time to first token" in result.stdout and "tokens/s" in result.stdout
     shapes = "63 shapes (capacity 32..94)" if flags == ["--exact-cache"] else "2 shapes (capacity 64, 128)"
     assert f"decode runs at {shapes}" in result.stdout
+    in_place = target != "cpu" and "--cache-on-host" not in flags
+    assert ("written in place on the device" in result.stdout) == in_place
     if target != "cpu":
         assert "simulated: first token" in result.stdout
+        assert "simulated decode step, medians: device" in result.stdout
 
 
 def test_generate_names_what_a_decoder_lacks(cli, tmp_path):

@@ -1,6 +1,6 @@
 // `tessel generate MODEL|ARTIFACT (--prompt IDS.npy | --prompt-len N [--batch B]) [--max-new-tokens T]
 // [--target T] [-O N] [--threads N] [--cores C] [--greedy | --top-k K --temperature X] [--seed S]
-// [--exact-cache] [--no-warm-up] [--weights f32|bf16] [-o IDS.npy]`: text generation with a decoder that takes and returns its KV cache
+// [--exact-cache] [--cache-on-host] [--no-warm-up] [--weights f32|bf16] [-o IDS.npy]`: text generation with a decoder that takes and returns its KV cache
 // (runtime/generation.h: the names it looks for, the cache buffers). Prints the new ids, the time to
 // the first token, per-token latency (p50/p90), tokens/s and the cache capacities the decode runs
 // used; on a simulated target the simulated figures too. The shapes the runs will use are run once
@@ -33,6 +33,7 @@ struct GenerateArgs {
   double temperature = 1.0;
   uint64_t seed = 0;
   bool exactCache = false;
+  bool cacheOnHost = false;
   bool noWarmUp = false;
   std::string weights = "f32";
   std::string output;
@@ -48,7 +49,7 @@ void generate(const GenerateArgs &args) {
   // of the decode steps, bound by their weight bytes.
   options.target.autoCast = args.weights == "bf16" ? "matmul" : "none";
   options.target.autoCastType = "bf16";
-  auto session = loadDecoder(args.model, args.target, options, args.exactCache);
+  auto session = loadDecoder(args.model, args.target, options, !args.exactCache && !args.cacheOnHost);
   if (!session.ok()) return reportError(session.diag().str());
   auto io = findDecoderIo(*(*session)->model().graph, args.model);
   if (!io.ok()) return reportError(io.diag().str());
@@ -118,6 +119,17 @@ void generate(const GenerateArgs &args) {
     simulated.sort();
     std::printf("simulated: first token %.3f us; decode p50 %.3f us/token, p90 %.3f us/token\n", simulatedUs.front(),
                 simulated.percentile(50), simulated.percentile(90));
+    // The decode step's parts, each its own median: the device program (simulated), the host <->
+    // device transfers (the profile's link) and the host stages (measured here).
+    auto decodeMedian = [&](double RunFigures::*part) {
+      Latency values;
+      for (size_t i = 1; i < result->simulated.size(); ++i) values.ms.push_back(result->simulated[i].*part);
+      values.sort();
+      return values.percentile(50);
+    };
+    std::printf("simulated decode step, medians: device %.3f us, transfers %.3f us, host stages %.3f us (bound: %s)\n",
+                decodeMedian(&RunFigures::deviceUs), decodeMedian(&RunFigures::transferUs),
+                decodeMedian(&RunFigures::hostUs), result->simulated.back().boundingEngine.c_str());
   }
   if (!args.output.empty()) {
     Tensor out(DType::Int64, {batch, args.maxNewTokens});
@@ -149,6 +161,9 @@ void addGenerateCommand(CLI::App &app) {
   cmd->add_option("--top-k", args->topK, "Sample among the k most likely tokens (0: greedy)")->capture_default_str();
   cmd->add_option("--temperature", args->temperature, "Sampling temperature")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the sampling and of a random prompt")->capture_default_str();
+  cmd->add_flag("--cache-on-host", args->cacheOnHost,
+                "nc: keep the KV cache on the host, sent to the device and back each step, instead of written in place "
+                "on the device (to compare the two)");
   cmd->add_flag("--exact-cache", args->exactCache,
                  "Feed the KV cache at its exact length each step (one shape per token) instead of in buffers "
                  "padded to powers of two");
