@@ -370,8 +370,21 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
   for (size_t s = 0; s < partition.stages.size(); ++s) {
     const Stage &stage = partition.stages[s];
     std::vector<std::string> in, out;
-    for (const Value *v : stage.inputs) in.push_back(v->name());
-    for (const Value *v : stage.outputs) out.push_back(v->name());
+    const DeviceProgram *program = stage.onDevice && s < exe->stages_.size() && exe->stages_[s].program >= 0
+                                       ? &exe->programs_[static_cast<size_t>(exe->stages_[s].program)]
+                                       : nullptr;
+    for (const Value *v : stage.inputs) {
+      const bool launch = program && std::find(program->launchRegisters.begin(), program->launchRegisters.end(),
+                                                v->name()) != program->launchRegisters.end();
+      in.push_back(launch ? v->name() + " (launch register)" : v->name());
+    }
+    for (const Value *v : stage.outputs) {
+      std::string text = v->name();
+      if (program)
+        for (const auto &[output, buffer] : program->inPlaceOutputs)
+          if (output == v->name()) text += fmt::format(" (written in place in {})", buffer);
+      out.push_back(std::move(text));
+    }
     exe->stageText_.push_back(fmt::format("{} stage: {} nodes; in: {}; out: {}", stage.onDevice ? "device" : "host",
                                           stage.nodes.size(), fmt::join(in, ", "), fmt::join(out, ", ")));
   }
