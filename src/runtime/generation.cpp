@@ -131,6 +131,22 @@ class KvCache {
   /// Bytes the last append() copied from an old buffer into a larger one.
   uint64_t movedBytes() const { return movedBytes_; }
 
+  /// Records `added` positions written without their values (a timing-only run), growing the
+  /// buffers (zeros) to `newCapacity`.
+  void advance(int64_t added, int64_t newCapacity) {
+    movedBytes_ = 0;
+    if (newCapacity != capacity_) {
+      for (size_t i = 0; i < buffers_.size(); ++i) {
+        movedBytes_ += static_cast<uint64_t>(batch_ * io_.kvHeads[i] * (length_ + added) * io_.headDim[i]) *
+                       dtypeSize(io_.pastType);
+        buffers_[i] = Tensor(io_.pastType, sizes(i, newCapacity));
+        std::memset(buffers_[i].rawData(), 0, buffers_[i].numBytes());
+      }
+    }
+    length_ += added;
+    capacity_ = newCapacity;
+  }
+
   /// Takes a run's presents: [batch, kv_heads, capacity + added, head_dim], the buffer's positions
   /// followed by `added` new ones, or with io.inPlace the buffers themselves, the new positions
   /// written at the cache's length. With the capacity kept only the new positions are copied (in
@@ -279,8 +295,9 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
     const Clock::time_point start = Clock::now();
     for (const auto &[positions, bufferCapacity] : shapes) {
       const KvCache zeros(io, batch, bufferCapacity);
-      auto outputs = session.run(stepFeeds(io, int64Tensor(batch, positions, [](int64_t, int64_t) { return 0; }), zeros));
-      if (!outputs.ok()) return outputs.diag();
+      const NamedValues feeds = stepFeeds(io, int64Tensor(batch, positions, [](int64_t, int64_t) { return 0; }), zeros);
+      const Status ran = options.timingOnly ? session.runTimingOnly(feeds) : session.run(feeds).status();
+      if (!ran.ok()) return ran.diag();
     }
     result.warmUpMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     result.warmUpShapes = static_cast<int64_t>(shapes.size());
@@ -301,6 +318,19 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
     const NamedValues feeds = stepFeeds(io, ids, cache);
     residency.movedBytes = !io.inPlace ? 0 : step == 0 ? cache.bytes() : cache.movedBytes();
     const Clock::time_point start = Clock::now();
+    if (options.timingOnly) {
+      if (Status timed = session.runTimingOnly(feeds, residency); !timed.ok()) return atStep(timed.diag(), step);
+      result.stepMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      const RunFigures figures = session.lastCompiled()->lastRun();
+      result.simulatedUs.push_back(figures.latencyUs);
+      result.simulated.push_back(figures);
+      if (step > 0 && (result.capacities.empty() || result.capacities.back() != capacity)) result.capacities.push_back(capacity);
+      if (step + 1 == options.maxNewTokens) break;
+      cache.advance(added, nextCapacity(length + added, capacity, exact, capacityFor));
+      ids = int64Tensor(batch, 1, [](int64_t, int64_t) { return 0; });
+      if (options.onToken) options.onToken(step + 1);
+      continue;
+    }
     auto outputs = session.run(feeds, residency);
     result.stepMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     if (!outputs.ok()) return atStep(outputs.diag(), step);

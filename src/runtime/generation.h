@@ -60,6 +60,9 @@ struct GenerationOptions {
   // compiling (nc) a shape is not in the step times (as a serving session is set up before its
   // first request). Not with exact lengths, where every step is a new shape.
   bool warmUp = true;
+  // On a simulated target: time the runs without computing them (a model too large to simulate
+  // whole); every step feeds token 0, so no ids are generated.
+  bool timingOnly = false;
   std::function<void(int64_t tokens)> onToken;  // Called after each step with the tokens so far.
 };
 

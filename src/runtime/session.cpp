@@ -97,6 +97,11 @@ Expected<NamedValues> Session::run(const NamedValues &feeds) {
   return plan->run(feeds);
 }
 
+Status Session::runTimingOnly(const NamedValues &feeds, const Residency &residency) {
+  TESSEL_ASSIGN_OR_RETURN(CompiledModel * plan, compiledFor(sizesOf(feeds)));
+  return plan->runTimingOnly(feeds, residency);
+}
+
 Expected<NamedValues> Session::run(const NamedValues &feeds, const Residency &residency) {
   TESSEL_ASSIGN_OR_RETURN(CompiledModel * plan, compiledFor(sizesOf(feeds)));
   return plan->runResident(feeds, residency);

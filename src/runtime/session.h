@@ -43,6 +43,8 @@ class Session {
   Expected<NamedValues> run(const NamedValues &feeds);
   /// The same, with values the device keeps between runs (targets/target.h).
   Expected<NamedValues> run(const NamedValues &feeds, const Residency &residency);
+  /// On a simulated target, the timing of a run alone (no outputs; lastCompiled()->lastRun()).
+  Status runTimingOnly(const NamedValues &feeds, const Residency &residency = {});
 
   /// The plan for feeds of these sizes, compiled now if there is none yet.
   Expected<CompiledModel *> compiledFor(const std::vector<std::pair<std::string, std::vector<int64_t>>> &sizes);

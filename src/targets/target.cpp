@@ -12,7 +12,7 @@ Expected<std::string> CompiledModel::emit(const std::string &stage) const {
                    stage);
 }
 
-Status CompiledModel::runTimingOnly(const NamedValues &) {
+Status CompiledModel::runTimingOnly(const NamedValues &, const Residency &) {
   return makeError(ErrorCode::InvalidArgument, "this target runs natively: a timing-only run is for simulated targets");
 }
 

@@ -117,7 +117,7 @@ class CompiledModel {
   /// Where the target simulates: one run's timing alone (no outputs; lastRun() has its figures);
   /// the same as a Perfetto trace per program; or written with the summary and HTML report to
   /// `dir`, returning the summaries and what was written, as text.
-  virtual Status runTimingOnly(const NamedValues &feeds);
+  virtual Status runTimingOnly(const NamedValues &feeds, const Residency &residency = {});
   virtual Expected<std::vector<std::string>> traces(const NamedValues &feeds);
   virtual Expected<std::string> writeProfile(const NamedValues &feeds, const std::string &dir);
 

@@ -60,3 +60,17 @@ def test_generate_names_what_a_decoder_lacks(cli, tmp_path):
     result = subprocess.run([str(cli), "generate", str(path), "--prompt-len", "4"], capture_output=True, text=True)
     assert result.returncode != 0
     assert "input 'x': a decoder for generate takes input_ids" in result.stderr
+
+
+def test_timing_only_generation_simulates_each_step_without_ids(cli, decoder, tmp_path):
+    model, prompt, _ = decoder
+    args = [str(cli), "generate", str(model), "--prompt", str(prompt), "--max-new-tokens", "40", "--target", "nc-v2"]
+    result = subprocess.run(args + ["--timing-only"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "generated: nothing (timing only" in result.stdout
+    assert "decode runs at 2 shapes (capacity 64, 128)" in result.stdout
+    assert "host stages not run (timing only)" in result.stdout
+    assert "time to first token" not in result.stdout  # The host's time is the simulator's.
+    refused = subprocess.run(args + ["--timing-only", "-o", str(tmp_path / "ids.npy")], capture_output=True, text=True)
+    assert refused.returncode != 0
+    assert "--timing-only generates no ids to write (-o)" in refused.stderr

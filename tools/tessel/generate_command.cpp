@@ -1,6 +1,6 @@
 // `tessel generate MODEL|ARTIFACT (--prompt IDS.npy | --prompt-len N [--batch B]) [--max-new-tokens T]
 // [--target T] [-O N] [--threads N] [--cores C] [--greedy | --top-k K --temperature X] [--seed S]
-// [--exact-cache] [--cache-on-host] [--no-warm-up] [--weights f32|bf16] [-o IDS.npy]`: text generation with a decoder that takes and returns its KV cache
+// [--exact-cache] [--cache-on-host] [--timing-only] [--no-warm-up] [--weights f32|bf16] [-o IDS.npy]`: text generation with a decoder that takes and returns its KV cache
 // (runtime/generation.h: the names it looks for, the cache buffers). Prints the new ids, the time to
 // the first token, per-token latency (p50/p90), tokens/s and the cache capacities the decode runs
 // used; on a simulated target the simulated figures too. The shapes the runs will use are run once
@@ -34,6 +34,7 @@ struct GenerateArgs {
   uint64_t seed = 0;
   bool exactCache = false;
   bool cacheOnHost = false;
+  bool timingOnly = false;
   bool noWarmUp = false;
   std::string weights = "f32";
   std::string output;
@@ -49,6 +50,7 @@ void generate(const GenerateArgs &args) {
   // of the decode steps, bound by their weight bytes.
   options.target.autoCast = args.weights == "bf16" ? "matmul" : "none";
   options.target.autoCastType = "bf16";
+  if (args.timingOnly && !args.output.empty()) return reportError("--timing-only generates no ids to write (-o)");
   auto session = loadDecoder(args.model, args.target, options, !args.exactCache && !args.cacheOnHost);
   if (!session.ok()) return reportError(session.diag().str());
   auto io = findDecoderIo(*(*session)->model().graph, args.model);
@@ -72,6 +74,7 @@ void generate(const GenerateArgs &args) {
   generation.seed = args.seed;
   generation.exactCache = args.exactCache;
   generation.warmUp = !args.noWarmUp;
+  generation.timingOnly = args.timingOnly;
   generation.onToken = [&](int64_t tokens) {
     if (args.maxNewTokens > 64 && tokens % 32 == 0)
       std::fprintf(stderr, "generate: %lld of %lld tokens\n", static_cast<long long>(tokens),
@@ -81,7 +84,8 @@ void generate(const GenerateArgs &args) {
   if (!result.ok()) return reportError(fmt::format("{}: {}", args.model, result.diag().str()));
 
   const int64_t batch = prompt.size(0);
-  for (int64_t b = 0; b < batch; ++b) {
+  if (args.timingOnly) std::printf("generated: nothing (timing only: each step feeds token 0)\n");
+  for (int64_t b = 0; b < batch && !args.timingOnly; ++b) {
     std::printf("generated%s:", batch > 1 ? fmt::format(" (row {})", b).c_str() : "");
     for (int64_t id : result->ids[static_cast<size_t>(b)]) std::printf(" %lld", static_cast<long long>(id));
     std::printf("\n");
@@ -101,10 +105,12 @@ void generate(const GenerateArgs &args) {
                 (*session)->servesEveryShape() ? "planned" : "compiled", result->warmUpMs);
     firstRuns = "";
   }
-  std::printf("time to first token: %.3f ms (prefill, on this host%s)\n", stepMs.front(), firstRuns);
+  // Timing only, the host's times are those of simulating; only the simulated figures mean anything.
+  if (!args.timingOnly) std::printf("time to first token: %.3f ms (prefill, on this host%s)\n", stepMs.front(), firstRuns);
   if (!decode.ms.empty()) {
-    std::printf("decode: p50 %.3f ms/token, p90 %.3f ms/token, %.1f tokens/s (on this host)\n", decode.percentile(50),
-                decode.percentile(90), 1000.0 * static_cast<double>(decode.ms.size()) * batch / decodeMs);
+    if (!args.timingOnly)
+      std::printf("decode: p50 %.3f ms/token, p90 %.3f ms/token, %.1f tokens/s (on this host)\n", decode.percentile(50),
+                  decode.percentile(90), 1000.0 * static_cast<double>(decode.ms.size()) * batch / decodeMs);
     const std::vector<int64_t> &used = result->capacities;
     std::string capacities = used.size() > 6 ? fmt::format("{}..{}", used.front(), used.back()) : "";
     for (size_t i = 0; used.size() <= 6 && i < used.size(); ++i) capacities += fmt::format("{}{}", i ? ", " : "", used[i]);
@@ -127,9 +133,11 @@ void generate(const GenerateArgs &args) {
       values.sort();
       return values.percentile(50);
     };
-    std::printf("simulated decode step, medians: device %.3f us, transfers %.3f us, host stages %.3f us (bound: %s)\n",
-                decodeMedian(&RunFigures::deviceUs), decodeMedian(&RunFigures::transferUs),
-                decodeMedian(&RunFigures::hostUs), result->simulated.back().boundingEngine.c_str());
+    const std::string host =
+        args.timingOnly ? "not run (timing only)" : fmt::format("{:.3f} us", decodeMedian(&RunFigures::hostUs));
+    std::printf("simulated decode step, medians: device %.3f us, transfers %.3f us, host stages %s (bound: %s)\n",
+                decodeMedian(&RunFigures::deviceUs), decodeMedian(&RunFigures::transferUs), host.c_str(),
+                result->simulated.back().boundingEngine.c_str());
   }
   if (!args.output.empty()) {
     Tensor out(DType::Int64, {batch, args.maxNewTokens});
@@ -161,6 +169,9 @@ void addGenerateCommand(CLI::App &app) {
   cmd->add_option("--top-k", args->topK, "Sample among the k most likely tokens (0: greedy)")->capture_default_str();
   cmd->add_option("--temperature", args->temperature, "Sampling temperature")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the sampling and of a random prompt")->capture_default_str();
+  cmd->add_flag("--timing-only", args->timingOnly,
+                "nc: simulate the timing of each step without computing it (a model too large to simulate whole); no "
+                "ids are generated");
   cmd->add_flag("--cache-on-host", args->cacheOnHost,
                 "nc: keep the KV cache on the host, sent to the device and back each step, instead of written in place "
                 "on the device (to compare the two)");

@@ -81,7 +81,9 @@ class NcModel final : public CompiledModel {
     return text;
   }
 
-  Status runTimingOnly(const NamedValues &feeds) override { return timingRun(feeds).status(); }
+  Status runTimingOnly(const NamedValues &feeds, const Residency &residency) override {
+    return timingRun(feeds, residency).status();
+  }
 
   Expected<std::vector<std::string>> traces(const NamedValues &feeds) override {
     TESSEL_ASSIGN_OR_RETURN(NcRunResult result, timingRun(feeds));
@@ -154,9 +156,10 @@ class NcModel final : public CompiledModel {
     if (set_->bucketed()) figures_.bucket = bucket.label();
   }
 
-  Expected<NcRunResult> timingRun(const NamedValues &feeds) {
+  Expected<NcRunResult> timingRun(const NamedValues &feeds, const Residency &residency = {}) {
     TESSEL_ASSIGN_OR_RETURN(BucketChoice choice, set_->choose(feeds));
-    TESSEL_ASSIGN_OR_RETURN(NcRunResult result, set_->buckets()[choice.bucket].exe->run(choice.padded, /*timingOnly=*/true));
+    TESSEL_ASSIGN_OR_RETURN(NcRunResult result,
+                            set_->buckets()[choice.bucket].exe->run(choice.padded, /*timingOnly=*/true, residency));
     recordFigures(choice, result);
     return result;
   }
