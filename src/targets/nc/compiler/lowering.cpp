@@ -481,23 +481,32 @@ DeviceTensor LoweringContext::loadStandard(const std::string &name, const HbmVie
   return t;
 }
 
+/// Columns of one row tile when storeToHbm turns features on partitions back to rows: 16 KiB of f32
+/// per partition, a whole-row store of every model but an LM head's vocabulary.
+constexpr int64_t kStoreRowColumns = 4096;
+
 Status storeToHbm(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst) {
   KernelBuilder &b = ctx.builder();
   const int64_t axis = t.partitionAxis();
   const int64_t P = ctx.profile().partitions;
   if (axis == t.rank() - 1 && t.isStandard(axis) && t.freeSize > 1) {
-    // Features on partitions: PE transposes back to rows on partitions, then contiguous stores.
+    // Features on partitions: PE transposes back to rows on partitions, then contiguous stores, in
+    // column chunks of whole partition blocks so the row tile stays small (an LM head's 128256
+    // logits would take 501 KiB per partition whole).
     const int64_t cols = t.shape[axis], rows = t.freeSize;
+    const int64_t chunk = std::max<int64_t>(P, kStoreRowColumns / P * P);
     for (const kernels::Span &r : kernels::splitRange(rows, P)) {
-      TileView rowTile = b.sbuf("out_rows", t.dtype, r.count, {cols});
-      for (const kernels::Span &c : kernels::splitRange(cols, P)) {
-        TileView psum = b.psum("out_t", t.dtype, r.count, {c.count});
-        b.transpose(psum, t.partitions(c.start, c.count).cols(r.start, r.count));
-        b.copy(rowTile.cols(c.start, c.count), psum);
+      for (const kernels::Span &cc : kernels::splitRange(cols, chunk)) {
+        TileView rowTile = b.sbuf("out_rows", t.dtype, r.count, {cc.count});
+        for (const kernels::Span &c : kernels::splitRange(cc.count, P)) {
+          TileView psum = b.psum("out_t", t.dtype, r.count, {c.count});
+          b.transpose(psum, t.partitions(cc.start + c.start, c.count).cols(r.start, r.count));
+          b.copy(rowTile.cols(c.start, c.count), psum);
+        }
+        b.store(dst.pattern(r.start * cols + cc.start, {FreeDim{cols, static_cast<uint32_t>(r.count)},
+                                                        FreeDim{1, static_cast<uint32_t>(cc.count)}}),
+                rowTile);
       }
-      b.store(dst.pattern(r.start * cols, {FreeDim{cols, static_cast<uint32_t>(r.count)},
-                                          FreeDim{1, static_cast<uint32_t>(cols)}}),
-              rowTile);
     }
     return Status::success();
   }

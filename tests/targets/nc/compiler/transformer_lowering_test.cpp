@@ -69,6 +69,20 @@ func @main(%x: f32[1,130,300]) -> (%y: f32[1,130,64]) {{
   expectMatches(ir);
 }
 
+TEST(TransformerLowering, OutputWiderThanOneRowTileStoresInColumnChunks) {
+  // An LM head's shape in small: 4300 output features (past one 4096-column row tile, ragged) for
+  // 3 tokens, stored as rows from the features on partitions; before, the whole row tile had to fit.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,3,16]) -> (%y: f32[1,3,4300]) {{
+  const %w = {}
+  %y = MatMul(%x, %w)
+  return %y
+}}
+}})",
+                                     denseText({16, 4300}, 9, 0.2f));
+  expectMatches(ir);
+}
+
 TEST(TransformerLowering, HeadSplitViewsRoundTrip) {
   // Reshape and Transpose into heads and back are views; the matmul after them reads the same storage.
   const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
