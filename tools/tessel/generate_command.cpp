@@ -123,8 +123,9 @@ void generate(const GenerateArgs &args) {
   if (simulatedUs.size() > 1) {
     Latency simulated{std::vector<double>(simulatedUs.begin() + 1, simulatedUs.end())};
     simulated.sort();
-    std::printf("simulated: first token %.3f us; decode p50 %.3f us/token, p90 %.3f us/token\n", simulatedUs.front(),
-                simulated.percentile(50), simulated.percentile(90));
+    std::printf("simulated: first token %.3f us (prefill MFU %.1f%%); decode p50 %.3f us/token, p90 %.3f us/token\n",
+                simulatedUs.front(), result->simulated.front().mfuPercent, simulated.percentile(50),
+                simulated.percentile(90));
     // The decode step's parts, each its own median: the device program (simulated), the host <->
     // device transfers (the profile's link) and the host stages (measured here).
     auto decodeMedian = [&](double RunFigures::*part) {
