@@ -120,6 +120,9 @@ void generate(const GenerateArgs &args) {
                 result->capacities.size(), result->capacities.size() == 1 ? "" : "s", capacities.c_str());
   }
   const std::vector<double> &simulatedUs = result->simulatedUs;
+  if (simulatedUs.size() == 1)
+    std::printf("simulated: first token %.3f us (prefill MFU %.1f%%)\n", simulatedUs.front(),
+                result->simulated.front().mfuPercent);
   if (simulatedUs.size() > 1) {
     Latency simulated{std::vector<double>(simulatedUs.begin() + 1, simulatedUs.end())};
     simulated.sort();
