@@ -108,10 +108,7 @@ class KvCache {
  public:
   /// An empty cache whose buffers hold `capacity` positions (zeros).
   KvCache(const DecoderIo &io, int64_t batch, int64_t capacity = 0) : io_(io), batch_(batch), capacity_(capacity) {
-    for (size_t i = 0; i < io.past.size(); ++i) {
-      buffers_.emplace_back(io.pastType, sizes(i, capacity));
-      std::memset(buffers_.back().rawData(), 0, buffers_.back().numBytes());
-    }
+    for (size_t i = 0; i < io.past.size(); ++i) buffers_.push_back(zeros(i, capacity));
   }
 
   int64_t length() const { return length_; }
@@ -137,10 +134,8 @@ class KvCache {
     movedBytes_ = 0;
     if (newCapacity != capacity_) {
       for (size_t i = 0; i < buffers_.size(); ++i) {
-        movedBytes_ += static_cast<uint64_t>(batch_ * io_.kvHeads[i] * (length_ + added) * io_.headDim[i]) *
-                       dtypeSize(io_.pastType);
-        buffers_[i] = Tensor(io_.pastType, sizes(i, newCapacity));
-        std::memset(buffers_[i].rawData(), 0, buffers_[i].numBytes());
+        movedBytes_ += positionBytes(i, length_ + added);
+        buffers_[i] = zeros(i, newCapacity);
       }
     }
     length_ += added;
@@ -176,15 +171,12 @@ class KvCache {
           buffers_[i] = *presents[i];
           continue;
         }
-        Tensor buffer(io_.pastType, sizes(i, newCapacity));
-        std::memset(buffer.rawData(), 0, buffer.numBytes());
+        Tensor buffer = zeros(i, newCapacity);
         copyPositions(*presents[i], 0, capacity_, length_ + added, buffer, 0);
-        movedBytes_ += static_cast<uint64_t>(batch_ * io_.kvHeads[i] * (length_ + added) * io_.headDim[i]) *
-                       dtypeSize(io_.pastType);
+        movedBytes_ += positionBytes(i, length_ + added);
         buffers_[i] = std::move(buffer);
       } else if (grow) {
-        Tensor buffer(io_.pastType, sizes(i, newCapacity));
-        std::memset(buffer.rawData(), 0, buffer.numBytes());
+        Tensor buffer = zeros(i, newCapacity);
         copyPositions(*presents[i], 0, capacity_ + added, length_, buffer, 0);
         copyPositions(*presents[i], capacity_, capacity_ + added, added, buffer, length_);
         buffers_[i] = std::move(buffer);
@@ -200,6 +192,16 @@ class KvCache {
  private:
   std::vector<int64_t> sizes(size_t i, int64_t positions) const {
     return {batch_, io_.kvHeads[i], positions, io_.headDim[i]};
+  }
+  /// Buffer i's sizes at `positions`, zero-filled.
+  Tensor zeros(size_t i, int64_t positions) const {
+    Tensor buffer(io_.pastType, sizes(i, positions));
+    std::memset(buffer.rawData(), 0, buffer.numBytes());
+    return buffer;
+  }
+  /// Bytes of `positions` positions of buffer i.
+  uint64_t positionBytes(size_t i, int64_t positions) const {
+    return static_cast<uint64_t>(batch_ * io_.kvHeads[i] * positions * io_.headDim[i]) * dtypeSize(io_.pastType);
   }
 
   /// Copies `count` positions starting at `from` of `source` (with `sourcePositions` per head)
@@ -318,20 +320,10 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
     const NamedValues feeds = stepFeeds(io, ids, cache);
     residency.movedBytes = !io.inPlace ? 0 : step == 0 ? cache.bytes() : cache.movedBytes();
     const Clock::time_point start = Clock::now();
-    if (options.timingOnly) {
-      if (Status timed = session.runTimingOnly(feeds, residency); !timed.ok()) return atStep(timed.diag(), step);
-      result.stepMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-      const RunFigures figures = session.lastCompiled()->lastRun();
-      result.simulatedUs.push_back(figures.latencyUs);
-      result.simulated.push_back(figures);
-      if (step > 0 && (result.capacities.empty() || result.capacities.back() != capacity)) result.capacities.push_back(capacity);
-      if (step + 1 == options.maxNewTokens) break;
-      cache.advance(added, nextCapacity(length + added, capacity, exact, capacityFor));
-      ids = int64Tensor(batch, 1, [](int64_t, int64_t) { return 0; });
-      if (options.onToken) options.onToken(step + 1);
-      continue;
-    }
-    auto outputs = session.run(feeds, residency);
+    // Timing only, a run has no outputs and every step feeds token 0.
+    Expected<NamedValues> outputs = NamedValues{};
+    if (!options.timingOnly) outputs = session.run(feeds, residency);
+    else if (Status timed = session.runTimingOnly(feeds, residency); !timed.ok()) outputs = timed.diag();
     result.stepMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     if (!outputs.ok()) return atStep(outputs.diag(), step);
     if (step > 0 && (result.capacities.empty() || result.capacities.back() != capacity)) result.capacities.push_back(capacity);
@@ -340,18 +332,25 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
       result.simulatedUs.push_back(figures.latencyUs);
       result.simulated.push_back(figures);
     }
-    const Tensor *logits = nullptr;
-    for (const auto &[name, value] : *outputs)
-      if (name == "logits" && value.isTensor()) logits = &value.tensor();
-    if (logits == nullptr || logits->dtype() != DType::Float32 || logits->rank() != 3 || logits->size(0) != batch ||
-        logits->size(1) != added)
-      return makeError(ErrorCode::ShapeMismatch, "generate step {}: 'logits' must be float32 [batch, sequence, vocabulary]",
-                       step);
-    const std::vector<int64_t> next = nextTokens(*logits, options, rng);
-    for (int64_t b = 0; b < batch; ++b) result.ids[static_cast<size_t>(b)].push_back(next[static_cast<size_t>(b)]);
+    std::vector<int64_t> next(static_cast<size_t>(batch), 0);
+    if (!options.timingOnly) {
+      const Tensor *logits = nullptr;
+      for (const auto &[name, value] : *outputs)
+        if (name == "logits" && value.isTensor()) logits = &value.tensor();
+      if (logits == nullptr || logits->dtype() != DType::Float32 || logits->rank() != 3 || logits->size(0) != batch ||
+          logits->size(1) != added)
+        return makeError(ErrorCode::ShapeMismatch,
+                         "generate step {}: 'logits' must be float32 [batch, sequence, vocabulary]", step);
+      next = nextTokens(*logits, options, rng);
+      for (int64_t b = 0; b < batch; ++b) result.ids[static_cast<size_t>(b)].push_back(next[static_cast<size_t>(b)]);
+    }
     if (step + 1 == options.maxNewTokens) break;  // The last token's cache entry is never read.
     const int64_t newCapacity = nextCapacity(length + added, capacity, exact, capacityFor);
-    if (Status appended = cache.append(*outputs, added, newCapacity); !appended.ok()) return atStep(appended.diag(), step);
+    if (options.timingOnly) {
+      cache.advance(added, newCapacity);
+    } else if (Status appended = cache.append(*outputs, added, newCapacity); !appended.ok()) {
+      return atStep(appended.diag(), step);
+    }
     ids = int64Tensor(batch, 1, [&](int64_t b, int64_t) { return next[static_cast<size_t>(b)]; });
     if (options.onToken) options.onToken(step + 1);
   }
