@@ -673,8 +673,6 @@ std::string checkKvCacheUpdate(const Node &node, const LoweringOptions &) {
   const std::vector<Value *> &outputs = node.graph()->outputs();
   if (!out->uses().empty() || std::find(outputs.begin(), outputs.end(), out) == outputs.end())
     return "the updated cache is read inside the graph; only a cache that is a graph output is written in place";
-  if (cache->uses().size() > 2)
-    return "the cache is read by more than the update and the concatenation";
   const std::vector<int64_t> c = sizesOf(cache), n = sizesOf(node.input(1));
   if (c.size() != 4 || n.size() != 4 || c[0] != n[0] || c[1] != n[1] || c[3] != n[3] || n[2] > c[2])
     return fmt::format("Cache {} and New {} do not form [B,H,C,D] and [B,H,N,D] with N <= C", fmt::join(c, "x"),
@@ -689,8 +687,9 @@ Status emitKvCacheUpdate(LoweringContext &ctx, const Node &node) {
   const int64_t B = c[0], H = c[1], C = c[2], D = c[3], N = sizesOf(node.input(1))[2];
   const int64_t P = ctx.profile().partitions, bankColumns = ctx.profile().psum.bankFp32Elements;
   const int reg = ctx.launchRegister(node.input(2));
-  const std::optional<tile::HbmView> cache = ctx.inputHbm(node.input(0));
-  if (reg < 0 || !cache) return ctx.unsupported(node, "the position is not a launch register or the cache not an input");
+  if (reg < 0) return ctx.unsupported(node, "the position is not a launch register");
+  // The cache is a graph input (checkKvCacheUpdate): its HBM form is the buffer as fed.
+  TESSEL_ASSIGN_OR_RETURN(const tile::HbmView cache, ctx.hbmOf(node.input(0)));
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor added, headMajor(ctx, node.input(1)));
   const HeadMatrices heads{added};
   const int64_t group = std::max<int64_t>(1, bankColumns / D);  // Heads per PSUM bank.
@@ -707,7 +706,7 @@ Status emitKvCacheUpdate(LoweringContext &ctx, const Node &node) {
       b.copy(rows, psum);
       // Row n of head `head` goes to element (head * C + position + n) * D of the cache.
       const tile::HbmView window =
-          cache->pattern((first * C + n.start) * D, {FreeDim{D, static_cast<uint32_t>(n.count)},
+          cache.pattern((first * C + n.start) * D, {FreeDim{D, static_cast<uint32_t>(n.count)},
                                                       FreeDim{C * D, static_cast<uint32_t>(count)},
                                                       FreeDim{1, static_cast<uint32_t>(D)}});
       b.storeAt(window, rows, reg, D, C - N);
@@ -720,7 +719,8 @@ Status emitKvCacheUpdate(LoweringContext &ctx, const Node &node) {
 std::vector<OpLowering> attentionLowerings() {
   return {OpLowering{"tessel", "Attention", checkAttention, emitAttention},
           OpLowering{"tessel", "RotaryEmbedding", checkRotaryEmbedding, emitRotaryEmbedding},
-          OpLowering{"tessel", "KvCacheUpdate", checkKvCacheUpdate, emitKvCacheUpdate, /*launchInput=*/2},
+          OpLowering{"tessel", "KvCacheUpdate", checkKvCacheUpdate, emitKvCacheUpdate, /*launchInput=*/2,
+                     /*inPlaceInput=*/0},
           OpLowering{"", "Softmax", checkSoftmax, emitSoftmax}};
 }
 

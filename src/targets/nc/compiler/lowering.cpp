@@ -453,11 +453,6 @@ int LoweringContext::launchRegister(const Value *value) const {
   return it == launchRegisters_.end() ? -1 : it->second;
 }
 
-std::optional<HbmView> LoweringContext::inputHbm(const Value *value) const {
-  auto it = inputs_.find(value);
-  return it == inputs_.end() ? std::nullopt : std::optional<HbmView>(it->second);
-}
-
 const Value *LoweringContext::inPlaceInputOf(const Value *output) const {
   auto it = inPlace_.find(output);
   return it == inPlace_.end() ? nullptr : it->second;

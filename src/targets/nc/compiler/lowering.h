@@ -138,8 +138,6 @@ class LoweringContext {
   // --- Launch registers and buffers written in place -----------------------------------------
   /// The launch register holding `value` (OpLowering::launchInput), or -1.
   int launchRegister(const Value *value) const;
-  /// The HBM form of a segment input as fed (for an op that writes into it in place).
-  std::optional<tile::HbmView> inputHbm(const Value *value) const;
   /// Says that segment output `output` is segment input `input`'s HBM buffer, updated in place: the
   /// driver stores nothing for it.
   void writeInPlace(const Value *output, const Value *input) { inPlace_[output] = input; }
@@ -223,6 +221,9 @@ struct OpLowering {
   /// The input the op reads as a launch register (an int64 graph input of one element the host sets
   /// when it starts the program, e.g. a KV cache's write position), not as a tensor; -1 for none.
   int launchInput = -1;
+  /// The input whose HBM buffer output 0 is, written in place (LoweringContext::writeInPlace): the
+  /// partition runs the node after every other reader of that input, so none reads it overwritten.
+  int inPlaceInput = -1;
 };
 
 /// The lowering of `node`'s op, or null.

@@ -75,6 +75,14 @@ Partition partitionGraph(const Graph &graph, const LoweringOptions &options,
     std::set<size_t> producers;
     for (const Value *in : reads[i])
       if (in->producer() && index.count(in->producer())) producers.insert(index[in->producer()]);
+    // A node that overwrites an input's buffer in place comes after the input's other readers.
+    if (const OpLowering *lowering = device[i] ? findOpLowering(*nodes[i]) : nullptr;
+        lowering && lowering->inPlaceInput >= 0) {
+      for (size_t j = 0; j < nodes.size(); ++j)
+        if (j != i && std::find(reads[j].begin(), reads[j].end(), nodes[i]->input(lowering->inPlaceInput)) !=
+                          reads[j].end())
+          producers.insert(j);
+    }
     pending[i] = static_cast<int>(producers.size());
     for (size_t p : producers) users[p].push_back(i);
   }

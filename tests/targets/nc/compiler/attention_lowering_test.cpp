@@ -109,7 +109,8 @@ TEST(AttentionLowering, RotaryEmbeddingOfAnOddHeadDimRunsOnTheHost) {
 
 /// A decode step's cache: the new K [1, H, N, 16] (a projection's heads) written in place into the
 /// past [1, H, C, 16] at `cache_position`, and attention over the Concat of both, as kv-cache-in-place
-/// leaves a Llama export.
+/// leaves a Llama export, but with the update first in the graph: the partition must still run the
+/// Concat's read of the past before the update overwrites it (no mask hides the overwritten slot).
 std::string cacheUpdateModel(int64_t heads, int64_t capacity, int64_t added) {
   return fmt::format(R"(
 model opset(ai.onnx=17, tessel=1) ir_version=8 {{
@@ -119,9 +120,9 @@ func @main(%x: f32[1,{2},64], %past: f32[1,{0},{1},16], %cache_position: i64[1])
   %k = MatMul(%x, %w)
   %ks = Reshape(%k, %split)
   %kh = Transpose(%ks) {{perm = [0, 2, 1, 3]}}
+  %present = tessel.KvCacheUpdate(%past, %kh, %cache_position)
   %all = Concat(%past, %kh) {{axis = 2}}
   %y = tessel.Attention(%kh, %all, %all)
-  %present = tessel.KvCacheUpdate(%past, %kh, %cache_position)
   return %y, %present
 }}
 }}
