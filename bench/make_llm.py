@@ -20,7 +20,7 @@ Layout of OUT_DIR (default bench/models/), NAME llama_small or llama_1b:
   NAME/prompt.npy              int64 [1, PROMPT] seeded prompt ids
   NAME/torch_greedy.npy        int64 [1, NEW] PyTorch's greedy continuation of it
 
-Usage: bench/make_llm.py [OUT_DIR] [--size small|1b] [--prompt-len 32] [--new-tokens 64]
+Usage: bench/make_llm.py [OUT_DIR] [--size small|1b] [--layers L] [--prompt-len 32] [--new-tokens 64]
 `tessel generate OUT_DIR/NAME.onnx --prompt OUT_DIR/NAME/prompt.npy` prints the same ids.
 """
 import argparse
@@ -232,8 +232,12 @@ def main():
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
     parser.add_argument("--prompt-len", type=int, default=32)
     parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--layers", type=int, help="decoder layers instead of the size's (NAME gets _LN): "
+                        "one layer of the 1b shape for compiler and kernel studies")
     args = parser.parse_args()
     c = SIZES[args.size]
+    if args.layers:
+        c = type(c.__name__, (c,), {"layers": args.layers, "name": f"{c.name}_l{args.layers}"})
     model = LlamaDecoder(c).eval()
     os.makedirs(os.path.join(args.out_dir, c.name), exist_ok=True)
     path = os.path.join(args.out_dir, c.name + ".onnx")

@@ -51,6 +51,8 @@ Expected<DecoderIo> findDecoderIo(const Graph &graph, const std::string &path) {
   const auto logits = std::find_if(graph.outputs().begin(), graph.outputs().end(),
                                    [](const Value *out) { return out->name() == "logits"; });
   if (logits == graph.outputs().end()) return makeFileError(ErrorCode::InvalidModel, path, "the model has no output 'logits'");
+  const Shape &logitsShape = (*logits)->type().shape();
+  if (logitsShape.rankKnown() && logitsShape.rank() == 3 && logitsShape[2].isStatic()) io.vocabulary = logitsShape[2].size;
   return io;
 }
 

@@ -35,6 +35,7 @@ struct DecoderIo {
   std::vector<std::string> past, present;  // past_key_values.N.{key,value} and their presents, in order.
   std::vector<int64_t> kvHeads, headDim;   // Per past input.
   DType pastType = DType::Float32;
+  int64_t vocabulary = 0;                  // The logits' last dim; 0 where the graph does not fix it.
 };
 
 /// Fails, naming `path` and the input, on a graph that is not such a decoder.

@@ -63,9 +63,11 @@ void generate(const GenerateArgs &args) {
     prompt = std::move(*read);
   } else {
     if (args.promptLength < 1 || args.batch < 1) return reportError("give --prompt IDS.npy or --prompt-len N (>= 1)");
+    // Ids the embedding holds: below the vocabulary (where the logits state it) and below 1000.
+    const uint64_t ids = static_cast<uint64_t>(io->vocabulary > 0 ? std::min<int64_t>(io->vocabulary, 1000) : 1000);
     std::mt19937_64 rng(args.seed);
     prompt = Tensor(DType::Int64, {args.batch, args.promptLength});
-    for (int64_t &id : prompt.span<int64_t>()) id = static_cast<int64_t>(rng() % 1000);
+    for (int64_t &id : prompt.span<int64_t>()) id = static_cast<int64_t>(rng() % ids);
   }
   GenerationOptions generation;
   generation.maxNewTokens = args.maxNewTokens;

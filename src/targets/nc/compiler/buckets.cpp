@@ -139,7 +139,7 @@ Expected<std::unique_ptr<BucketSet>> BucketSet::compile(Model model, const NcCom
   // The weight blocks every bucket lays out alike are made once.
   ConstantCache constants;
   NcCompileOptions shared = options;
-  shared.lowering.constantCache = &constants;
+  if (!shared.lowering.constantCache) shared.lowering.constantCache = &constants;
   NcCompileOptions pinned = shared;
   auto compileBucket = [&](size_t b) {
     Model copy = cloneModel(set->symbolic_);

@@ -214,24 +214,53 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
   return Status::success();
 }
 
-/// Whether a matmul's output features split over `cores` in equal parts a core can own (the finest operand alignment is
-/// 32 partitions, section 4.2).
-bool splits(const MachineProfile &profile, int cores, int64_t K, int64_t N) {
+/// Whether a matmul's output features split over `cores` in equal parts of every 128-feature tile, part c on core c
+/// (the finest operand alignment is 32 partitions, section 4.2, so at most 4 cores).
+bool splitsTileParts(const MachineProfile &profile, int cores, int64_t K, int64_t N) {
   const int64_t P = profile.partitions;
   return cores > 1 && N % P == 0 && K % P == 0 && P % cores == 0 && P / cores >= kMinShardPartitions;
 }
 
-/// The DMA time of `bytes` at the rate of all the core's DMA engines, and the time of a collective over `bytes` per
-/// core: sharding pays when the weight bytes it saves take longer to load than the collective it adds (both from the
-/// profile, as the simulator charges them).
+/// Whether they split in whole 128-feature tiles, every cores-th tile on a core, each core at least one: the split a
+/// row-parallel reader takes, and any number of cores.
+bool splitsWholeTiles(const MachineProfile &profile, int cores, int64_t K, int64_t N) {
+  const int64_t P = profile.partitions;
+  return cores > 1 && N % P == 0 && K % P == 0 && N / P >= cores;
+}
+
+/// The DMA time of `bytes` at the rate of all the core's DMA engines: sharding pays when the weight bytes it saves take
+/// longer to load than the collective it adds (both from the profile, as the simulator charges them).
 double dmaNs(const MachineProfile &profile, double bytes) {
   return bytes / (profile.dma.bytesPerNsPerEngine * static_cast<double>(profile.dma.enginesPerCore));
 }
 
-bool shardable(const MachineProfile &profile, int cores, int64_t K, int64_t N, int64_t rows, DType dtype) {
-  if (!splits(profile, cores, K, N)) return false;
-  const double saved = dmaNs(profile, static_cast<double>(K * N * dtypeSizeBytes(dtype)) * (cores - 1) / cores);
-  return saved > costCollectiveNs(profile, rows * N * 4, cores);
+/// How a matmul's output features split over the chip's cores.
+enum class OutputSplit {
+  None,
+  TileParts,        // Part c of every tile on core c, then an all_gather (up to 4 cores).
+  WholeTilesKept,   // Tile t on core t % cores, left split for row-parallel readers (their all_reduce joins it).
+  WholeTilesSummed  // Tile t on core t % cores, zeros elsewhere, then an all_reduce (any number of cores).
+};
+
+/// The split of an output every core needs whole, if one pays: when the weight DMA it saves a core takes longer than the
+/// collective it adds. Tile parts where the cores are few enough (each core's stationary is narrower, which shortens a
+/// few-row matmul's LoadStationary-bound PE work too; measured 23% faster than whole tiles on a 32-token Llama prefill
+/// on 2 cores), whole tiles beyond.
+OutputSplit gatheredSplit(const MachineProfile &profile, int cores, int64_t K, int64_t N, int64_t rows, DType dtype) {
+  const double weightBytes = static_cast<double>(K * N * dtypeSizeBytes(dtype));
+  const int64_t outputBytes = rows * N * 4;
+  if (splitsTileParts(profile, cores, K, N))
+    return dmaNs(profile, weightBytes * (cores - 1) / cores) >
+                   costCollectiveNs(profile, Collective::AllGather, outputBytes, cores)
+               ? OutputSplit::TileParts
+               : OutputSplit::None;
+  if (splitsWholeTiles(profile, cores, K, N)) {
+    const int64_t P = profile.partitions;
+    const double share = static_cast<double>(kernels::ceilDiv(N / P, cores) * P) / static_cast<double>(N);
+    if (dmaNs(profile, weightBytes * (1 - share)) > costCollectiveNs(profile, Collective::AllReduce, outputBytes, cores))
+      return OutputSplit::WholeTilesSummed;
+  }
+  return OutputSplit::None;
 }
 
 /// Whether `y` may stay split over the cores: every reader is a matmul on the device that takes it as its left operand
@@ -252,7 +281,7 @@ std::optional<std::pair<int64_t, int64_t>> readersTakeSharded(const LoweringCont
     const Value *w = reader->input(1);
     if (w->initializer().rank() != 2) return std::nullopt;
     const int64_t k = w->initializer().size(0), n = w->initializer().size(1);
-    if (!splits(ctx.profile(), ctx.options().cores, k, n)) return std::nullopt;
+    if (k % ctx.profile().partitions != 0) return std::nullopt;  // Its rows split in the producer's whole tiles.
     weights += k * n;
     widest = std::max(widest, n);
   }
@@ -283,28 +312,35 @@ Status lowerMatmul(LoweringContext &ctx, const Node &node) {
   if (a.shape.back() != K)
     return ctx.unsupported(node, fmt::format("K differs: A has {}, W has {}", a.shape.back(), K));
   const int64_t rows = a.freeSize;
-  // Column-parallel sharding over the chip's cores: each core computes an equal, aligned part of every 128-feature
-  // output tile from its own slice of W (so each core loads 1/cores of the weights) and one all_gather completes the
-  // output on every core, unless the readers take it split.
+  // Column-parallel sharding over the chip's cores: each core computes a part of the output features from its own
+  // slice of W (so each core loads 1/cores of the weights), and one collective completes the output on every core,
+  // unless the readers take it split.
   const int cores = ctx.options().cores;
-  const int64_t part = P / std::max(cores, 1);
+  const int core = ctx.options().core;
   if (a.shardedCores > 1) return emitRowParallel(ctx, node, m, a, weights, wAt, K, N);
-  // A column-parallel matmul whose readers take its output split pays for one all_reduce (theirs) instead of an
-  // all_gather; it is worth splitting when the two matmuls' saved weight DMA beats it.
-  bool keepSharded = false;
-  if (splits(ctx.profile(), cores, K, N)) {
+  // A column-parallel matmul whose readers take its output split pays for one all_reduce (theirs) instead of a
+  // collective of its own; it is worth splitting when the two matmuls' saved weight DMA beats it.
+  OutputSplit split = OutputSplit::None;
+  if (splitsWholeTiles(ctx.profile(), cores, K, N)) {
     if (auto readers = readersTakeSharded(ctx, y)) {
       const double saved = dmaNs(
           ctx.profile(), static_cast<double>((K * N + readers->first) * dtypeSizeBytes(dtype)) * (cores - 1) / cores);
-      keepSharded = saved > costCollectiveNs(ctx.profile(), rows * readers->second * 4, cores);
+      if (saved > costCollectiveNs(ctx.profile(), Collective::AllReduce, rows * readers->second * 4, cores))
+        split = OutputSplit::WholeTilesKept;
     }
   }
-  const bool shard = keepSharded || shardable(ctx.profile(), cores, K, N, rows, dtype);
-  const int64_t partStart = shard && !keepSharded ? ctx.options().core * part : 0;
+  if (split == OutputSplit::None) split = gatheredSplit(ctx.profile(), cores, K, N, rows, dtype);
+  const bool wholeTiles = split == OutputSplit::WholeTilesKept || split == OutputSplit::WholeTilesSummed;
+  const int64_t part = P / std::max(cores, 1);
+  const int64_t partStart = split == OutputSplit::TileParts ? core * part : 0;
   TileView storage;
   const std::vector<int64_t> yShape = staticShape(y);
-  DeviceTensor out = shard ? allocateStandardInOneTile(b, y->name(), yShape, ctx.activationDtype(), -1, &storage)
-                           : ctx.allocate(y, -1);
+  // One row (a decode step) goes in one tile too: its store then takes a transpose per 128 blocks
+  // instead of a 4-byte run per feature (storeToHbm).
+  DeviceTensor out = split == OutputSplit::TileParts || split == OutputSplit::WholeTilesSummed ||
+                             (split == OutputSplit::None && rows == 1)
+                         ? allocateStandardInOneTile(b, y->name(), yShape, ctx.activationDtype(), -1, &storage)
+                         : ctx.allocate(y, -1);
   std::optional<DeviceTensor> residual;
   if (m.residual) {
     TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(m.residual, -1));
@@ -317,18 +353,18 @@ Status lowerMatmul(LoweringContext &ctx, const Node &node) {
     bias = ctx.channelVector(values);
   }
 
-  // This core's output features as local columns of the family's M: all of them; when split for readers that take it
-  // split, whole 128-feature tiles, every cores-th one (the readers split their K the same way); when split for an
-  // all_gather, its part of every 128-feature tile.
+  // This core's output features as local columns of the family's M: all of them; when split in whole tiles, every
+  // cores-th 128-feature tile (a row-parallel reader splits its K the same way); when split in tile parts, its part of
+  // every tile.
   std::vector<int64_t> ownedTiles;
   for (int64_t t = 0; t < kernels::ceilDiv(N, P); ++t)
-    if (!keepSharded || t % cores == ctx.options().core) ownedTiles.push_back(t);
+    if (!wholeTiles || t % cores == core) ownedTiles.push_back(t);
   std::function<int64_t(int64_t)> featureOf = [](int64_t c) { return c; };
   int64_t columns = N, mTileColumns = 0;
-  if (keepSharded) {
+  if (wholeTiles) {
     columns = static_cast<int64_t>(ownedTiles.size()) * P;
     featureOf = [&](int64_t c) { return ownedTiles[static_cast<size_t>(c / P)] * P + c % P; };
-  } else if (shard) {
+  } else if (split == OutputSplit::TileParts) {
     columns = N / P * part;
     mTileColumns = part;
     featureOf = [&](int64_t c) { return c / part * P + partStart + c % part; };
@@ -338,14 +374,20 @@ Status lowerMatmul(LoweringContext &ctx, const Node &node) {
   kernels::MatmulProblem problem = loweringProblem(columns, rows, K, dtype, out.dtype, mTileColumns);
   // A split output's m-block takes this core's tiles among the features an unsplit m-block covers,
   // so the cores walk the weights in step (wider blocks measured up to 2.6% slower on GPT-2).
-  if (keepSharded) problem.maxGroupTiles = std::max<int64_t>(1, ctx.profile().psum.banks / 2 / cores);
+  if (wholeTiles) problem.maxGroupTiles = std::max<int64_t>(1, ctx.profile().psum.banks / 2 / cores);
   if (columns > 0)
     lowerOnFamily(ctx, node, problem, featureOf, kTileStarts, weights, wAt, a, out, bias, residual,
                   node.opType() == "FusedMatMul" ? epilogueOf(node) : Epilogue{});
-  if (keepSharded) {
-    out.shardedCores = cores;
-  } else if (shard) {
-    b.allGather(storage, cores);
+  switch (split) {
+    case OutputSplit::None: break;
+    case OutputSplit::TileParts: b.allGather(storage, cores); break;
+    case OutputSplit::WholeTilesKept: out.shardedCores = cores; break;
+    case OutputSplit::WholeTilesSummed:
+      // The other cores' tiles are zeros here, so the sum over the cores is the whole output on each.
+      for (int64_t t = 0; t < kernels::ceilDiv(N, P); ++t)
+        if (t % cores != core) b.memset(out.blocks[static_cast<size_t>(t)], 0.0f);
+      b.allReduce(storage, AluOp::Add, cores);
+      break;
   }
   ctx.define(y, out);
   return Status::success();

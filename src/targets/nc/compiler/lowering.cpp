@@ -6,6 +6,7 @@
 #include "targets/nc/compiler/lowering.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 #include <set>
 
@@ -480,10 +481,41 @@ DeviceTensor LoweringContext::loadStandard(const std::string &name, const HbmVie
 /// per partition, a whole-row store of every model but an LM head's vocabulary.
 constexpr int64_t kStoreRowColumns = 4096;
 
+/// The blocks of `t` as one [P, blocks] view when each holds one element per partition and they lie
+/// side by side in one tile (allocateStandardInOneTile), all full.
+std::optional<TileView> singleColumnBlocks(const DeviceTensor &t, int64_t P) {
+  if (t.freeSize != 1 || t.blocks.size() < 2) return std::nullopt;
+  const TileView &first = t.blocks.front();
+  for (size_t k = 0; k < t.blocks.size(); ++k) {
+    const TileView &block = t.blocks[k];
+    if (block.tile() != first.tile() || block.partitionStart() != 0 || block.partitions() != P ||
+        block.offsetElements() != first.offsetElements() + static_cast<int64_t>(k))
+      return std::nullopt;
+  }
+  return first.pattern(0, {FreeDim{1, static_cast<uint32_t>(t.blocks.size())}});
+}
+
 Status storeToHbm(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst) {
   KernelBuilder &b = ctx.builder();
   const int64_t axis = t.partitionAxis();
   const int64_t P = ctx.profile().partitions;
+  if (axis == t.rank() - 1 && t.isStandard(axis)) {
+    if (std::optional<TileView> columns = singleColumnBlocks(t, P)) {
+      // One row of features on partitions (a decode step's logits): block k's feature p is element
+      // 128 k + p, so a direct store writes 4-byte runs. PE transposes up to 128 blocks at a time to
+      // a block per partition, then each partition stores 128 contiguous features.
+      const int64_t blocks = static_cast<int64_t>(t.blocks.size());
+      for (const kernels::Span &g : kernels::splitRange(blocks, P)) {
+        TileView psum = b.psum("out_t", t.dtype, g.count, {P});
+        b.transpose(psum, columns->cols(g.start, g.count));
+        TileView rowTile = b.sbuf("out_rows", t.dtype, g.count, {P});
+        b.copy(rowTile, psum);
+        b.store(dst.pattern(g.start * P, {FreeDim{P, static_cast<uint32_t>(g.count)}, FreeDim{1, static_cast<uint32_t>(P)}}),
+                rowTile);
+      }
+      return Status::success();
+    }
+  }
   if (axis == t.rank() - 1 && t.isStandard(axis) && t.freeSize > 1) {
     // Features on partitions: PE transposes back to rows on partitions, then contiguous stores, in
     // column chunks of whole partition blocks so the row tile stays small (an LM head's 128256
@@ -532,13 +564,13 @@ HbmView LoweringContext::constantHbm(const std::string &name, DType dtype, const
 tile::HbmView LoweringContext::constantHbm(const std::string &name, DType dtype, const std::vector<int64_t> &shape,
                                            const std::string &recipe,
                                            const std::function<std::vector<float>()> &values) {
+  // Encoded at once: a model's weights are held in the narrow type, never as a float copy.
   ConstantCache *cache = options_.constantCache;
-  if (!cache) return constantHbm(name, dtype, shape, values());
-  const std::string key = fmt::format("{}|{}|{}", recipe, dtypeName(dtype), fmt::join(shape, "x"));
-  std::shared_ptr<const std::vector<uint8_t>> bytes = cache->find(key);
+  const std::string key = cache ? fmt::format("{}|{}|{}", recipe, dtypeName(dtype), fmt::join(shape, "x")) : "";
+  std::shared_ptr<const std::vector<uint8_t>> bytes = cache ? cache->find(key) : nullptr;
   if (!bytes) {
     bytes = std::make_shared<const std::vector<uint8_t>>(kernels::encodeValues(dtype, values()));
-    cache->add(key, bytes);
+    if (cache) cache->add(key, bytes);
   }
   HbmView view = builder_.constant(name, dtype, hbmShape(shape));
   constants_.push_back(ConstantData{view.tensor(), dtype, {}, std::move(bytes)});
@@ -548,12 +580,13 @@ tile::HbmView LoweringContext::constantHbm(const std::string &name, DType dtype,
 std::shared_ptr<const std::vector<uint8_t>> ConstantCache::find(const std::string &key) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = bytes_.find(key);
-  return it == bytes_.end() ? nullptr : it->second;
+  return it == bytes_.end() ? nullptr : it->second.lock();
 }
 
-void ConstantCache::add(const std::string &key, std::shared_ptr<const std::vector<uint8_t>> bytes) {
+void ConstantCache::add(const std::string &key, const std::shared_ptr<const std::vector<uint8_t>> &bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  bytes_.emplace(key, std::move(bytes));
+  if (std::has_single_bit(bytes_.size())) std::erase_if(bytes_, [](const auto &entry) { return entry.second.expired(); });
+  bytes_.insert_or_assign(key, bytes);
 }
 
 std::vector<TileView> LoweringContext::channelVector(const std::vector<float> &values) {

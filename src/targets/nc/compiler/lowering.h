@@ -35,16 +35,19 @@ namespace tessel::nc::compiler {
 enum class AutoCast { None, Matmul, All };
 
 /// Device constants, encoded, by a key that says everything their bytes depend on: shared by the
-/// compiles of one model's buckets (buckets.h), so the weight blocks every bucket lays out alike are
-/// made and encoded once. Safe to use from several compiles at once.
+/// compiles of one model's buckets (buckets.h) and by the shapes one nc target compiles (a decoder's
+/// prefill and decode), so the weight blocks they lay out alike are made, encoded and held once.
+/// It holds no bytes itself: an entry lives while a program's constant image holds it, and so while
+/// that program's executable holds the weights the key names by address. Safe to use from several
+/// compiles at once.
 class ConstantCache {
  public:
   std::shared_ptr<const std::vector<uint8_t>> find(const std::string &key) const;
-  void add(const std::string &key, std::shared_ptr<const std::vector<uint8_t>> bytes);
+  void add(const std::string &key, const std::shared_ptr<const std::vector<uint8_t>> &bytes);
 
  private:
   mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<const std::vector<uint8_t>>> bytes_;
+  std::map<std::string, std::weak_ptr<const std::vector<uint8_t>>> bytes_;
 };
 
 struct LoweringOptions {
@@ -54,7 +57,7 @@ struct LoweringOptions {
   int core = 0;                  // The core this lowering is for.
   // Where the program's constants go in HBM, from the same program of another bucket (buckets.h).
   const tile::ConstantLayout *pinnedConstants = nullptr;
-  ConstantCache *constantCache = nullptr;  // Shared with the compiles of the other buckets.
+  ConstantCache *constantCache = nullptr;  // Shared with the compiles of other buckets and shapes.
 };
 
 /// One layout decision of a device program, under the node that made it.

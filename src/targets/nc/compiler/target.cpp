@@ -205,6 +205,7 @@ class NcTarget final : public Target {
     nc.lowering = lowering;
     nc.optLevel = options.optLevel;
     nc.timePasses = options.timePasses;
+    nc.lowering.constantCache = constants_.get();
     std::unique_ptr<BucketSet> set;
     if (options.buckets.empty()) {
       TESSEL_ASSIGN_OR_RETURN(auto exe, compileNc(std::move(model), nc));
@@ -219,6 +220,11 @@ class NcTarget final : public Target {
     TESSEL_ASSIGN_OR_RETURN(auto set, BucketSet::load(path));
     return std::unique_ptr<CompiledModel>(new NcModel(std::move(set)));
   }
+
+ private:
+  // Shared by every compile of this target: a session's shapes (a decoder's prefill and decode) hold
+  // one copy of the weights' encoded blocks.
+  std::unique_ptr<ConstantCache> constants_ = std::make_unique<ConstantCache>();
 };
 
 }  // namespace

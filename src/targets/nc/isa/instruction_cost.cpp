@@ -240,7 +240,8 @@ Expected<InstructionCost> costInstructionOn(const Instruction &insn, Engine engi
     case Opcode::AllReduce: {  // The ring model of the profile's collective section; SP only triggers it.
       if (engine != Engine::SP || insn.cores == 0) return noRule(insn, engine, index);
       int64_t bytes = dst->partitionCount * freeElements(*dst) * dtypeSizeBytes(dst->dtype);
-      cost.busyNs = costCollectiveNs(profile, bytes, insn.cores);
+      cost.busyNs = costCollectiveNs(
+          profile, insn.opcode == Opcode::AllReduce ? Collective::AllReduce : Collective::AllGather, bytes, insn.cores);
       return cost;
     }
     case Opcode::DmaCopy: break;

@@ -174,8 +174,9 @@ double dmaBytesPerNsPerCore(const MachineProfile &profile) {
   return static_cast<double>(profile.dma.enginesPerCore) * profile.dma.bytesPerNsPerEngine;
 }
 
-double costCollectiveNs(const MachineProfile &profile, int64_t bytesPerCore, int64_t cores) {
+double costCollectiveNs(const MachineProfile &profile, Collective kind, int64_t bytesPerCore, int64_t cores) {
   double moved = static_cast<double>(bytesPerCore) * static_cast<double>(cores - 1) / static_cast<double>(cores);
+  if (kind == Collective::AllReduce) moved *= 2;
   return profile.collective.latencyNs + moved / profile.collective.bytesPerNs;
 }
 

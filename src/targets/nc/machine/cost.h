@@ -116,8 +116,11 @@ double costDmaCopyNs(const MachineProfile &profile, const DmaCopyShape &shape);
 /// Sustained DMA bandwidth of one core with all its engines busy, bytes/ns (= GB/s).
 double dmaBytesPerNsPerCore(const MachineProfile &profile);
 
-/// One collective (all_gather, all_reduce) over `cores` cores of `bytesPerCore` bytes each, in ns:
-/// the ring model latencyNs + bytes * (cores - 1) / cores / bytesPerNs of the profile's `collective`.
-double costCollectiveNs(const MachineProfile &profile, int64_t bytesPerCore, int64_t cores);
+enum class Collective { AllGather, AllReduce };
+
+/// One collective over `cores` cores of a `bytesPerCore`-byte buffer, in ns, in the ring model of the
+/// profile's `collective`: latencyNs + moved / bytesPerNs, where an all_gather moves
+/// bytes * (cores - 1) / cores and an all_reduce twice that (a reduce-scatter, then an all_gather).
+double costCollectiveNs(const MachineProfile &profile, Collective kind, int64_t bytesPerCore, int64_t cores);
 
 }  // namespace tessel::nc

@@ -7,9 +7,11 @@
 
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "ir/clone.h"
 #include "ir/parser.h"
 #include "ir/specialize.h"
 #include "targets/nc/compiler/target.h"
@@ -172,6 +174,42 @@ TEST(Buckets, ShareOneCopyOfTheWeights) {
   ASSERT_TRUE((*one)->save(single).ok());
   const auto weights = static_cast<std::uintmax_t>(3 * kWidth * kWidth * 4);
   EXPECT_LT(std::filesystem::file_size(bucketed), std::filesystem::file_size(single) + weights);
+}
+
+// A target compiling one shape at a time (a decoder's prefill, then its decode) shares the encoded
+// weight blocks through its constant cache, which holds no bytes of its own.
+TEST(Buckets, ShapesCompiledOneAtATimeShareTheWeightBytes) {
+  ConstantCache cache;
+  NcCompileOptions options;
+  options.lowering.constantCache = &cache;
+  const Model model = parsed();
+  auto compileAt = [&](int64_t length) {
+    Model copy = cloneModel(model);  // Shares the weights' storage, as a session's compiles do.
+    EXPECT_TRUE(specializeInputs(copy, {{"x", {1, length, kWidth}}, {"mask", {1, length}}}, 0).ok());
+    auto exe = compileNc(std::move(copy), options);
+    EXPECT_TRUE(exe.ok()) << exe.diag().str();
+    return std::move(*exe);
+  };
+  auto weightBlocks = [](const NcExecutable &exe) {
+    std::set<const std::vector<uint8_t> *> blocks;
+    for (const DeviceProgram &program : exe.programs())
+      for (const auto &[offset, bytes] : program.constantImage)
+        if (bytes->size() >= kWidth * kWidth * 2) blocks.insert(bytes.get());
+    return blocks;
+  };
+  auto shorter = compileAt(16), longer = compileAt(64);
+  const auto blocks = weightBlocks(*shorter);
+  EXPECT_GE(blocks.size(), 3u);  // wq, wk and wv.
+  EXPECT_EQ(weightBlocks(*longer), blocks);
+
+  // Once no program holds them, the bytes are freed, not kept by the cache.
+  std::weak_ptr<const std::vector<uint8_t>> held;
+  for (const auto &[offset, bytes] : shorter->programs()[0].constantImage)
+    if (blocks.count(bytes.get())) held = bytes;
+  shorter.reset();
+  EXPECT_FALSE(held.expired());
+  longer.reset();
+  EXPECT_TRUE(held.expired());
 }
 
 TEST(Buckets, ArtifactRoundTripsBitForBit) {

@@ -58,7 +58,11 @@ Expected<ModelCheck> checkModelOnNc(const std::string &irText, const NcCompileOp
   for (const DeviceProgram &program : exe->programs()) check.spilledActivations += program.spilledActivations;
   if (!exe->programs().empty())
     for (const Instruction &insn : exe->programs()[0].program)
+    {
       if (insn.opcode == Opcode::AllGather || insn.opcode == Opcode::AllReduce) ++check.collectives;
+      if (insn.opcode == Opcode::DmaCopy && insn.operands[0] && insn.operands[0]->space == MemSpace::HBM)
+        ++check.hbmStores;
+    }
   return check;
 }
 

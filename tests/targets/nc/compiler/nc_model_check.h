@@ -19,6 +19,7 @@ struct ModelCheck {
   int deviceNodes = 0, hostNodes = 0;
   int spilledActivations = 0;
   int collectives = 0;        // all_gather and all_reduce instructions of core 0.
+  int hbmStores = 0;          // dma_copy instructions of core 0 that write HBM.
 };
 
 /// Compiles `irText` with `options`, runs it on nc and on ref with the same seeded inputs (floats

@@ -141,9 +141,10 @@ func @main(%x: f32[2048,512]) -> (%y: f32[2048,512]) {
   EXPECT_GT(check->spilledActivations, 0);
 }
 
-TEST(TransformerLowering, ShardsMatmulsOverTwoCores) {
+TEST(TransformerLowering, ShardsMatmulsOverTheCores) {
   // An MLP pair (column-parallel, then row-parallel with one all_reduce) and a matmul whose output a
-  // non-matmul reads (column-parallel with an all_gather); the result matches on 2 and 4 cores.
+  // non-matmul reads (column-parallel, completed by an all_gather of every tile's parts on 2 and 4
+  // cores, by an all_reduce of whole tiles on 8); the result matches on 2, 4 and 8 cores.
   const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
 func @main(%x: f32[1,16,1024]) -> (%y: f32[1,16,1024]) {{
   const %w1 = {}
@@ -162,14 +163,38 @@ func @main(%x: f32[1,16,1024]) -> (%y: f32[1,16,1024]) {{
 }})",
                                      denseText({1024, 2048}, 11, 0.05f), denseText({2048}, 12), denseText({2048, 1024}, 13, 0.05f),
                                      denseText({1024, 1024}, 14, 0.05f));
-  for (int cores : {2, 4}) {
+  for (int cores : {2, 4, 8}) {
     NcCompileOptions options;
     options.target = "nc-v3";
     options.lowering.cores = cores;
     auto check = checkModelOnNc(ir, options);
     ASSERT_TRUE(check.ok()) << check.diag().str();
     EXPECT_LE(check->maxErrorRatio, 1.0) << cores << " cores: " << check->worst;
-    EXPECT_EQ(check->collectives, 2) << cores << " cores";  // The pair's all_reduce, the last matmul's all_gather.
+    EXPECT_EQ(check->collectives, 2) << cores << " cores";  // The pair's all_reduce, the last matmul's collective.
+  }
+}
+
+TEST(TransformerLowering, OneRowOfManyFeaturesStoresByTransposes) {
+  // A decode step's LM head: one row, 40 blocks of features on partitions. The store transposes the
+  // blocks to one per partition, rather than writing a 4-byte run per feature; on 8 cores each
+  // core computes whole tiles and an all_reduce completes the row.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17) ir_version=8 {{
+func @main(%x: f32[1,1,512]) -> (%logits: f32[1,1,5120]) {{
+  const %w = {}
+  %logits = MatMul(%x, %w)
+  return %logits
+}}
+}})",
+                                     denseText({512, 5120}, 21, 0.05f));
+  for (int cores : {1, 8}) {
+    NcCompileOptions options;
+    options.target = "nc-v3";
+    options.lowering.cores = cores;
+    auto check = checkModelOnNc(ir, options);
+    ASSERT_TRUE(check.ok()) << check.diag().str();
+    EXPECT_LE(check->maxErrorRatio, 1.0) << cores << " cores: " << check->worst;
+    EXPECT_EQ(check->collectives, cores > 1 ? 1 : 0) << cores << " cores";
+    EXPECT_EQ(check->hbmStores, 1) << cores << " cores";  // 40 blocks: one transpose to 40 partitions.
   }
 }
 

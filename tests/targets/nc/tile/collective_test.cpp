@@ -75,7 +75,7 @@ TEST(TileCollective, AllGatherKernelRunsOnTwoCores) {
   for (size_t i = 0; i < compiled[0].program.size(); ++i)
     if (compiled[0].program[i].opcode == Opcode::AllGather) {
       EXPECT_NEAR(compiled[0].timing[i].endNs - compiled[0].timing[i].startNs,
-                  costCollectiveNs(profile, 128 * 256 * 2, 2), 1e-6);
+                  costCollectiveNs(profile, Collective::AllGather, 128 * 256 * 2, 2), 1e-6);
     }
 }
 
