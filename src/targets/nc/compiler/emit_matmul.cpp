@@ -221,11 +221,12 @@ bool splitsTileParts(const MachineProfile &profile, int cores, int64_t K, int64_
   return cores > 1 && N % P == 0 && K % P == 0 && P % cores == 0 && P / cores >= kMinShardPartitions;
 }
 
-/// Whether they split in whole 128-feature tiles, every cores-th tile on a core, each core at least one: the split a
-/// row-parallel reader takes, and any number of cores.
+/// Whether they split in whole 128-feature tiles, every cores-th tile on a core: the split a row-parallel reader takes,
+/// for any number of cores (with fewer tiles than cores, the cores past the last tile hold none: a grouped-query
+/// attention's 4 KV-head tiles on 8 cores).
 bool splitsWholeTiles(const MachineProfile &profile, int cores, int64_t K, int64_t N) {
   const int64_t P = profile.partitions;
-  return cores > 1 && N % P == 0 && K % P == 0 && N / P >= cores;
+  return cores > 1 && N % P == 0 && K % P == 0 && N / P >= 2;
 }
 
 /// The DMA time of `bytes` at the rate of all the core's DMA engines: sharding pays when the weight bytes it saves take

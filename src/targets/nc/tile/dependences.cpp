@@ -137,6 +137,7 @@ std::string_view dependenceKindName(DependenceKind kind) {
     case DependenceKind::RAW: return "RAW";
     case DependenceKind::WAR: return "WAR";
     case DependenceKind::WAW: return "WAW";
+    case DependenceKind::Order: return "order";
   }
   return "?";
 }
@@ -168,6 +169,7 @@ DependenceGraph computeDependences(const Kernel &kernel, const std::vector<Instr
   graph.preds.resize(numOps);
   std::vector<int32_t> stamp(numOps, -1);
   std::vector<Access> accesses;
+  int32_t lastCollective = -1;
   for (size_t i = 0; i < numOps; ++i) {
     const TileOp &op = kernel.ops[i];
     const int32_t self = static_cast<int32_t>(i);
@@ -177,6 +179,10 @@ DependenceGraph computeDependences(const Kernel &kernel, const std::vector<Instr
       stamp[producer] = self;
       preds.push_back(Dependence{producer, kind});
     };
+    if (isCollective(op.opcode)) {
+      if (lastCollective >= 0) addDep(lastCollective, DependenceKind::Order);
+      lastCollective = self;
+    }
     accesses.clear();
     const std::vector<OperandSlot> &slots = operandSlots(op.opcode);
     for (size_t s = 0; s < op.operands.size(); ++s) {

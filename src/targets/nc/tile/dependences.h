@@ -16,9 +16,11 @@
 
 namespace tessel::nc::tile {
 
-enum class DependenceKind : uint8_t { RAW, WAR, WAW };
+/// RAW, WAR, WAW: through memory. Order: collectives keep their recorded order, since every core's
+/// k-th collective must be the same one and the cores' programs may schedule differently.
+enum class DependenceKind : uint8_t { RAW, WAR, WAW, Order };
 
-/// "RAW", "WAR" or "WAW".
+/// "RAW", "WAR", "WAW" or "order".
 std::string_view dependenceKindName(DependenceKind kind);
 
 /// One edge: the consumer (the op whose list holds it) runs after `producer`.

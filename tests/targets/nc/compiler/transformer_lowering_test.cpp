@@ -198,6 +198,27 @@ func @main(%x: f32[1,1,512]) -> (%logits: f32[1,1,5120]) {{
   }
 }
 
+TEST(TransformerLowering, FewerFeatureTilesThanCoresLeaveCoresIdle) {
+  // A grouped-query attention's K projection: 3 tiles of features on 8 cores. Cores 0-2 compute a
+  // tile each, the others contribute zeros to the all_reduce that completes it.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17) ir_version=8 {{
+func @main(%x: f32[1,1,4096]) -> (%k: f32[1,1,384]) {{
+  const %w = {}
+  %m = MatMul(%x, %w)
+  %k = Tanh(%m)
+  return %k
+}}
+}})",
+                                     denseText({4096, 384}, 22, 0.02f));
+  NcCompileOptions options;
+  options.target = "nc-v3";
+  options.lowering.cores = 8;
+  auto check = checkModelOnNc(ir, options);
+  ASSERT_TRUE(check.ok()) << check.diag().str();
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+  EXPECT_EQ(check->collectives, 1);
+}
+
 TEST(TransformerLowering, AutoCastNoneIsFp32) {
   const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
 func @main(%x: f32[8,200]) -> (%y: f32[8,130]) {{

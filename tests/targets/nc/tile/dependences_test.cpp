@@ -55,6 +55,29 @@ TEST(Dependences, RawWarWaw) {
             "#4 <- #3 RAW\n");
 }
 
+TEST(Dependences, CollectivesKeepTheirRecordedOrder) {
+  // Two collectives on unrelated tiles: every core's k-th collective must be the same one, so the
+  // second waits for the first whatever the scheduler would prefer.
+  MachineProfile profile = loadTestProfile("nc-v2");
+  Kernel kernel = buildKernel("collectives", profile, [](KernelBuilder &b) {
+    TileView t = b.sbuf("t", DType::F32, 128, {64});
+    TileView u = b.sbuf("u", DType::F32, 128, {64});
+    HbmView out = b.output("out", DType::F32, {128, 128});
+    b.memset(t, 1.0f);                    // #0
+    b.memset(u, 2.0f);                    // #1
+    b.allReduce(t, AluOp::Add, 2);        // #2
+    b.allGather(u, 2);                    // #3
+    b.store(out.pattern(0, {FreeDim{128, 128}, FreeDim{1, 64}}), t);   // #4
+    b.store(out.pattern(64, {FreeDim{128, 128}, FreeDim{1, 64}}), u);  // #5
+  });
+  EXPECT_EQ(dependencesOf(kernel, profile),
+            "#2 <- #0 RAW\n"
+            "#3 <- #1 RAW\n"
+            "#3 <- #2 order\n"
+            "#4 <- #2 RAW\n"
+            "#5 <- #3 RAW\n");
+}
+
 TEST(Dependences, DisjointSlicesAndBlocksAreIndependent) {
   MachineProfile profile = loadTestProfile("nc-v2");
   Kernel kernel = buildKernel("slices", profile, [](KernelBuilder &b) {
