@@ -9,6 +9,7 @@
 
 #include "frontend/onnx/importer.h"
 #include "passes/kv_cache_in_place.h"
+#include "passes/last_position_logits.h"
 #include "runtime/target_registry.h"
 
 namespace tessel {
@@ -67,6 +68,9 @@ Expected<std::unique_ptr<Session>> loadDecoder(const std::string &path, const st
     auto rewritten = writeKvCacheInPlace(model);
     if (!rewritten.ok()) return makeFileError(rewritten.diag().code, path, "{}", rewritten.diag().message);
   }
+  // Generation reads the last position's logits only: a prefill multiplies one row by the LM head.
+  auto lastOnly = keepLastPositionLogits(model);
+  if (!lastOnly.ok()) return makeFileError(lastOnly.diag().code, path, "{}", lastOnly.diag().message);
   return Session::create(std::move(model), target, options);
 }
 
@@ -339,10 +343,11 @@ Expected<GenerationResult> generate(Session &session, const DecoderIo &io, const
       const Tensor *logits = nullptr;
       for (const auto &[name, value] : *outputs)
         if (name == "logits" && value.isTensor()) logits = &value.tensor();
+      // Every position's logits, or the last one's (passes/last_position_logits.h).
       if (logits == nullptr || logits->dtype() != DType::Float32 || logits->rank() != 3 || logits->size(0) != batch ||
-          logits->size(1) != added)
+          (logits->size(1) != added && logits->size(1) != 1))
         return makeError(ErrorCode::ShapeMismatch,
-                         "generate step {}: 'logits' must be float32 [batch, sequence, vocabulary]", step);
+                         "generate step {}: 'logits' must be float32 [batch, sequence or 1, vocabulary]", step);
       next = nextTokens(*logits, options, rng);
       for (int64_t b = 0; b < batch; ++b) result.ids[static_cast<size_t>(b)].push_back(next[static_cast<size_t>(b)]);
     }

@@ -46,7 +46,8 @@ Expected<DecoderIo> findDecoderIo(const Graph &graph, const std::string &path);
 /// and the cache is padded (the model has an `attention_mask` input), the model's presents are
 /// written in place into its pasts first, so the cache stays on the device: each step writes only
 /// its new positions and no key or value crosses the host link. (Exact lengths need the cache on
-/// the host.)
+/// the host.) On every target the LM head then reads only the last position
+/// (passes/last_position_logits.h): each run returns [batch, 1, vocabulary] logits.
 Expected<std::unique_ptr<Session>> loadDecoder(const std::string &path, const std::string &target,
                                                const SessionOptions &options, bool cacheOnDevice);
 
