@@ -87,7 +87,8 @@ TEST_F(OptCommand, ReportsUnknownPassesAndFailingPasses) {
   EXPECT_EQ(unknown.output,
             "tessel: error: unknown pass 'make-it-fast'; the passes are: infer-shapes, promote-half, fuse-qdq, fold-shapes, fold-constants, "
             "eliminate-common-subexpressions, eliminate-dead-code, fold-batch-norm, fold-conv-affine, recognize-gelu, "
-            "recognize-layer-norm, recognize-softmax, recognize-attention, recognize-rotary-embedding, kv-cache-in-place, fuse-epilogues, fold-conv-input-affine, fuse-elementwise, "
+            "recognize-layer-norm, recognize-softmax, recognize-attention, recognize-rotary-embedding, kv-cache-in-place, "
+            "last-position-logits, fuse-epilogues, fold-conv-input-affine, fuse-elementwise, "
             "assign-layout\n");
   CommandResult failing = runTool("opt " + path + " --passes=infer-shapes");
   EXPECT_EQ(failing.exitCode, 1);

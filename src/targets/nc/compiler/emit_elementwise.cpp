@@ -149,11 +149,21 @@ class Evaluator {
       tile::HbmView hbm = ctx_.constantHbm(fmt::format("{}/c{}", node_.name(), i), DType::F32, shape, expanded);
       full[i] = ctx_.loadStandard(fmt::format("{}/c{}", node_.name(), i), hbm, shape, axis, DType::F32);
     }
-    DeviceTensor out = outputTensor(y, axis, full);
+    // An input split over the cores (a column-parallel matmul's output whose readers take it split, emit_matmul.cpp):
+    // each core computes its own blocks, reading those of the other inputs, and the output stays split.
+    int sharded = 1;
+    for (const std::optional<DeviceTensor> &t : full)
+      if (t) sharded = std::max(sharded, t->shardedCores);
+    for (const std::optional<DeviceTensor> &t : full)
+      if (sharded > 1 && t && t->shardedCores > 1 && (t->shardedCores != sharded || !t->isStandard(axis)))
+        return ctx_.unsupported(node_, "inputs split over the cores differently");
+    DeviceTensor out = sharded > 1 ? ctx_.allocate(y, axis) : outputTensor(y, axis, full);
+    out.shardedCores = sharded;
 
     const std::vector<const Node *> ops = opsOf(node_);
     const Graph *body = node_.opType() == "FusedElementwise" ? node_.attrGraph("body") : nullptr;
     for (size_t k = 0; k < out.blocks.size(); ++k) {
+      if (sharded > 1 && static_cast<int>(k) % sharded != ctx_.options().core) continue;
       const int64_t pc = out.blocks[k].partitions();
       for (const kernels::Span &cols : kernels::splitRange(out.freeSize, kColumnChunk)) {
         std::map<const Value *, Operand> env;

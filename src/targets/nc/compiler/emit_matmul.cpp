@@ -12,6 +12,7 @@
 // partition, and the whole segment's list scheduler starts these loads early, under earlier layers' work (the plan's
 // per-block stationary buffers).
 #include <functional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -264,27 +265,44 @@ OutputSplit gatheredSplit(const MachineProfile &profile, int cores, int64_t K, i
   return OutputSplit::None;
 }
 
+/// Elementwise ops a split tensor passes through: each core computes its own tiles (emit_elementwise.cpp).
+bool isElementwiseOnSplit(const Node &node) {
+  static const std::set<std::string> kOps = {"Add", "Sub", "Mul", "Relu", "Sigmoid", "Tanh", "Gelu", "FusedElementwise"};
+  return kOps.count(node.opType()) > 0;
+}
+
 /// Whether `y` may stay split over the cores: every reader is a matmul on the device that takes it as its left operand
 /// with a constant weight it will split by rows (the row-parallel half of a column-parallel / row-parallel pair, which
-/// needs one all_reduce instead of two gathers). Returns the readers' weight elements and their widest output, or
-/// nullopt.
-std::optional<std::pair<int64_t, int64_t>> readersTakeSharded(const LoweringContext &ctx, const Value *y) {
+/// needs one all_reduce instead of two gathers), or an elementwise op of same-shaped activations and one-value
+/// constants (an MLP's activation or SwiGLU between the pair) whose own readers take its output split. Returns the
+/// row-parallel readers' weight elements and their widest output, or nullopt.
+std::optional<std::pair<int64_t, int64_t>> readersTakeSharded(const LoweringContext &ctx, const Value *y, int depth = 0) {
   if (y->uses().empty()) return std::nullopt;
   int64_t weights = 0, widest = 0;
   for (const Value *out : y->graph()->outputs())
     if (out == y) return std::nullopt;
   for (const Use &use : y->uses()) {
     const Node *reader = use.user;
-    if (!reader || use.inputIndex != 0) return std::nullopt;
+    if (!reader || !deviceUnsupportedReason(*reader, ctx.options()).empty()) return std::nullopt;
     const std::string &op = reader->opType();
-    if (op != "MatMul" && op != "FusedMatMul") return std::nullopt;
-    if (!deviceUnsupportedReason(*reader, ctx.options()).empty()) return std::nullopt;
-    const Value *w = reader->input(1);
-    if (w->initializer().rank() != 2) return std::nullopt;
-    const int64_t k = w->initializer().size(0), n = w->initializer().size(1);
-    if (k % ctx.profile().partitions != 0) return std::nullopt;  // Its rows split in the producer's whole tiles.
-    weights += k * n;
-    widest = std::max(widest, n);
+    if ((op == "MatMul" || op == "FusedMatMul") && use.inputIndex == 0) {
+      const Value *w = reader->input(1);
+      if (!w->hasInitializer() || w->initializer().rank() != 2) return std::nullopt;
+      const int64_t k = w->initializer().size(0), n = w->initializer().size(1);
+      if (k % ctx.profile().partitions != 0) return std::nullopt;  // Its rows split in the producer's whole tiles.
+      weights += k * n;
+      widest = std::max(widest, n);
+      continue;
+    }
+    if (depth >= 4 || !isElementwiseOnSplit(*reader) || reader->outputs().size() != 1) return std::nullopt;
+    for (const Value *in : reader->inputs()) {
+      if (!in) return std::nullopt;
+      if (in->hasInitializer() ? in->initializer().numel() != 1 : staticShape(in) != staticShape(y)) return std::nullopt;
+    }
+    auto further = readersTakeSharded(ctx, reader->output(0), depth + 1);
+    if (!further) return std::nullopt;
+    weights += further->first;
+    widest = std::max(widest, further->second);
   }
   return std::make_pair(weights, widest);
 }

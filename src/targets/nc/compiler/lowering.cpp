@@ -496,6 +496,9 @@ std::optional<TileView> singleColumnBlocks(const DeviceTensor &t, int64_t P) {
 }
 
 Status storeToHbm(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst) {
+  // A split tensor's other blocks are on the other cores: only a split-aware reader may take it.
+  if (t.shardedCores > 1)
+    return makeError(ErrorCode::UnsupportedOp, "a tensor split over {} cores leaves the device stage", t.shardedCores);
   KernelBuilder &b = ctx.builder();
   const int64_t axis = t.partitionAxis();
   const int64_t P = ctx.profile().partitions;

@@ -174,6 +174,37 @@ func @main(%x: f32[1,16,1024]) -> (%y: f32[1,16,1024]) {{
   }
 }
 
+TEST(TransformerLowering, SwiGluMlpNeedsOneAllReduce) {
+  // A Llama MLP: gate and up column-parallel, SiLU(gate) * up on each core's own tiles, down
+  // row-parallel: one all_reduce per block on 2 and 8 cores.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17) ir_version=8 {{
+func @main(%x: f32[1,2,512]) -> (%y: f32[1,2,512]) {{
+  const %wg = {}
+  const %wu = {}
+  const %wd = {}
+  %gate = MatMul(%x, %wg)
+  %up = MatMul(%x, %wu)
+  %sig = Sigmoid(%gate)
+  %silu = Mul(%gate, %sig)
+  %h = Mul(%silu, %up)
+  %down = MatMul(%h, %wd)
+  %y = Tanh(%down)
+  return %y
+}}
+}})",
+                                     denseText({512, 2048}, 31, 0.05f), denseText({512, 2048}, 32, 0.05f),
+                                     denseText({2048, 512}, 33, 0.05f));
+  for (int cores : {2, 8}) {
+    NcCompileOptions options;
+    options.target = "nc-v3";
+    options.lowering.cores = cores;
+    auto check = checkModelOnNc(ir, options);
+    ASSERT_TRUE(check.ok()) << check.diag().str();
+    EXPECT_LE(check->maxErrorRatio, 1.0) << cores << " cores: " << check->worst;
+    EXPECT_EQ(check->collectives, 1) << cores << " cores";
+  }
+}
+
 TEST(TransformerLowering, OneRowOfManyFeaturesStoresByTransposes) {
   // A decode step's LM head: one row, 40 blocks of features on partitions. The store transposes the
   // blocks to one per partition, rather than writing a 4-byte run per feature; on 8 cores each
