@@ -1,7 +1,10 @@
 // Whole small models on the accelerator, checked against the reference: the transformer-block ops
 // (matmuls with bias, residual and activation, layer and RMS normalization, elementwise chains,
-// the views around attention) and the host fallback of what the accelerator cannot run.
+// the views around attention), sharding over the chip's cores, and the host fallback of what the
+// accelerator cannot run.
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -141,6 +144,25 @@ func @main(%x: f32[2048,512]) -> (%y: f32[2048,512]) {
   EXPECT_GT(check->spilledActivations, 0);
 }
 
+/// Checks `ir` on nc-v3 at each core count against the reference, and that core 0 runs
+/// `collectives(cores)` collectives; returns the checks made (for more expectations).
+std::vector<ModelCheck> expectMatchesOnCores(const std::string &ir, std::initializer_list<int> coreCounts,
+                                             const std::function<int(int)> &collectives) {
+  std::vector<ModelCheck> checks;
+  for (int cores : coreCounts) {
+    NcCompileOptions options;
+    options.target = "nc-v3";
+    options.lowering.cores = cores;
+    auto check = checkModelOnNc(ir, options);
+    EXPECT_TRUE(check.ok()) << cores << " cores: " << check.diag().str();
+    if (!check.ok()) continue;
+    EXPECT_LE(check->maxErrorRatio, 1.0) << cores << " cores: " << check->worst;
+    EXPECT_EQ(check->collectives, collectives(cores)) << cores << " cores";
+    checks.push_back(*check);
+  }
+  return checks;
+}
+
 TEST(TransformerLowering, ShardsMatmulsOverTheCores) {
   // An MLP pair (column-parallel, then row-parallel with one all_reduce) and a matmul whose output a
   // non-matmul reads (column-parallel, completed by an all_gather of every tile's parts on 2 and 4
@@ -163,15 +185,8 @@ func @main(%x: f32[1,16,1024]) -> (%y: f32[1,16,1024]) {{
 }})",
                                      denseText({1024, 2048}, 11, 0.05f), denseText({2048}, 12), denseText({2048, 1024}, 13, 0.05f),
                                      denseText({1024, 1024}, 14, 0.05f));
-  for (int cores : {2, 4, 8}) {
-    NcCompileOptions options;
-    options.target = "nc-v3";
-    options.lowering.cores = cores;
-    auto check = checkModelOnNc(ir, options);
-    ASSERT_TRUE(check.ok()) << check.diag().str();
-    EXPECT_LE(check->maxErrorRatio, 1.0) << cores << " cores: " << check->worst;
-    EXPECT_EQ(check->collectives, 2) << cores << " cores";  // The pair's all_reduce, the last matmul's collective.
-  }
+  // The pair's all_reduce, the last matmul's collective.
+  expectMatchesOnCores(ir, {2, 4, 8}, [](int) { return 2; });
 }
 
 TEST(TransformerLowering, SwiGluMlpNeedsOneAllReduce) {
@@ -194,15 +209,7 @@ func @main(%x: f32[1,2,512]) -> (%y: f32[1,2,512]) {{
 }})",
                                      denseText({512, 2048}, 31, 0.05f), denseText({512, 2048}, 32, 0.05f),
                                      denseText({2048, 512}, 33, 0.05f));
-  for (int cores : {2, 8}) {
-    NcCompileOptions options;
-    options.target = "nc-v3";
-    options.lowering.cores = cores;
-    auto check = checkModelOnNc(ir, options);
-    ASSERT_TRUE(check.ok()) << check.diag().str();
-    EXPECT_LE(check->maxErrorRatio, 1.0) << cores << " cores: " << check->worst;
-    EXPECT_EQ(check->collectives, 1) << cores << " cores";
-  }
+  expectMatchesOnCores(ir, {2, 8}, [](int) { return 1; });
 }
 
 TEST(TransformerLowering, OneRowOfManyFeaturesStoresByTransposes) {
@@ -217,16 +224,9 @@ func @main(%x: f32[1,1,512]) -> (%logits: f32[1,1,5120]) {{
 }}
 }})",
                                      denseText({512, 5120}, 21, 0.05f));
-  for (int cores : {1, 8}) {
-    NcCompileOptions options;
-    options.target = "nc-v3";
-    options.lowering.cores = cores;
-    auto check = checkModelOnNc(ir, options);
-    ASSERT_TRUE(check.ok()) << check.diag().str();
-    EXPECT_LE(check->maxErrorRatio, 1.0) << cores << " cores: " << check->worst;
-    EXPECT_EQ(check->collectives, cores > 1 ? 1 : 0) << cores << " cores";
-    EXPECT_EQ(check->hbmStores, 1) << cores << " cores";  // 40 blocks: one transpose to 40 partitions.
-  }
+  const std::vector<ModelCheck> checks = expectMatchesOnCores(ir, {1, 8}, [](int cores) { return cores > 1 ? 1 : 0; });
+  ASSERT_EQ(checks.size(), 2u);
+  for (const ModelCheck &check : checks) EXPECT_EQ(check.hbmStores, 1);  // 40 blocks: one transpose to 40 partitions.
 }
 
 TEST(TransformerLowering, FewerFeatureTilesThanCoresLeaveCoresIdle) {
@@ -241,13 +241,7 @@ func @main(%x: f32[1,1,4096]) -> (%k: f32[1,1,384]) {{
 }}
 }})",
                                      denseText({4096, 384}, 22, 0.02f));
-  NcCompileOptions options;
-  options.target = "nc-v3";
-  options.lowering.cores = 8;
-  auto check = checkModelOnNc(ir, options);
-  ASSERT_TRUE(check.ok()) << check.diag().str();
-  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
-  EXPECT_EQ(check->collectives, 1);
+  expectMatchesOnCores(ir, {8}, [](int) { return 1; });
 }
 
 TEST(TransformerLowering, AutoCastNoneIsFp32) {
