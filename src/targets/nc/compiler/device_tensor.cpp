@@ -98,6 +98,18 @@ DeviceTensor allocateStandardInOneTile(tile::KernelBuilder &builder, const std::
   return t;
 }
 
+std::optional<tile::TileView> sideBySide(const std::vector<tile::TileView> &columns, int64_t P) {
+  if (columns.size() < 2) return std::nullopt;
+  const tile::TileView &first = columns.front();
+  for (size_t k = 0; k < columns.size(); ++k) {
+    const tile::TileView &c = columns[k];
+    if (c.tile() != first.tile() || c.partitionStart() != 0 || c.partitions() != P || c.freeSize() != 1 ||
+        c.offsetElements() != first.offsetElements() + static_cast<int64_t>(k))
+      return std::nullopt;
+  }
+  return first.pattern(0, {FreeDim{1, static_cast<uint32_t>(columns.size())}});
+}
+
 std::optional<DeviceTensor> reshapeView(const DeviceTensor &tensor, const std::vector<int64_t> &shape) {
   // Drop size-1 axes, then match groups of old and new axes with equal products; a group is
   // possible when its old axes chain (stride of each = size * stride of the next) in one space.

@@ -67,6 +67,11 @@ DeviceTensor allocateStandardInOneTile(tile::KernelBuilder &builder, const std::
                                        const std::vector<int64_t> &shape, DType dtype, int64_t partitionAxis,
                                        tile::TileView *storage);
 
+/// `columns` ([P, 1] each) as one [P, columns] view, when they lie side by side in one tile with all
+/// P partitions (the blocks of a one-row tensor from allocateStandardInOneTile, a run of channel
+/// vectors): one instruction then covers them all.
+std::optional<tile::TileView> sideBySide(const std::vector<tile::TileView> &columns, int64_t P);
+
 /// The same storage seen with a new shape (Reshape, Flatten, Squeeze, Unsqueeze): possible when every
 /// group of old axes merged into one new axis, or one old axis split into new ones, keeps a uniform
 /// stride. nullopt when it does not (the caller relayouts first).

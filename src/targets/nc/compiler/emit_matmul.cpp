@@ -198,7 +198,10 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
     TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(m.residual, -1));
     residual = z;
   }
-  DeviceTensor result = ctx.allocate(y, -1);
+  // One row (a decode step) in one tile, as lowerMatmul's own outputs (a norm then reads it whole).
+  TileView resultStorage;
+  DeviceTensor result = rows == 1 ? allocateStandardInOneTile(b, y->name(), yShape, ctx.activationDtype(), -1, &resultStorage)
+                                  : ctx.allocate(y, -1);
   for (size_t k = 0; k < out.blocks.size(); ++k) {
     const int64_t n0 = static_cast<int64_t>(k) * P, count = out.blocks[k].partitions();
     for (const Span &r : splitRange(rows, bank)) {

@@ -120,6 +120,33 @@ Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
   return Status::success();
 }
 
+/// One row (a decode step) whose feature blocks lie side by side in one tile, as do the scale's: each
+/// step is one instruction over all blocks, not one per block (66 instructions at 2048 features):
+///   partial = sum over the blocks of x^2 (DVE), s2 = ones^T @ partial (PE), rstd (DVE),
+///   y = (x * rstd) * gamma (DVE twice), into an output in one tile too.
+Status emitOneRowRmsNorm(LoweringContext &ctx, const Node &node, const NormOperands &n, const TileView &xs,
+                         const TileView &gammas) {
+  tile::KernelBuilder &b = ctx.builder();
+  const int64_t P = ctx.profile().partitions, blocks = xs.freeSize();
+  TileView squares = b.sbuf(node.name() + "/x2", DType::F32, P, {blocks});
+  TileView partial = b.sbuf(node.name() + "/partial", DType::F32, P, {1});
+  b.tensorTensor(squares, xs, xs, AluOp::Multiply);
+  b.reduce(partial, squares, AluOp::Add);
+  TileView s2 = b.psum(node.name() + "/sumsq", DType::F32, P, {1});
+  b.matmul(s2, n.ones, partial, /*accumulate=*/false);
+  TileView rstd = b.sbuf(node.name() + "/rstd", DType::F32, P, {1});
+  b.tensorScalar(rstd, s2, AluOp::Multiply, 1.0f / static_cast<float>(n.x.shape.back()));
+  b.tensorScalar(rstd, rstd, AluOp::Add, n.epsilon, AluOp::Power, -0.5f, Engine::DVE);
+  TileView storage;
+  DeviceTensor out = allocateStandardInOneTile(b, node.output(0)->name(), staticShape(node.output(0)),
+                                               ctx.activationDtype(), -1, &storage);
+  TileView scaled = b.sbuf(node.name() + "/xs", DType::F32, P, {blocks});
+  b.tensorScalar(scaled, xs, AluOp::Multiply, rstd);
+  b.tensorTensor(storage, scaled, gammas, AluOp::Multiply);
+  ctx.define(node.output(0), out);
+  return Status::success();
+}
+
 /// RMS normalization: layer normalization's layout and sums without the mean,
 ///   s2 = ones^T @ x^2 (PE), rstd = (s2 / C + eps)^-0.5 (DVE), y = (x * rstd) * gamma (DVE, ACT).
 Status emitRmsNorm(LoweringContext &ctx, const Node &node) {
@@ -129,6 +156,10 @@ Status emitRmsNorm(LoweringContext &ctx, const Node &node) {
   TESSEL_ASSIGN_OR_RETURN(NormOperands n, normOperands(ctx, node));
   const auto &[x, out, gamma, ones, cTiles, eps] = n;
   const int64_t C = x.shape.back(), rows = x.freeSize;
+  if (rows == 1 && x.dtype == DType::F32) {
+    if (auto xs = sideBySide(x.blocks, P), gammas = sideBySide(gamma, P); xs && gammas && x.blocks.size() == gamma.size())
+      return emitOneRowRmsNorm(ctx, node, n, *xs, *gammas);
+  }
 
   for (const Span &r : splitRange(rows, bank)) {
     std::vector<TileView> xs, squares;

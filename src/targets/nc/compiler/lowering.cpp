@@ -481,20 +481,6 @@ DeviceTensor LoweringContext::loadStandard(const std::string &name, const HbmVie
 /// per partition, a whole-row store of every model but an LM head's vocabulary.
 constexpr int64_t kStoreRowColumns = 4096;
 
-/// The blocks of `t` as one [P, blocks] view when each holds one element per partition and they lie
-/// side by side in one tile (allocateStandardInOneTile), all full.
-std::optional<TileView> singleColumnBlocks(const DeviceTensor &t, int64_t P) {
-  if (t.freeSize != 1 || t.blocks.size() < 2) return std::nullopt;
-  const TileView &first = t.blocks.front();
-  for (size_t k = 0; k < t.blocks.size(); ++k) {
-    const TileView &block = t.blocks[k];
-    if (block.tile() != first.tile() || block.partitionStart() != 0 || block.partitions() != P ||
-        block.offsetElements() != first.offsetElements() + static_cast<int64_t>(k))
-      return std::nullopt;
-  }
-  return first.pattern(0, {FreeDim{1, static_cast<uint32_t>(t.blocks.size())}});
-}
-
 Status storeToHbm(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst) {
   // A split tensor's other blocks are on the other cores: only a split-aware reader may take it.
   if (t.shardedCores > 1)
@@ -503,7 +489,7 @@ Status storeToHbm(LoweringContext &ctx, const DeviceTensor &t, const HbmView &ds
   const int64_t axis = t.partitionAxis();
   const int64_t P = ctx.profile().partitions;
   if (axis == t.rank() - 1 && t.isStandard(axis)) {
-    if (std::optional<TileView> columns = singleColumnBlocks(t, P)) {
+    if (std::optional<TileView> columns = t.freeSize == 1 ? sideBySide(t.blocks, P) : std::nullopt) {
       // One row of features on partitions (a decode step's logits): block k's feature p is element
       // 128 k + p, so a direct store writes 4-byte runs. PE transposes up to 128 blocks at a time to
       // a block per partition, then each partition stores 128 contiguous features.

@@ -72,6 +72,24 @@ func @main(%x: f32[1,130,300]) -> (%y: f32[1,130,64]) {{
   expectMatches(ir);
 }
 
+TEST(TransformerLowering, OneRowRmsNormOverBlocksSideBySide) {
+  // A decode step's RMSNorm: one row of 1024 features, which the matmul before it leaves as 8 blocks
+  // side by side in one tile, so the norm takes each step in one instruction over all of them.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,1,256]) -> (%y: f32[1,1,64]) {{
+  const %w0 = {}
+  const %g = {}
+  const %w = {}
+  %h = MatMul(%x, %w0)
+  %n = tessel.RMSNormalization(%h, %g) {{axis = -1, epsilon = 1e-5}}
+  %y = MatMul(%n, %w)
+  return %y
+}}
+}})",
+                                     denseText({256, 1024}, 5, 0.1f), denseText({1024}, 7), denseText({1024, 64}, 8, 0.1f));
+  expectMatches(ir);
+}
+
 TEST(TransformerLowering, OutputWiderThanOneRowTileStoresInColumnChunks) {
   // An LM head's shape in small: 4300 output features (past one 4096-column row tile, ragged) for
   // 3 tokens, stored as rows from the features on partitions; before, the whole row tile had to fit.
