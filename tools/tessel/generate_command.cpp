@@ -122,15 +122,14 @@ void generate(const GenerateArgs &args) {
                 result->capacities.size(), result->capacities.size() == 1 ? "" : "s", capacities.c_str());
   }
   const std::vector<double> &simulatedUs = result->simulatedUs;
-  if (simulatedUs.size() == 1)
-    std::printf("simulated: first token %.3f us (prefill MFU %.1f%%)\n", simulatedUs.front(),
+  if (!simulatedUs.empty())
+    std::printf("simulated: first token %.3f us (prefill MFU %.1f%%)", simulatedUs.front(),
                 result->simulated.front().mfuPercent);
+  if (simulatedUs.size() == 1) std::printf("\n");
   if (simulatedUs.size() > 1) {
     Latency simulated{std::vector<double>(simulatedUs.begin() + 1, simulatedUs.end())};
     simulated.sort();
-    std::printf("simulated: first token %.3f us (prefill MFU %.1f%%); decode p50 %.3f us/token, p90 %.3f us/token\n",
-                simulatedUs.front(), result->simulated.front().mfuPercent, simulated.percentile(50),
-                simulated.percentile(90));
+    std::printf("; decode p50 %.3f us/token, p90 %.3f us/token\n", simulated.percentile(50), simulated.percentile(90));
     // The decode step's parts, each its own median: the device program (simulated), the host <->
     // device transfers (the profile's link) and the host stages (measured here).
     auto decodeMedian = [&](double RunFigures::*part) {

@@ -74,6 +74,12 @@ DeviceTensor allocateStandard(tile::KernelBuilder &builder, const std::string &n
   DeviceTensor t = standardLayout(shape, dtype, axis);
   const int64_t partitions = shape.empty() ? 1 : std::max<int64_t>(shape[axis], 1);
   const int64_t blockSize = builder.profile().partitions;
+  // One element per partition (a decode step's row): the blocks side by side in one tile, so one
+  // instruction covers them all (sideBySide).
+  if (t.freeSize == 1 && partitions > blockSize && partitions % blockSize == 0) {
+    tile::TileView storage;
+    return allocateStandardInOneTile(builder, name, shape, dtype, axis, &storage);
+  }
   for (int64_t start = 0; start < partitions; start += blockSize) {
     const int64_t count = std::min(blockSize, partitions - start);
     t.blocks.push_back(builder.sbuf(fmt::format("{}#{}", name, start / blockSize), dtype, count, {t.freeSize}));

@@ -58,7 +58,8 @@ struct DeviceTensor {
 inline int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 /// Allocates a tensor in standard form with `partitionAxis` on partitions: ceil(shape[axis] / P)
-/// SBUF tiles of [min(P, rest), product of the other dims].
+/// SBUF tiles of [min(P, rest), product of the other dims]; a tensor of one element per partition
+/// and whole blocks, in one tile of [P, blocks] (allocateStandardInOneTile).
 DeviceTensor allocateStandard(tile::KernelBuilder &builder, const std::string &name, const std::vector<int64_t> &shape,
                               DType dtype, int64_t partitionAxis);
 /// The same, with all blocks side by side in one [P, blocks * freeSize] tile (`storage`), so that one

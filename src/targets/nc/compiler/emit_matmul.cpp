@@ -198,10 +198,7 @@ Status emitRowParallel(LoweringContext &ctx, const Node &node, const MatmulNode 
     TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(m.residual, -1));
     residual = z;
   }
-  // One row (a decode step) in one tile, as lowerMatmul's own outputs (a norm then reads it whole).
-  TileView resultStorage;
-  DeviceTensor result = rows == 1 ? allocateStandardInOneTile(b, y->name(), yShape, ctx.activationDtype(), -1, &resultStorage)
-                                  : ctx.allocate(y, -1);
+  DeviceTensor result = ctx.allocate(y, -1);
   for (size_t k = 0; k < out.blocks.size(); ++k) {
     const int64_t n0 = static_cast<int64_t>(k) * P, count = out.blocks[k].partitions();
     for (const Span &r : splitRange(rows, bank)) {
@@ -357,10 +354,7 @@ Status lowerMatmul(LoweringContext &ctx, const Node &node) {
   const int64_t partStart = split == OutputSplit::TileParts ? core * part : 0;
   TileView storage;
   const std::vector<int64_t> yShape = staticShape(y);
-  // One row (a decode step) goes in one tile too: its store then takes a transpose per 128 blocks
-  // instead of a 4-byte run per feature (storeToHbm).
-  DeviceTensor out = split == OutputSplit::TileParts || split == OutputSplit::WholeTilesSummed ||
-                             (split == OutputSplit::None && rows == 1)
+  DeviceTensor out = split == OutputSplit::TileParts || split == OutputSplit::WholeTilesSummed
                          ? allocateStandardInOneTile(b, y->name(), yShape, ctx.activationDtype(), -1, &storage)
                          : ctx.allocate(y, -1);
   std::optional<DeviceTensor> residual;

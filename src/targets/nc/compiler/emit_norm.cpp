@@ -125,7 +125,7 @@ Status emitLayerNorm(LoweringContext &ctx, const Node &node) {
 /// One row (a decode step) whose feature blocks lie side by side in one tile, as do the scale's: each
 /// step is one instruction over all blocks, not one per block (66 instructions at 2048 features):
 ///   partial = sum over the blocks of x^2 (DVE), s2 = ones^T @ partial (PE), rstd (DVE),
-///   y = (x * rstd) * gamma (DVE twice), into an output in one tile too.
+///   y = (x * rstd) * gamma (DVE twice), into an output whose blocks lie side by side too.
 Status emitOneRowRmsNorm(LoweringContext &ctx, const Node &node, const NormOperands &n, const TileView &xs,
                          const TileView &gammas) {
   tile::KernelBuilder &b = ctx.builder();
@@ -139,12 +139,10 @@ Status emitOneRowRmsNorm(LoweringContext &ctx, const Node &node, const NormOpera
   TileView rstd = b.sbuf(node.name() + "/rstd", DType::F32, P, {1});
   b.tensorScalar(rstd, s2, AluOp::Multiply, 1.0f / static_cast<float>(n.x.shape.back()));
   b.tensorScalar(rstd, rstd, AluOp::Add, n.epsilon, AluOp::Power, -0.5f, Engine::DVE);
-  TileView storage;
-  DeviceTensor out = allocateStandardInOneTile(b, node.output(0)->name(), staticShape(node.output(0)),
-                                               ctx.activationDtype(), -1, &storage);
+  DeviceTensor out = ctx.allocate(node.output(0), -1);  // One row: its blocks side by side too.
   TileView scaled = b.sbuf(node.name() + "/xs", DType::F32, P, {blocks});
   b.tensorScalar(scaled, xs, AluOp::Multiply, rstd);
-  b.tensorTensor(storage, scaled, gammas, AluOp::Multiply);
+  b.tensorTensor(*sideBySide(out.blocks, P), scaled, gammas, AluOp::Multiply);
   ctx.define(node.output(0), out);
   return Status::success();
 }
