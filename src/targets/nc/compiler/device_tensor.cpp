@@ -20,6 +20,7 @@ int64_t DeviceTensor::partitionExtent() const {
 }
 
 bool DeviceTensor::isStandard(int64_t axis) const {
+  if (bands.count > 0) return false;
   if (axis < 0 || axis >= rank() || partitionBase != 0 || freeBase != 0) return false;
   if (axes[axis].partitionStride != 1 && shape[axis] > 1) return false;
   int64_t stride = 1;
@@ -32,6 +33,7 @@ bool DeviceTensor::isStandard(int64_t axis) const {
 }
 
 int64_t DeviceTensor::partitionAxis() const {
+  if (bands.count > 0) return -1;
   for (int64_t i = 0; i < rank(); ++i)
     if (axes[i].partitionStride == 1 && shape[i] > 1) return i;
   return -1;
@@ -45,6 +47,14 @@ tile::TileView DeviceTensor::partitions(int64_t start, int64_t count) const {
   }
   // Out of range: let the DSL report it on the last block.
   return blocks.back().partitionSlice(start - (first - blocks.back().partitions()), count);
+}
+
+DeviceTensor bandPart(const DeviceTensor &tensor, int64_t band) {
+  DeviceTensor part = tensor;
+  part.bands = RowBands{};
+  part.shape[2] = tensor.bands.rows;
+  part.partitionBase += band * tensor.bands.stride;
+  return part;
 }
 
 namespace {
@@ -117,6 +127,7 @@ std::optional<tile::TileView> sideBySide(const std::vector<tile::TileView> &colu
 }
 
 std::optional<DeviceTensor> reshapeView(const DeviceTensor &tensor, const std::vector<int64_t> &shape) {
+  if (tensor.bands.count > 0) return std::nullopt;
   // Drop size-1 axes, then match groups of old and new axes with equal products; a group is
   // possible when its old axes chain (stride of each = size * stride of the next) in one space.
   struct Axis {
@@ -187,7 +198,11 @@ std::string describe(const DeviceTensor &tensor) {
   }
   return fmt::format("{}[{}] ({}) base p{} f{}, {} blocks x {} elements", dtypeName(tensor.dtype),
                      fmt::join(tensor.shape, ","), fmt::join(axes, ","), tensor.partitionBase, tensor.freeBase,
-                     tensor.blocks.size(), tensor.freeSize);
+                     tensor.blocks.size(), tensor.freeSize) +
+         (tensor.bands.count > 0 ? fmt::format(", rows in {} bands of {} from partition stride {} ({} tile rows, {} above)",
+                                               tensor.bands.count, tensor.bands.rows, tensor.bands.stride,
+                                               tensor.bands.tileRows, tensor.bands.top)
+                                 : "");
 }
 
 }  // namespace tessel::nc::compiler

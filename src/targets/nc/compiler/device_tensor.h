@@ -26,6 +26,17 @@ struct AxisPlacement {
   int64_t freeStride = 0;
 };
 
+/// Rows of a [1, C, H, W] tensor split into `count` bands stacked on the partitions (band b from
+/// partition b * stride), so that ops over few channels at a large image fill the array:
+/// MobileNetV2's 32-channel 112x112 layers use 4 x 32 partitions instead of 32 and take a quarter of
+/// the instructions' free size. Band b owns rows [b * rows, (b + 1) * rows); its tile row j holds row
+/// b * rows + j - top, for j in [0, tileRows), so a band may also hold halo rows of its neighbours (a
+/// padded convolution's input; tile rows outside the image are zero).
+struct RowBands {
+  int64_t count = 0, stride = 0, rows = 0, top = 0, tileRows = 0;
+  bool operator==(const RowBands &) const = default;
+};
+
 struct DeviceTensor {
   std::vector<int64_t> shape;          // Logical shape.
   DType dtype = DType::F32;            // Storage dtype in SBUF.
@@ -37,6 +48,10 @@ struct DeviceTensor {
   /// With --cores N, a tensor split over the cores (a column-parallel matmul's output that only a
   /// row-parallel matmul reads): when > 1, core c holds the blocks b with b % shardedCores == c.
   int shardedCores = 1;
+  /// When bands.count > 0 the rows are banded (RowBands): `axes`, `partitionBase` and `freeBase` then
+  /// place band 0's own rows, and band b is the same at partition + b * stride, row + b * rows
+  /// (bandPart). Such a tensor is neither standard nor any other affine layout.
+  RowBands bands;
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t numel() const;
@@ -53,6 +68,9 @@ struct DeviceTensor {
   /// block.
   tile::TileView partitions(int64_t start, int64_t count) const;
 };
+
+/// Band b's own rows of a banded tensor as an affine tensor of shape [1, C, rows, W].
+DeviceTensor bandPart(const DeviceTensor &tensor, int64_t band);
 
 /// Normalises a possibly negative axis.
 inline int64_t normalizeAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }

@@ -155,9 +155,32 @@ TileView outputView(const ConvShape &s, const DeviceTensor &out, int64_t c0, int
                        windowDims(chunk.images, image, chunk.rows, row, chunk.cols, 1));
 }
 
+/// The eviction of a chunk of whole rows of one image into banded Y (no residual): each band that
+/// holds some of the rows, as its own or as a halo, takes them, moved from the PSUM partitions to the
+/// band's. The bias is repeated on every band's partitions (bandedValues).
+void evictIntoBands(LoweringContext &ctx, const ConvOutput &o, int64_t c0, int64_t count, const OutputChunk &chunk,
+                    const TileView &src) {
+  const RowBands &bands = o.out.bands;
+  const int64_t rowPitch = o.out.axes[2].freeStride;
+  for (int64_t band = 0; band < bands.count; ++band) {
+    const int64_t firstRow = band * bands.rows - bands.top;  // The row in tile row 0.
+    const int64_t begin = std::max(chunk.oh0, firstRow), end = std::min(chunk.oh0 + chunk.rows, firstRow + bands.tileRows);
+    if (begin >= end) continue;
+    const int64_t partition = band * bands.stride + c0;
+    std::optional<TileView> bias;
+    if (!o.bias.empty()) bias = o.bias[0].partitionSlice(partition, count);
+    const TileView dst = o.out.blocks[0].partitionSlice(partition, count)
+                             .pattern(o.out.freeBase + (begin - band * bands.rows) * rowPitch,
+                                      windowDims(1, 0, end - begin, rowPitch, chunk.cols, 1));
+    emitEpilogue(ctx, dst, src.pattern((begin - chunk.oh0) * chunk.cols, windowDims(1, 0, end - begin, chunk.cols, chunk.cols, 1)),
+                 bias, std::nullopt, o.epilogue);
+  }
+}
+
 /// Y[channels [c0, c0 + count), chunk] = act(src + bias + Z): the eviction of one chunk.
 void evictChunk(LoweringContext &ctx, const ConvShape &s, const ConvOutput &o, int64_t c0, int64_t count,
                 const OutputChunk &chunk, const TileView &src) {
+  if (o.out.bands.count > 0) return evictIntoBands(ctx, o, c0, count, chunk, src);
   const int64_t P = ctx.profile().partitions;
   const int64_t offset = chunk.offset(s.OH, s.OW), size = chunk.size();
   std::optional<TileView> bias, residual;
@@ -724,6 +747,209 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
   return Status::success();
 }
 
+// ---- Row bands: few channels stacked by rows (RowBands) ---------------------------------------------------
+
+/// Whether the convolution is 1x1 over one image with stride 1 and no padding: each output row reads
+/// only its own input row, so rows may be split into bands freely.
+bool isPointwise(const ConvShape &s) {
+  return s.group == 1 && s.N == 1 && s.KH == 1 && s.KW == 1 && s.strideH == 1 && s.strideW == 1 && !s.padded();
+}
+
+/// The row bands a depthwise convolution of shape r on the PE reads its padded input in: one image of
+/// at most half the partitions' channels (MobileNetV2's 16- and 32-channel layers at 112x112), as
+/// P / replicaStride(C) bands of OH / count output rows, each band's tile holding the padded rows its
+/// outputs read (halos included). Per tap one matmul then covers all bands with the whole array, and
+/// every instruction's free size is a count-th of the image's; it beats the column-tap replicas
+/// (foldedColumnTaps) at every size, having no copies to make and fewer matmul columns.
+std::optional<RowBands> paddedBands(const ConvShape &r, const MachineProfile &profile) {
+  const int64_t stride = replicaStride(r.C), count = profile.partitions / stride;
+  if (!r.depthwise() || r.N != 1 || !r.padded() || 2 * r.C > profile.partitions || count < 2 || r.OH % count != 0 ||
+      r.OW > profile.psum.bankFp32Elements)
+    return std::nullopt;
+  const int64_t outRows = r.OH / count;
+  const RowBands bands{count, stride, outRows * r.strideH, r.padTop,
+                       (outRows - 1) * r.strideH + (r.KH - 1) * r.dilationH + 1};
+  if (bands.count * bands.rows != r.H) return std::nullopt;  // Every input row owned by one band.
+  return bands;
+}
+
+/// Per-channel values (a bias) repeated on every band's partitions, zero between bands.
+std::vector<float> bandedValues(const std::vector<float> &values, const RowBands &bands) {
+  std::vector<float> out(static_cast<size_t>(bands.count * bands.stride), 0.0f);
+  for (int64_t band = 0; band < bands.count; ++band)
+    std::copy(values.begin(), values.end(), out.begin() + band * bands.stride);
+  return out;
+}
+
+/// Y [1, C, H, W] stored in `bands`, each row padded by padLeft and padRight columns; what no band's
+/// rows fill (pad columns, rows outside the image, partitions between bands' channels) is zeroed.
+DeviceTensor allocateBanded(KernelBuilder &b, const std::string &name, int64_t C, int64_t H, int64_t W, int64_t padLeft,
+                            int64_t padRight, DType dtype, const RowBands &bands) {
+  const int64_t Wp = W + padLeft + padRight;
+  DeviceTensor t;
+  t.shape = {1, C, H, W};
+  t.dtype = dtype;
+  t.axes = {AxisPlacement{0, bands.tileRows * Wp}, AxisPlacement{1, 0}, AxisPlacement{0, Wp}, AxisPlacement{0, 1}};
+  t.freeBase = bands.top * Wp + padLeft;
+  t.freeSize = bands.tileRows * Wp;
+  t.bands = bands;
+  TileView tile = b.sbuf(name, dtype, bands.count * bands.stride, {t.freeSize});
+  t.blocks.push_back(tile);
+  if (bands.stride > C) {
+    b.memset(tile, 0.0f);
+    return t;
+  }
+  const auto tileRows = static_cast<uint32_t>(bands.tileRows);
+  if (padLeft > 0) b.memset(tile.pattern(0, {FreeDim{Wp, tileRows}, FreeDim{1, static_cast<uint32_t>(padLeft)}}), 0.0f);
+  if (padRight > 0)
+    b.memset(tile.pattern(padLeft + W, {FreeDim{Wp, tileRows}, FreeDim{1, static_cast<uint32_t>(padRight)}}), 0.0f);
+  for (int64_t band = 0; band < bands.count; ++band) {
+    const int64_t firstRow = band * bands.rows - bands.top;  // The row in tile row 0.
+    const int64_t above = std::clamp<int64_t>(-firstRow, 0, bands.tileRows);
+    const int64_t below = std::clamp<int64_t>(firstRow + bands.tileRows - H, 0, bands.tileRows);
+    const TileView rows = tile.partitionSlice(band * bands.stride, bands.stride);
+    if (above > 0) b.memset(rows.pattern(0, {FreeDim{1, static_cast<uint32_t>(above * Wp)}}), 0.0f);
+    if (below > 0)
+      b.memset(rows.pattern((bands.tileRows - below) * Wp, {FreeDim{1, static_cast<uint32_t>(below * Wp)}}), 0.0f);
+  }
+  return t;
+}
+
+/// X as banded by its producer, when this convolution computes on those bands: a depthwise one on the
+/// PE whose paddedBands they are, or a pointwise one whose input channels fit a band.
+std::optional<DeviceTensor> bandedInput(LoweringContext &ctx, const Node &node, const ConvShape &s) {
+  if (ctx.isUnloadedInput(node.input(0))) return std::nullopt;
+  Expected<DeviceTensor> x = ctx.activation(node.input(0));
+  if (!x.ok() || x->bands.count == 0 || x->dtype != ctx.matmulDtype()) return std::nullopt;
+  const RowBands &bands = x->bands;
+  const int64_t Wp = s.W + s.padLeft + s.padRight;
+  if (x->axes[2].freeStride != Wp || x->freeBase != bands.top * Wp + s.padLeft) return std::nullopt;
+  if (s.depthwise()) {
+    const std::optional<RowBands> wanted = paddedBands(s, ctx.profile());
+    return depthwiseOnPe(node, ctx.options()) && wanted && *wanted == bands ? x.value() : std::optional<DeviceTensor>();
+  }
+  const bool plain = bands.top == 0 && bands.tileRows == bands.rows;
+  return isPointwise(s) && plain && s.C <= bands.stride ? x.value() : std::optional<DeviceTensor>();
+}
+
+/// The bands Y is stored in when this convolution computes on bands and Y's only reader is a pointwise
+/// convolution that can take them (Y's channels fit a band; no residual, which is standard): the same
+/// bands, as Y's plain rows.
+std::optional<RowBands> plainBandsOf(LoweringContext &ctx, const Node &node, const ConvShape &s) {
+  const Value *y = node.output(0);
+  if (isPresent(node.input(3)) || y->uses().size() != 1) return std::nullopt;
+  ConvShape r;
+  if (!readConvShape(*y->uses().front().user, r).empty() || !isPointwise(r)) return std::nullopt;
+  const std::optional<DeviceTensor> x = bandedInput(ctx, node, s);
+  if (!x || s.M > x->bands.stride || s.OH % x->bands.count != 0) return std::nullopt;
+  const int64_t rows = s.OH / x->bands.count;
+  return RowBands{x->bands.count, x->bands.stride, rows, 0, rows};
+}
+
+/// The eviction of a chunk computed on bands (band-relative output rows, band b's channels on PSUM
+/// partitions from b * stride): one instruction when Y has the same plain bands, else band by band
+/// into Y's rows.
+void evictBandChunk(LoweringContext &ctx, const ConvShape &s, const ConvOutput &o, const RowBands &bands,
+                    const OutputChunk &chunk, const TileView &acc, int64_t channels) {
+  const int64_t outRows = s.OH / bands.count;
+  const RowBands &out = o.out.bands;
+  if (out.count == bands.count && out.stride == bands.stride && out.top == 0 && out.rows == outRows &&
+      out.tileRows == outRows) {
+    const int64_t rowPitch = o.out.axes[2].freeStride;
+    std::optional<TileView> bias;
+    if (!o.bias.empty()) bias = o.bias[0];
+    emitEpilogue(ctx, o.out.blocks[0].pattern(o.out.freeBase + chunk.oh0 * rowPitch, windowDims(1, 0, chunk.rows, rowPitch, chunk.cols, 1)),
+                 acc.pattern(0, windowDims(1, 0, chunk.rows, chunk.cols, chunk.cols, 1)), bias, std::nullopt, o.epilogue);
+    return;
+  }
+  for (int64_t band = 0; band < bands.count; ++band) {
+    OutputChunk rows = chunk;
+    rows.oh0 = band * outRows + chunk.oh0;
+    evictChunk(ctx, s, o, 0, channels, rows, acc.partitionSlice(band * bands.stride, channels));
+  }
+}
+
+/// Depthwise on the PE over banded X (paddedBands): per tap one matmul over every band, its stationary
+/// diag(W[:, tap]) repeated on each band's partitions.
+Status emitDepthwiseOnBands(LoweringContext &ctx, const Node &node, const ConvShape &s, const ConvOutput &o,
+                            const DeviceTensor &x) {
+  KernelBuilder &b = ctx.builder();
+  const RowBands &bands = x.bands;
+  const int64_t P = bands.count * bands.stride, bank = ctx.profile().psum.bankFp32Elements;
+  const int64_t Wp = x.axes[2].freeStride;
+  const DType dtype = ctx.matmulDtype();
+  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {s.C, s.taps()}, ctx.constantFloats(node.input(1)));
+  TileView weights = b.sbuf(node.name() + "/w", DType::F32, P, {s.taps()});
+  if (bands.stride > s.C) b.memset(weights, 0.0f);  // Zero diagonals where no channel is.
+  for (int64_t band = 0; band < bands.count; ++band) b.load(weights.partitionSlice(band * bands.stride, s.C), wHbm);
+  TileView diagonals = b.sbuf(node.name() + "/diag", dtype, P, {s.taps() * P});
+  emitDiagonals(b, diagonals, ctx.identity(dtype).partitionSlice(0, P).cols(0, P), weights, s.KH, s.KW);
+
+  TileRing accRing(MemSpace::PSUM, node.name() + "/acc", DType::F32, P, {bank}, kPsumSlots);
+  std::vector<OutputChunk> chunks;
+  splitRows(0, 0, s.OH / bands.count, s.OW, bank, chunks);
+  for (const OutputChunk &chunk : chunks) {
+    TileView acc = accRing.next(b).cols(0, chunk.size());
+    for (int64_t t = 0; t < s.taps(); ++t) {
+      const int64_t kh = t / s.KW, kw = t % s.KW;
+      const int64_t offset = (chunk.oh0 * s.strideH + kh * s.dilationH) * Wp + chunk.ow0 * s.strideW + kw * s.dilationW;
+      TileView moving = x.blocks[0].pattern(offset, windowDims(1, 0, chunk.rows, s.strideH * Wp, chunk.cols, s.strideW));
+      b.matmul(acc, diagonals.cols(t * P, P), moving, /*accumulate=*/t > 0);
+    }
+    evictBandChunk(ctx, s, o, bands, chunk, acc, s.C);
+  }
+  return Status::success();
+}
+
+/// A pointwise convolution over banded X: band b's stationary is W^T on band b's partitions, zero on
+/// the others. When Y is banded too, one block-diagonal stationary (band b's outputs on its own
+/// partitions) covers every band per chunk; else each band is a matmul into Y's rows.
+Status emitPointwiseOnBands(LoweringContext &ctx, const Node &node, const ConvShape &s, const ConvOutput &o,
+                            const DeviceTensor &x) {
+  KernelBuilder &b = ctx.builder();
+  const RowBands &bands = x.bands;
+  const int64_t P = bands.count * bands.stride, bank = ctx.profile().psum.bankFp32Elements;
+  const DType dtype = ctx.matmulDtype();
+  const bool bandedOut = o.out.bands.count > 0;
+  const int64_t columns = bandedOut ? P : bands.count * s.M;
+  const std::vector<float> w = ctx.constantFloats(node.input(1));  // [M, C]
+  std::vector<float> packed(static_cast<size_t>(P * columns), 0.0f);
+  for (int64_t band = 0; band < bands.count; ++band)
+    for (int64_t c = 0; c < s.C; ++c)
+      for (int64_t m = 0; m < s.M; ++m)
+        packed[static_cast<size_t>((band * bands.stride + c) * columns + (bandedOut ? band * bands.stride : band * s.M) + m)] =
+            w[static_cast<size_t>(m * s.C + c)];
+  const HbmView wHbm = ctx.constantHbm(node.name() + "/w_bands", dtype, {P, columns}, packed);
+  TileView weights = b.sbuf(node.name() + "/w", dtype, P, {columns});
+  b.load(weights, wHbm);
+
+  const int64_t rowPitch = x.axes[2].freeStride, outRows = s.OH / bands.count;
+  const std::vector<Span> coutTiles = bandedOut ? std::vector<Span>{Span{0, P}} : splitRange(s.M, ctx.profile().partitions);
+  TileRing accRing(MemSpace::PSUM, node.name() + "/acc", DType::F32, bandedOut ? P : std::min(ctx.profile().partitions, s.M),
+                   {bank}, kPsumSlots);
+  std::vector<OutputChunk> chunks;
+  splitRows(0, 0, outRows, s.OW, bank, chunks);
+  for (const OutputChunk &chunk : chunks) {
+    const TileView moving = x.blocks[0].pattern(x.freeBase + chunk.oh0 * rowPitch + chunk.ow0,
+                                                windowDims(1, 0, chunk.rows, rowPitch, chunk.cols, 1));
+    if (bandedOut) {
+      TileView acc = accRing.next(b).cols(0, chunk.size());
+      b.matmul(acc, weights, moving, /*accumulate=*/false);
+      evictBandChunk(ctx, s, o, bands, chunk, acc, s.M);
+      continue;
+    }
+    for (int64_t band = 0; band < bands.count; ++band)
+      for (const Span &co : coutTiles) {
+        TileView acc = accRing.next(b).partitionSlice(0, co.count).cols(0, chunk.size());
+        b.matmul(acc, weights.cols(band * s.M + co.start, co.count), moving, /*accumulate=*/false);
+        OutputChunk rows = chunk;
+        rows.oh0 = band * outRows + chunk.oh0;
+        evictChunk(ctx, s, o, co.start, co.count, rows, acc);
+      }
+  }
+  return Status::success();
+}
+
 // ---- Entry ------------------------------------------------------------------------------------------------
 
 /// Whether every reader of `y` is a convolution on the device that rounds it to the matmul dtype as
@@ -769,19 +995,34 @@ Status emitConv(LoweringContext &ctx, const Node &node) {
     // The eviction writes the reader's padded input: no copy between the two convolutions.
     const DType dtype = ctx.matmulDtype();
     const MachineProfile &profile = ctx.profile();
-    o.out = allocatePaddedInput(ctx.builder(), y->name() + "/padded", *r, dtype, [&](int64_t c) {
-      return r->depthwise() ? replicaStackFor(profile, *r, c, dtype) : ReplicaStack{1, c, c};
-    });
+    const std::optional<RowBands> bands = paddedBands(*r, profile);
+    if (bands && !isPresent(node.input(3)) && s.N == 1 && s.OW <= profile.psum.bankFp32Elements) {
+      o.out = allocateBanded(ctx.builder(), y->name() + "/bands", r->C, r->H, r->W, r->padLeft, r->padRight, dtype, *bands);
+    } else {
+      o.out = allocatePaddedInput(ctx.builder(), y->name() + "/padded", *r, dtype, [&](int64_t c) {
+        return r->depthwise() ? replicaStackFor(profile, *r, c, dtype) : ReplicaStack{1, c, c};
+      });
+    }
+  } else if (std::optional<RowBands> bands = plainBandsOf(ctx, node, s)) {
+    o.out = allocateBanded(ctx.builder(), y->name() + "/bands", s.M, s.OH, s.OW, 0, 0, ctx.matmulDtype(), *bands);
   } else {
     o.out = ctx.allocate(y, 1, ctx.matmulDtype());
   }
-  if (isPresent(node.input(2))) o.bias = ctx.channelVector(ctx.constantFloats(node.input(2)));
+  if (isPresent(node.input(2))) {
+    const std::vector<float> bias = ctx.constantFloats(node.input(2));
+    o.bias = ctx.channelVector(o.out.bands.count > 0 ? bandedValues(bias, o.out.bands) : bias);
+  }
   if (isPresent(node.input(3))) {
     TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(node.input(3), 1));
     o.residual = z;
   }
 
-  if (s.depthwise() && depthwiseOnPe(node, ctx.options())) {
+  const std::optional<DeviceTensor> bandedX = bandedInput(ctx, node, s);
+  if (bandedX && s.depthwise()) {
+    TESSEL_RETURN_IF_ERROR(emitDepthwiseOnBands(ctx, node, s, o, *bandedX));
+  } else if (bandedX) {
+    TESSEL_RETURN_IF_ERROR(emitPointwiseOnBands(ctx, node, s, o, *bandedX));
+  } else if (s.depthwise() && depthwiseOnPe(node, ctx.options())) {
     TESSEL_RETURN_IF_ERROR(emitDepthwiseConvOnPe(ctx, node, s, o));
   } else if (s.depthwise()) {
     TESSEL_RETURN_IF_ERROR(emitDepthwiseConv(ctx, node, s, o));

@@ -188,11 +188,11 @@ TileView movedToPartitionZero(LoweringContext &ctx, const DeviceTensor &t, int64
 
 }  // namespace
 
-/// Stores any DeviceTensor to row-major `dst`: one DMA per run of partitions along the innermost
-/// partition axis.
-static void storeAny(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst) {
+/// Stores an affine DeviceTensor to `dst` from element `base` on, with HBM strides `strides`: one DMA
+/// per run of partitions along the innermost partition axis.
+static void storeAffine(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst, const std::vector<int64_t> &strides,
+                        int64_t base) {
   KernelBuilder &b = ctx.builder();
-  const std::vector<int64_t> strides = rowMajorStrides(t.shape);
   const int64_t P = ctx.profile().partitions;
   const PartitionAxes pa = partitionAxesOf(t);
   // Free axes sorted by decreasing free stride: the tile pattern and the HBM pattern.
@@ -243,10 +243,18 @@ static void storeAny(LoweringContext &ctx, const DeviceTensor &t, const HbmView 
                                                            : movedToPartitionZero(ctx, t, g, run, tileDims);
       std::vector<FreeDim> hbmDims{FreeDim{inner < 0 ? 1 : strides[inner], static_cast<uint32_t>(run)}};
       hbmDims.insert(hbmDims.end(), hbmFree.begin(), hbmFree.end());
-      b.store(dst.pattern(hbmOffset + (inner < 0 ? 0 : i * strides[inner]), hbmDims), src);
+      b.store(dst.pattern(base + hbmOffset + (inner < 0 ? 0 : i * strides[inner]), hbmDims), src);
       i += run;
     }
   }
+}
+
+/// Stores any DeviceTensor to row-major `dst`; a banded one band by band, each band its own rows.
+static void storeAny(LoweringContext &ctx, const DeviceTensor &t, const HbmView &dst) {
+  const std::vector<int64_t> strides = rowMajorStrides(t.shape);
+  if (t.bands.count == 0) return storeAffine(ctx, t, dst, strides, 0);
+  for (int64_t band = 0; band < t.bands.count; ++band)
+    storeAffine(ctx, bandPart(t, band), dst, strides, band * t.bands.rows * strides[2]);
 }
 
 Expected<DeviceTensor> LoweringContext::relayout(const DeviceTensor &tensor, int64_t axis, const std::string &name) {
@@ -300,7 +308,7 @@ std::optional<DeviceTensor> LoweringContext::standardByCopy(const DeviceTensor &
   // keep their partitions, and only the free-dim pattern changes (a slice, a permutation of the free
   // axes), which an engine copy applies; or nothing changes but which blocks are used.
   const int64_t P = profile().partitions;
-  if (t.axes[axis].partitionStride != 1 || t.partitionBase % P != 0) return std::nullopt;
+  if (t.bands.count > 0 || t.axes[axis].partitionStride != 1 || t.partitionBase % P != 0) return std::nullopt;
   std::vector<FreeDim> dims;
   for (int64_t i = 0; i < t.rank(); ++i) {
     if (i == axis || t.shape[i] == 1) continue;

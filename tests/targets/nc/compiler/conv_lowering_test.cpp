@@ -3,7 +3,8 @@
 // image, several images per chunk), FusedConv epilogues (bias, residual, Relu, Clip, HardSwish,
 // HardSigmoid), the folded stem (top and bottom edge rows), depthwise stencils, MaxPool, AveragePool,
 // GlobalAveragePool, the host fallback of a grouped convolution, depthwise column taps folded onto
-// input replicas, and convolution outputs stored in the PE dtype when every reader rounds them to it.
+// input replicas, few channels computed on row bands, and convolution outputs stored in the PE dtype
+// when every reader rounds them to it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -225,7 +226,7 @@ std::string invertedResidualBlocks() {
 }
 
 // The expand and depthwise outputs go straight from PSUM to SBUF in bf16, the expand's into the
-// interior of the depthwise convolution's zero-padded input, so the only f32 -> bf16 copies left are
+// depthwise convolution's zero-padded input (row bands), so the only f32 -> bf16 copies left are
 // the casts of x and of y1 (which the residual reads in f32). Rounding at the
 // eviction makes the values the readers' casts would make: the device stays as close to the
 // same-cast reference as f32 accumulation order allows, far closer than to the f32 reference.
@@ -243,7 +244,7 @@ TEST(ConvLowering, StoresPeOperandsInThePeDtype) {
     if (text.find(":bf16 src=") != std::string::npos && text.find(":f32", text.find(" src=")) != std::string::npos) ++casts;
   }
   EXPECT_EQ(casts, 2);
-  EXPECT_EQ(copies, 4);  // And per depthwise convolution one replica, shifted by a column tap.
+  EXPECT_EQ(copies, 2);  // The depthwise convolutions compute on 2 row bands: no replicas to copy.
 
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -285,6 +286,57 @@ TEST(ConvLowering, EvictsIntoTheReadersPaddedInput) {
       ++copies;  // A pass over an activation (evictions read PSUM).
   EXPECT_EQ(copies, 1);
   expectMatches(ir, 0, true);
+}
+
+/// MobileNetV2's first layers in small: a folded stem of `channels` outputs, a depthwise 3x3 (stride
+/// `stride`), a 1x1 projection to 16 channels and a 1x1 expansion to 48.
+std::string bandedChain(int64_t channels, int64_t stride) {
+  const int64_t side = 32 / stride;
+  return fmt::format(
+      "model opset(ai.onnx=17, tessel=1) ir_version=8 {{\nfunc @main(%x: f32[1,3,64,64]) -> (%y: f32[1,48,{0},{0}]) {{\n"
+      "  const %ws = {1}\n  const %bs = {2}\n  const %wd = {3}\n  const %bd = {4}\n  const %wp = {5}\n"
+      "  const %bp = {6}\n  const %we = {7}\n"
+      "  %s = tessel.FusedConv(%x, %ws, %bs) {{strides = [2, 2], pads = [1, 1, 1, 1], activation = \"Clip\", "
+      "activation_params = [0.0, 6.0]}}\n"
+      "  %d = tessel.FusedConv(%s, %wd, %bd) {{group = {8}, strides = [{9}, {9}], pads = [1, 1, 1, 1], "
+      "activation = \"Clip\", activation_params = [0.0, 6.0]}}\n"
+      "  %p = Conv(%d, %wp, %bp)\n"
+      "  %y = tessel.FusedConv(%p, %we) {{activation = \"Relu\"}}\n  return %y\n}}\n}}\n",
+      side, denseText({channels, 3, 3, 3}, 51, 0.2f), denseText({channels}, 52, 0.5f),
+      denseText({channels, 1, 3, 3}, 53, 0.33f), denseText({channels}, 54, 0.5f),
+      denseText({16, channels, 1, 1}, 55, 0.2f), denseText({16}, 56, 0.5f), denseText({48, 16, 1, 1}, 57, 0.25f),
+      channels, stride);
+}
+
+/// Matmuls of core 0's nc-v2 program whose stationary spans all 128 partitions.
+int fullArrayMatmuls(const std::string &ir) {
+  auto model = parseModel(ir, "<bands>");
+  if (!model.ok()) return -1;
+  auto exe = compileNc(std::move(*model), NcCompileOptions{});
+  if (!exe.ok()) return -1;
+  int matmuls = 0;
+  for (const Instruction &insn : (*exe)->programs().at(0).program) {
+    const std::string text = formatInstruction(insn);
+    if (text.rfind("nc_matmul", 0) == 0 && text.find("stationary=sbuf[p0:128,") != std::string::npos) ++matmuls;
+  }
+  return matmuls;
+}
+
+// Few channels at a large image go on the partitions as row bands: the stem evicts into 4 bands of
+// 32 partitions (halo rows in both neighbours), the depthwise convolution takes one matmul per tap
+// over all bands, the projection stays banded (one block-diagonal matmul per chunk) and the
+// expansion, whose 48 outputs do not fit a band, takes one matmul per band. With 64 channels there
+// are 2 bands; a stride-2 depthwise convolution reads 2 input rows per output row.
+TEST(ConvLowering, FewChannelsComputeOnRowBands) {
+  // 32 channels, 32x32: 8 rows per band, one chunk; 9 tap matmuls, 1 projection, 4 expansions.
+  EXPECT_EQ(fullArrayMatmuls(bandedChain(32, 1)), 9 + 1 + 4);
+  expectMatches(bandedChain(32, 1), 0, true);
+  // 64 channels: 2 bands of 16 rows, one chunk each.
+  EXPECT_EQ(fullArrayMatmuls(bandedChain(64, 1)), 9 + 1 + 2);
+  expectMatches(bandedChain(64, 1), 0, true);
+  // 16 channels at stride 2 (gaps between the bands' channels): 16x16 outputs, 4 rows per band.
+  EXPECT_EQ(fullArrayMatmuls(bandedChain(16, 2)), 9 + 1 + 4);
+  expectMatches(bandedChain(16, 2), 0, true);
 }
 
 std::string poolModel(const std::vector<int64_t> &x, const std::vector<int64_t> &y, const std::string &op) {
