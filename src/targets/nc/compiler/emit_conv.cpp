@@ -412,6 +412,7 @@ class FoldedConv {
                  kPsumSlots) {}
 
   void emit() {
+    if (std::optional<std::vector<bool>> reversed = bandsReversed()) return emitOnBands(*reversed);
     const std::vector<float> w = ctx_.constantFloats(node_.input(1));
     int64_t top = 0, bottom = s_.OH;  // Rows [0, top) lack leading tap rows, [bottom, OH) trailing ones.
     while (top < s_.OH && validTapRows(s_, top).first > 0) ++top;
@@ -448,6 +449,134 @@ class FoldedConv {
   }
 
  private:
+  /// Partitions from one band's folded rows to the next: a quadrant, where a DMA may start.
+  static constexpr int64_t kFoldedBandStride = 32;
+
+  /// Output row of tile row j of band `band` when Y is banded.
+  int64_t bandRow(int64_t band, int64_t j) const { return band * o_.out.bands.rows - o_.out.bands.top + j; }
+
+  /// When Y is banded (its reader's padded input) and the stem can compute on the same bands: per
+  /// band whether its (kh, c) rows go in reversed kh order, which makes the valid tap rows of its
+  /// top-edge rows a prefix, as a DMA must start at a band's first partition. nullopt when a band has
+  /// both edges, or the bands' folded rows do not fit the partitions.
+  std::optional<std::vector<bool>> bandsReversed() const {
+    const RowBands &bands = o_.out.bands;
+    const int64_t P = ctx_.profile().partitions;
+    if (bands.count == 0 || s_.N != 1 || K_ > kFoldedBandStride || (bands.count - 1) * kFoldedBandStride + K_ > P ||
+        s_.M > bands.stride || s_.OW > bank_)
+      return std::nullopt;
+    std::vector<bool> reversed(static_cast<size_t>(bands.count), false);
+    for (int64_t band = 0; band < bands.count; ++band) {
+      bool topEdge = false, bottomEdge = false;
+      for (int64_t j = 0; j < bands.tileRows; ++j) {
+        const int64_t oh = bandRow(band, j);
+        if (oh < 0 || oh >= s_.OH) continue;
+        auto [first, last] = validTapRows(s_, oh);
+        topEdge |= first > 0;
+        bottomEdge |= last < s_.KH - 1;
+      }
+      if (topEdge && bottomEdge) return std::nullopt;
+      reversed[static_cast<size_t>(band)] = topEdge;
+    }
+    return reversed;
+  }
+
+  /// The stem on Y's bands: band b's folded rows on partitions [32 b, 32 b + K), so one matmul per
+  /// column tap covers every band with a block-diagonal stationary and its eviction writes all bands'
+  /// rows (halos included) at once. Tile rows outside the image compute from zero rows and are zeroed
+  /// again after their eviction.
+  void emitOnBands(const std::vector<bool> &reversed) {
+    const RowBands &bands = o_.out.bands;
+    const int64_t Sf = kFoldedBandStride, K = (bands.count - 1) * Sf + K_, P = bands.count * bands.stride;
+    const DType dtype = ctx_.matmulDtype();
+    const std::vector<float> w = ctx_.constantFloats(node_.input(1));
+    std::vector<float> packed(static_cast<size_t>(K * s_.KW * P), 0.0f);
+    for (int64_t band = 0; band < bands.count; ++band)
+      for (int64_t m = 0; m < s_.M; ++m)
+        for (int64_t c = 0; c < s_.C; ++c)
+          for (int64_t kh = 0; kh < s_.KH; ++kh)
+            for (int64_t kw = 0; kw < s_.KW; ++kw) {
+              const int64_t row = band * Sf + (reversed[static_cast<size_t>(band)] ? s_.KH - 1 - kh : kh) * s_.C + c;
+              packed[static_cast<size_t>(row * s_.KW * P + kw * P + band * bands.stride + m)] =
+                  w[static_cast<size_t>(((m * s_.C + c) * s_.KH + kh) * s_.KW + kw)];
+            }
+    const HbmView wHbm = ctx_.constantHbm(node_.name() + "/w_bands", dtype, {K, s_.KW * P}, packed);
+    TileView weights = b_.sbuf(node_.name() + "/w", dtype, K, {s_.KW * P});
+    b_.load(weights, wHbm);
+
+    const int64_t chunkRows = std::max<int64_t>(1, bank_ / s_.OW);
+    const int64_t rowBytes = s_.W * dtypeSizeBytes(x_.dtype());
+    const int64_t sliceRows = chunkRows * std::max<int64_t>(1, kernels::kDmaChunkTargetBytes / (chunkRows * rowBytes));
+    TileRing sliceRing(MemSpace::SBUF, node_.name() + "/xfold", dtype, K, {sliceRows * Wp_}, kBandSlots);
+    TileRing accRing(MemSpace::PSUM, node_.name() + "/acc", DType::F32, P, {bank_}, kPsumSlots);
+    const int64_t rowPitch = o_.out.axes[2].freeStride;
+    for (const Span &slice : splitRange(bands.tileRows, sliceRows)) {
+      // Zeros where no DMA writes: the pad columns, invalid tap rows, the partitions between bands.
+      TileView tile = sliceRing.next(b_);
+      b_.memset(tile, 0.0f);
+      for (int64_t band = 0; band < bands.count; ++band) loadBandRows(tile, band, slice, reversed[static_cast<size_t>(band)]);
+      for (const Span &chunk : splitRange(slice.count, chunkRows)) {
+        TileView acc = accRing.next(b_).cols(0, chunk.count * s_.OW);
+        for (int64_t kw = 0; kw < s_.KW; ++kw) {
+          TileView moving = tile.pattern(chunk.start * Wp_ + kw * s_.dilationW,
+                                         windowDims(1, 0, chunk.count, Wp_, s_.OW, s_.strideW));
+          b_.matmul(acc, weights.cols(kw * P, P), moving, /*accumulate=*/kw > 0);
+        }
+        const int64_t j0 = slice.start + chunk.start;
+        std::optional<TileView> bias;
+        if (!o_.bias.empty()) bias = o_.bias[0];
+        emitEpilogue(ctx_,
+                     o_.out.blocks[0].pattern(o_.out.freeBase + (j0 - bands.top) * rowPitch,
+                                              windowDims(1, 0, chunk.count, rowPitch, s_.OW, 1)),
+                     acc.pattern(0, windowDims(1, 0, chunk.count, s_.OW, s_.OW, 1)), bias, std::nullopt, o_.epilogue);
+        for (int64_t band = 0; band < bands.count; ++band)
+          for (int64_t j = j0; j < j0 + chunk.count; ++j)
+            if (bandRow(band, j) < 0 || bandRow(band, j) >= s_.OH)
+              b_.memset(o_.out.blocks[0].partitionSlice(band * bands.stride, bands.stride)
+                            .pattern(j * rowPitch, {FreeDim{1, static_cast<uint32_t>(rowPitch)}}),
+                        0.0f);
+      }
+    }
+  }
+
+  /// Band `band`'s folded rows for tile rows `slice` into `tile` (zeroed), from partition 32 * band:
+  /// per output row its valid tap rows, a prefix in the band's kh order; the rows whose taps are all
+  /// valid in one DMA.
+  void loadBandRows(const TileView &tile, int64_t band, const Span &slice, bool reversed) {
+    const TileView rows = tile.partitionSlice(band * kFoldedBandStride, K_);
+    const int64_t step = (reversed ? -1 : 1) * s_.dilationH * s_.W;
+    const auto width = static_cast<uint32_t>(s_.W);
+    int64_t j = slice.start;
+    while (j < slice.start + slice.count) {
+      const int64_t oh = bandRow(band, j);
+      if (oh < 0 || oh >= s_.OH) {
+        ++j;
+        continue;
+      }
+      auto [first, last] = validTapRows(s_, oh);
+      if (first == 0 && last == s_.KH - 1) {
+        int64_t count = 1;  // The run of rows with every tap valid.
+        while (j + count < slice.start + slice.count && bandRow(band, j + count) < s_.OH &&
+               validTapRows(s_, bandRow(band, j + count)) == std::pair<int64_t, int64_t>{0, s_.KH - 1})
+          ++count;
+        const int64_t kh0 = reversed ? s_.KH - 1 : 0;
+        HbmView src = x_.pattern(xOffset(0, oh * s_.strideH + kh0 * s_.dilationH - s_.padTop),
+                                 {FreeDim{step, static_cast<uint32_t>(s_.KH)}, FreeDim{s_.H * s_.W, static_cast<uint32_t>(s_.C)},
+                                  FreeDim{s_.strideH * s_.W, static_cast<uint32_t>(count)}, FreeDim{1, width}});
+        b_.load(rows.pattern((j - slice.start) * Wp_ + s_.padLeft, {FreeDim{Wp_, static_cast<uint32_t>(count)}, FreeDim{1, width}}),
+                src);
+        j += count;
+        continue;
+      }
+      const int64_t valid = last - first + 1, kh0 = reversed ? last : first;
+      HbmView src = x_.pattern(xOffset(0, oh * s_.strideH + kh0 * s_.dilationH - s_.padTop),
+                               {FreeDim{step, static_cast<uint32_t>(valid)}, FreeDim{s_.H * s_.W, static_cast<uint32_t>(s_.C)},
+                                FreeDim{1, width}});
+      b_.load(rows.partitionSlice(0, valid * s_.C).pattern((j - slice.start) * Wp_ + s_.padLeft, {FreeDim{1, width}}), src);
+      ++j;
+    }
+  }
+
   TileView loadWeights(const std::vector<float> &w, bool reversed) {
     const DType dtype = ctx_.matmulDtype();
     const HbmView hbm = ctx_.constantHbm(node_.name() + (reversed ? "/w_reversed" : "/w"), dtype, {K_, s_.KW * s_.M},

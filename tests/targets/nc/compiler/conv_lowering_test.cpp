@@ -288,12 +288,13 @@ TEST(ConvLowering, EvictsIntoTheReadersPaddedInput) {
   expectMatches(ir, 0, true);
 }
 
-/// MobileNetV2's first layers in small: a folded stem of `channels` outputs, a depthwise 3x3 (stride
-/// `stride`), a 1x1 projection to 16 channels and a 1x1 expansion to 48.
-std::string bandedChain(int64_t channels, int64_t stride) {
-  const int64_t side = 32 / stride;
+/// MobileNetV2's first layers in small: a folded stem (3x3 stride 2) of `channels` outputs over an
+/// `image` x `image` input, a depthwise 3x3 (stride `stride`), a 1x1 projection to 16 channels and a
+/// 1x1 expansion to 48.
+std::string bandedChain(int64_t channels, int64_t stride, int64_t image = 64) {
+  const int64_t side = ((image - 1) / 2 + 1) / stride;
   return fmt::format(
-      "model opset(ai.onnx=17, tessel=1) ir_version=8 {{\nfunc @main(%x: f32[1,3,64,64]) -> (%y: f32[1,48,{0},{0}]) {{\n"
+      "model opset(ai.onnx=17, tessel=1) ir_version=8 {{\nfunc @main(%x: f32[1,3,{10},{10}]) -> (%y: f32[1,48,{0},{0}]) {{\n"
       "  const %ws = {1}\n  const %bs = {2}\n  const %wd = {3}\n  const %bd = {4}\n  const %wp = {5}\n"
       "  const %bp = {6}\n  const %we = {7}\n"
       "  %s = tessel.FusedConv(%x, %ws, %bs) {{strides = [2, 2], pads = [1, 1, 1, 1], activation = \"Clip\", "
@@ -305,7 +306,7 @@ std::string bandedChain(int64_t channels, int64_t stride) {
       side, denseText({channels, 3, 3, 3}, 51, 0.2f), denseText({channels}, 52, 0.5f),
       denseText({channels, 1, 3, 3}, 53, 0.33f), denseText({channels}, 54, 0.5f),
       denseText({16, channels, 1, 1}, 55, 0.2f), denseText({16}, 56, 0.5f), denseText({48, 16, 1, 1}, 57, 0.25f),
-      channels, stride);
+      channels, stride, image);
 }
 
 /// Matmuls of core 0's nc-v2 program whose stationary spans all 128 partitions.
@@ -322,8 +323,9 @@ int fullArrayMatmuls(const std::string &ir) {
   return matmuls;
 }
 
-// Few channels at a large image go on the partitions as row bands: the stem evicts into 4 bands of
-// 32 partitions (halo rows in both neighbours), the depthwise convolution takes one matmul per tap
+// Few channels at a large image go on the partitions as row bands: the stem computes all 4 bands at
+// once (each band's rows, halos included, from its own folded rows; the first band's in reversed kh
+// order for the top edge), the depthwise convolution takes one matmul per tap
 // over all bands, the projection stays banded (one block-diagonal matmul per chunk) and the
 // expansion, whose 48 outputs do not fit a band, takes one matmul per band. With 64 channels there
 // are 2 bands; a stride-2 depthwise convolution reads 2 input rows per output row.
@@ -337,6 +339,8 @@ TEST(ConvLowering, FewChannelsComputeOnRowBands) {
   // 16 channels at stride 2 (gaps between the bands' channels): 16x16 outputs, 4 rows per band.
   EXPECT_EQ(fullArrayMatmuls(bandedChain(16, 2)), 9 + 1 + 4);
   expectMatches(bandedChain(16, 2), 0, true);
+  // A 63x63 image: the stem's last row misses its last tap row (the last band's bottom edge).
+  expectMatches(bandedChain(32, 1, 63), 0, true);
 }
 
 std::string poolModel(const std::vector<int64_t> &x, const std::vector<int64_t> &y, const std::string &op) {
