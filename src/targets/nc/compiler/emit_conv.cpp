@@ -757,6 +757,16 @@ void emitDiagonals(KernelBuilder &b, const TileView &diagonals, const TileView &
                  AluOp::Multiply, Engine::POOL);
 }
 
+/// Depthwise W [C, 1, KH, KW] as [partition][block][tap] with channel block * P + partition, zero past
+/// C: one contiguous run per partition for all blocks.
+std::vector<float> packDepthwiseWeights(const std::vector<float> &w, const ConvShape &s, int64_t P) {
+  const int64_t rows = std::min(P, s.C), blocks = ceilDiv(s.C, P), taps = s.taps();
+  std::vector<float> packed(static_cast<size_t>(rows * blocks * taps), 0.0f);
+  for (int64_t c = 0; c < s.C; ++c)
+    std::copy_n(w.begin() + c * taps, taps, packed.begin() + ((c % P) * blocks + c / P) * taps);
+  return packed;
+}
+
 /// Partitions from one replica's start to the next for a block of c channels: the aligned starts a
 /// c-partition operand may have (T6: multiples of 32 up to 32 partitions, of 64 up to 64). Vector
 /// engines may move a quadrant (<= 32 partitions) or a half (<= 64) to another one (section 4.2), which
@@ -802,10 +812,14 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
   std::optional<DeviceTensor> x;
   const int64_t Wi = s.padded() ? s.W + s.padLeft + s.padRight : s.W;
   const int64_t imageSize = (s.padded() ? s.H + s.padTop + s.padBottom : s.H) * Wi;
-  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {s.C, s.taps()}, ctx.constantFloats(node.input(1)));
   const TileView identity = ctx.identity(dtype);
   TileRing accRing(MemSpace::PSUM, node.name() + "/acc", DType::F32, std::min(P, s.C), {bank}, kPsumSlots);
   const std::vector<Span> channelTiles = splitRange(s.C, P);
+  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {std::min(P, s.C), s.taps() * channelTiles.size()},
+                                       packDepthwiseWeights(ctx.constantFloats(node.input(1)), s, P));
+  // Every block's taps in one DMA (a block's alone are 36 bytes per partition, one DMA chunk each).
+  TileView allWeights = b.sbuf(node.name() + "/w", DType::F32, std::min(P, s.C), {s.taps() * channelTiles.size()});
+  b.load(allWeights, wHbm);
   for (size_t i = 0; i < channelTiles.size(); ++i) {
     const Span &ch = channelTiles[i];
     const ReplicaStack stack = replicaStackFor(ctx.profile(), s, ch.count, dtype);
@@ -821,8 +835,12 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
     }
 
     // Per group (kh, kw0): the stacked diagonals of its taps, zero where no replica's channels are.
-    TileView weights = b.sbuf(node.name() + "/w", DType::F32, partitions, {s.taps()});
-    for (int64_t r = 0; r < replicas; ++r) b.load(weights.partitionSlice(r * stride, c), wHbm.rows(ch.start, c));
+    TileView weights = allWeights.partitionSlice(0, c).cols(static_cast<int64_t>(i) * s.taps(), s.taps());
+    if (replicas > 1) {
+      weights = b.sbuf(node.name() + "/w_replicas", DType::F32, partitions, {s.taps()});
+      for (int64_t r = 0; r < replicas; ++r)
+        b.load(weights.partitionSlice(r * stride, c), wHbm.rows(0, c).cols(static_cast<int64_t>(i) * s.taps(), s.taps()));
+    }
     TileView diagonals = b.sbuf(node.name() + "/diag", dtype, partitions, {groups * c});
     if (stack.hasGaps()) b.memset(diagonals, 0.0f);
     if (replicas == 1) {
