@@ -817,9 +817,14 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
   const std::vector<Span> channelTiles = splitRange(s.C, P);
   const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {std::min(P, s.C), s.taps() * channelTiles.size()},
                                        packDepthwiseWeights(ctx.constantFloats(node.input(1)), s, P));
-  // Every block's taps in one DMA (a block's alone are 36 bytes per partition, one DMA chunk each).
-  TileView allWeights = b.sbuf(node.name() + "/w", DType::F32, std::min(P, s.C), {s.taps() * channelTiles.size()});
-  b.load(allWeights, wHbm);
+  // Every block's taps in one DMA (a block's alone are 36 bytes per partition, one DMA chunk each);
+  // blocks with replicas load their own copies instead.
+  std::optional<TileView> allWeights;
+  for (const Span &ch : channelTiles)
+    if (!allWeights && replicaStackFor(ctx.profile(), s, ch.count, dtype).replicas == 1) {
+      allWeights = b.sbuf(node.name() + "/w", DType::F32, std::min(P, s.C), {s.taps() * channelTiles.size()});
+      b.load(*allWeights, wHbm);
+    }
   for (size_t i = 0; i < channelTiles.size(); ++i) {
     const Span &ch = channelTiles[i];
     const ReplicaStack stack = replicaStackFor(ctx.profile(), s, ch.count, dtype);
@@ -835,8 +840,10 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
     }
 
     // Per group (kh, kw0): the stacked diagonals of its taps, zero where no replica's channels are.
-    TileView weights = allWeights.partitionSlice(0, c).cols(static_cast<int64_t>(i) * s.taps(), s.taps());
-    if (replicas > 1) {
+    TileView weights;
+    if (replicas == 1) {
+      weights = allWeights->partitionSlice(0, c).cols(static_cast<int64_t>(i) * s.taps(), s.taps());
+    } else {
       weights = b.sbuf(node.name() + "/w_replicas", DType::F32, partitions, {s.taps()});
       for (int64_t r = 0; r < replicas; ++r)
         b.load(weights.partitionSlice(r * stride, c), wHbm.rows(0, c).cols(static_cast<int64_t>(i) * s.taps(), s.taps()));
