@@ -24,7 +24,7 @@ tessel::DType irDtype(DType castType) {
 std::vector<size_t> roundedInputs(const Node &node, const LoweringOptions &options) {
   const std::string &op = node.opType();
   if (op == "MatMul" || op == "Gemm" || op == "FusedMatMul") return {0, 1};
-  if ((op == "Conv" || op == "FusedConv") && (node.attrInt("group", 1) == 1 || depthwiseOnPe(node, options))) return {0, 1};
+  if ((op == "Conv" || op == "FusedConv") && convRoundsOperands(node, options)) return {0, 1, 3};
   return {};
 }
 

@@ -1,5 +1,6 @@
-// Which form the accelerator gives a depthwise convolution, stated once for the lowering
-// (emit_conv.cpp) and the same-cast reference (cast_reference.cpp), which must round what it rounds.
+// Which form the accelerator gives a convolution and which operands it rounds, stated once for the
+// lowering (emit_conv.cpp) and the same-cast reference (cast_reference.cpp), which must round what
+// it rounds.
 #pragma once
 
 #include "ir/graph.h"
@@ -14,5 +15,10 @@ namespace tessel::nc::compiler {
 /// N each (N and 150 + N cycles at 1.4 GHz), and the diagonal costs 128 cycles once per tap, shared
 /// by ACT, DVE and POOL; so the PE wins at every image size MobileNetV2 has (7x7 to 112x112).
 bool depthwiseOnPe(const Node &node, const LoweringOptions &options);
+
+/// Whether convolution `node` runs its matmuls in the matmul dtype (dense, or depthwise on the PE)
+/// under the casts: then X, W and the residual Z of a FusedConv are rounded to it, so that a
+/// convolution whose readers are all such convolutions stores its output in that dtype once.
+bool convRoundsOperands(const Node &node, const LoweringOptions &options);
 
 }  // namespace tessel::nc::compiler

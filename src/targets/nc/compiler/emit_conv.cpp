@@ -1107,7 +1107,7 @@ Status emitPointwiseOnBands(LoweringContext &ctx, const Node &node, const ConvSh
 // ---- Entry ------------------------------------------------------------------------------------------------
 
 /// Whether every reader of `y` is a convolution on the device that rounds it to the matmul dtype as
-/// its X (dense, folded, or depthwise on the PE), and `epilogue` ends in one rounding write (a single
+/// its X or its residual Z (convRoundsOperands), and `epilogue` ends in one rounding write (a single
 /// ACT or DVE pass, then at most a Clip, which commutes with monotonic rounding). Then the eviction can
 /// store Y in the matmul dtype: the values the readers' casts would make, without the cast pass.
 bool readersTakeMatmulDtype(const Value *y, const Epilogue &epilogue, const LoweringOptions &options) {
@@ -1120,8 +1120,8 @@ bool readersTakeMatmulDtype(const Value *y, const Epilogue &epilogue, const Lowe
     const Node &reader = *use.user;
     const bool conv = (reader.domain().empty() && reader.opType() == "Conv") ||
                       (reader.domain() == "tessel" && reader.opType() == "FusedConv");
-    if (!conv || use.inputIndex != 0 || !checkConv(reader, options).empty()) return false;
-    if (reader.attrInt("group", 1) != 1 && !depthwiseOnPe(reader, options)) return false;
+    if (!conv || (use.inputIndex != 0 && use.inputIndex != 3) || !checkConv(reader, options).empty()) return false;
+    if (!convRoundsOperands(reader, options)) return false;
   }
   return true;
 }
@@ -1167,7 +1167,9 @@ Status emitConv(LoweringContext &ctx, const Node &node) {
     o.bias = ctx.channelVector(o.out.bands.count > 0 ? bandedValues(bias, o.out.bands) : bias);
   }
   if (isPresent(node.input(3))) {
-    TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, ctx.standard(node.input(3), 1));
+    TESSEL_ASSIGN_OR_RETURN(DeviceTensor z, convRoundsOperands(node, ctx.options())
+                                                ? ctx.standardAs(node.input(3), 1, ctx.matmulDtype())
+                                                : ctx.standard(node.input(3), 1));
     o.residual = z;
   }
 
@@ -1195,6 +1197,10 @@ Status emitConv(LoweringContext &ctx, const Node &node) {
 bool depthwiseOnPe(const Node &node, const LoweringOptions &options) {
   ConvShape s;
   return readConvShape(node, s).empty() && s.depthwise() && options.autoCast != AutoCast::None;
+}
+
+bool convRoundsOperands(const Node &node, const LoweringOptions &options) {
+  return options.autoCast != AutoCast::None && (node.attrInt("group", 1) == 1 || depthwiseOnPe(node, options));
 }
 
 std::vector<OpLowering> convLowerings() {

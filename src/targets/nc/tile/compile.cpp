@@ -1,6 +1,7 @@
 // The kernel compiler pipeline: allocate tiles, spilling where they do not fit (allocate.h, spill.h),
 // lay out HBM and build one instruction per op (emit.h), derive dependences on the placed bytes
-// (dependences.h), choose engines and queues and order the streams (schedule.h), insert semaphores
+// (dependences.h), choose engines and queues and order the streams (schedule.h; scheduled again with
+// far-future loads waiting for their prefetch point, prefetch.h, kept when that is faster), insert semaphores
 // (semaphores.h), and check every instruction against the tile rules (isa/verifier.h), naming the
 // op on failure.
 #include "targets/nc/tile/compile.h"
@@ -15,6 +16,7 @@
 #include "targets/nc/tile/dependences.h"
 #include "targets/nc/tile/dsl.h"
 #include "targets/nc/tile/emit.h"
+#include "targets/nc/tile/prefetch.h"
 #include "targets/nc/tile/schedule.h"
 #include "targets/nc/tile/semaphores.h"
 #include "targets/nc/tile/spill.h"
@@ -87,6 +89,13 @@ Expected<CompiledKernel> compileKernel(const Kernel &written, const MachineProfi
   int queues = static_cast<int>(profile.dma.queuesPerEngine);
   if (options.dmaQueues > 0) queues = std::min(queues, options.dmaQueues);
   TESSEL_ASSIGN_OR_RETURN(Schedule schedule, scheduleOps(insns, candidates, deps, profile, queues));
+  if (DependenceGraph gated = deps; options.prefetchGates && gatePrefetches(insns, schedule, profile, gated) > 0) {
+    TESSEL_ASSIGN_OR_RETURN(Schedule second, scheduleOps(insns, candidates, gated, profile, queues));
+    if (second.makespanNs < schedule.makespanNs) {
+      schedule = std::move(second);
+      deps = std::move(gated);
+    }
+  }
 
   compiled.program.reserve(numOps);
   compiled.timing.reserve(numOps);

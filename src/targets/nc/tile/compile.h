@@ -52,6 +52,7 @@ struct Spill {
 
 struct CompileOptions {
   int dmaQueues = 0;            // DMA queues to spread loads/stores over; 0 = all the profile has.
+  bool prefetchGates = true;    // Far-future loads wait for their prefetch point (prefetch.h).
 };
 
 /// When the list scheduler expects one program instruction to run.

@@ -138,6 +138,7 @@ std::string_view dependenceKindName(DependenceKind kind) {
     case DependenceKind::WAR: return "WAR";
     case DependenceKind::WAW: return "WAW";
     case DependenceKind::Order: return "order";
+    case DependenceKind::Prefetch: return "prefetch";
   }
   return "?";
 }

@@ -17,10 +17,11 @@
 namespace tessel::nc::tile {
 
 /// RAW, WAR, WAW: through memory. Order: collectives keep their recorded order, since every core's
-/// k-th collective must be the same one and the cores' programs may schedule differently.
-enum class DependenceKind : uint8_t { RAW, WAR, WAW, Order };
+/// k-th collective must be the same one and the cores' programs may schedule differently. Prefetch:
+/// a load waits for an op that ends shortly before its data is needed (prefetch.h).
+enum class DependenceKind : uint8_t { RAW, WAR, WAW, Order, Prefetch };
 
-/// "RAW", "WAR", "WAW" or "order".
+/// "RAW", "WAR", "WAW", "order" or "prefetch".
 std::string_view dependenceKindName(DependenceKind kind);
 
 /// One edge: the consumer (the op whose list holds it) runs after `producer`.

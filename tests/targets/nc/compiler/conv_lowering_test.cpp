@@ -203,7 +203,7 @@ TEST(ConvLowering, GroupedConvRunsOnHost) {
 }
 
 /// Two MobileNetV2 inverted-residual blocks, 16 channels expanded to 64 at 14x14: y1 is read by the
-/// second block's expand convolution (a PE operand) and by its projection as the residual (f32).
+/// second block's expand convolution (a PE operand) and by its projection as the residual.
 std::string invertedResidualBlocks() {
   std::string body;
   std::string in = "%x";
@@ -225,11 +225,11 @@ std::string invertedResidualBlocks() {
          body + "  return %y2\n}\n}\n";
 }
 
-// The expand and depthwise outputs go straight from PSUM to SBUF in bf16, the expand's into the
-// depthwise convolution's zero-padded input (row bands), so the only f32 -> bf16 copies left are
-// the casts of x and of y1 (which the residual reads in f32). Rounding at the
-// eviction makes the values the readers' casts would make: the device stays as close to the
-// same-cast reference as f32 accumulation order allows, far closer than to the f32 reference.
+// The expand, depthwise and projection outputs go straight from PSUM to SBUF in bf16, the expand's
+// into the depthwise convolution's zero-padded input (row bands), y1 once for both its readers (the
+// residual is rounded too), so the only f32 -> bf16 copy left is the cast of x. Rounding at the
+// eviction makes the values the readers' casts would make: the device differs from the same-cast
+// reference only where f32 accumulation order rounds a value the other way, by one bf16 step.
 TEST(ConvLowering, StoresPeOperandsInThePeDtype) {
   auto model = parseModel(invertedResidualBlocks(), "<blocks>");
   ASSERT_TRUE(model.ok()) << model.diag().str();
@@ -243,8 +243,8 @@ TEST(ConvLowering, StoresPeOperandsInThePeDtype) {
     ++copies;
     if (text.find(":bf16 src=") != std::string::npos && text.find(":f32", text.find(" src=")) != std::string::npos) ++casts;
   }
-  EXPECT_EQ(casts, 2);
-  EXPECT_EQ(copies, 2);  // The depthwise convolutions compute on 2 row bands: no replicas to copy.
+  EXPECT_EQ(casts, 1);
+  EXPECT_EQ(copies, 1);  // The depthwise convolutions compute on 2 row bands: no replicas to copy.
 
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -258,13 +258,15 @@ TEST(ConvLowering, StoresPeOperandsInThePeDtype) {
   auto f32 = ReferenceInterpreter((*exe)->model()).run({{"x", RuntimeValue(x)}});
   ASSERT_TRUE(same.ok() && f32.ok());
   const Tensor &got = device->outputs[0].second.tensor();
-  double toSame = 0, toF32 = 0;
+  double toSame = 0, toF32 = 0, largest = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {
     toSame = std::max(toSame, std::abs(got.scalarAsDouble(i) - (*same)[0].second.tensor().scalarAsDouble(i)));
     toF32 = std::max(toF32, std::abs(got.scalarAsDouble(i) - (*f32)[0].second.tensor().scalarAsDouble(i)));
+    largest = std::max(largest, std::abs(got.scalarAsDouble(i)));
   }
   EXPECT_GT(toF32, 1e-3);
-  EXPECT_LT(toSame, 0.02 * toF32);
+  EXPECT_LE(toSame, std::ldexp(1.0, std::ilogb(largest) - 7));  // One bf16 step at the largest output.
+  EXPECT_LT(toSame, 0.2 * toF32);
 }
 
 // A 1x1 convolution whose only reader is a padded dense 3x3 one evicts into that reader's padded input:
