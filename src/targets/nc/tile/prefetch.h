@@ -3,9 +3,9 @@
 // with the loads its first instructions wait for. After a first schedule, each load whose first reader
 // starts later than its lead (a few times its own transfer time, plus a floor) is ordered after the
 // compute op that completes last before that point (a Prefetch dependence: a semaphore wait), and the
-// kernel is scheduled again; the compiler keeps the second schedule when it is faster. A kernel whose
-// DMA engines are busy nearly throughout gets no gates. The gate has a lower op index and ends before
-// every reader of the load starts, so the new edges close no cycle.
+// kernel is scheduled again; the compiler keeps the second schedule when it is at least 1% faster.
+// A kernel whose DMA engines are busy nearly throughout gets no gates. The gate has a lower op index
+// and ends before every reader of the load starts, so the new edges close no cycle.
 #pragma once
 
 #include <cstdint>
