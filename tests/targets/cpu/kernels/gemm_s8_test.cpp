@@ -194,15 +194,18 @@ TEST_P(S8GemmTest, EmptyK) {
 
 /// The GEMM's requantized bytes (S8GemmBytes) against its int32 C requantized by the quantize
 /// kernels' loop, bit for bit: tile edges, one and several K blocks, u8 and s8 output, multipliers
-/// of a power of two (sums land on ties, rounded half to even) and ones that saturate, over a pool.
-void checkRequantized(const S8GemmKernel &kernel, const GemmShape &s, bool ySigned, ThreadPool *pool, uint32_t seed) {
-  SCOPED_TRACE(fmt::format("{} m={} n={} k={} y {}", kernel.name, s.m, s.n, s.k, ySigned ? "s8" : "u8"));
+/// of a power of two (sums land on ties, rounded half to even) and ones that saturate, B with and
+/// without zero points (the bias added per tile, or folded into the column offsets), over a pool.
+void checkRequantized(const S8GemmKernel &kernel, const GemmShape &s, bool ySigned, int32_t bZeroPoint,
+                      ThreadPool *pool, uint32_t seed) {
+  SCOPED_TRACE(fmt::format("{} m={} n={} k={} y {} b zero point {}", kernel.name, s.m, s.n, s.k,
+                           ySigned ? "s8" : "u8", bZeroPoint));
   std::mt19937 rng(seed);
   std::vector<uint8_t> a(size_t(s.m * s.k)), b(size_t(s.k * s.n));
   for (uint8_t &v : a) v = uint8_t(rng());
   for (uint8_t &v : b) v = uint8_t(rng());
   const int32_t aZero = int32_t(rng() % 256);
-  const std::vector<int32_t> bZero(size_t(s.n), 0);
+  const std::vector<int32_t> bZero(size_t(s.n), bZeroPoint);
   std::vector<int32_t> bias(size_t(s.n));
   std::vector<float> multiplier(size_t(s.n));
   for (int64_t j = 0; j < s.n; ++j) {
@@ -269,10 +272,15 @@ TEST_P(S8GemmTest, RequantizedToBytes) {
   ThreadPool pool(2);
   uint32_t seed = 300;
   for (int64_t m : {int64_t{1}, mr + 1, 4 * mr + 3}) {
-    // 777 columns: past one column block (704 at K = 2051), so a later block starts afresh.
-    for (int64_t n : {int64_t{17}, nr + 3, int64_t{777}}) {
+    // 17 and 40 columns: tiles of two and three vectors; 777: past one column block (704 at K =
+    // 2051), so a later block starts afresh.
+    for (int64_t n : {int64_t{17}, int64_t{40}, nr + 3, int64_t{777}}) {
       for (int64_t k : {int64_t{45}, int64_t{2051}}) {  // One K block, and several.
-        for (bool ySigned : {false, true}) checkRequantized(kernel(), {m, n, k}, ySigned, m > mr ? &pool : nullptr, seed++);
+        for (bool ySigned : {false, true}) {
+          for (int32_t bZeroPoint : {0, 5}) {
+            checkRequantized(kernel(), {m, n, k}, ySigned, bZeroPoint, m > mr ? &pool : nullptr, seed++);
+          }
+        }
       }
     }
   }

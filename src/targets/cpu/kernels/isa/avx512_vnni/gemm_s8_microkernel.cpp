@@ -42,12 +42,38 @@ inline __mmask16 columnMask(int cols, int j) {
   return valid >= kLanes ? __mmask16(0xFFFF) : valid <= 0 ? __mmask16(0) : __mmask16((1u << valid) - 1);
 }
 
+/// One row's kVecs requantized vectors (int32, zero point added) to its first `cols` bytes, saturated to
+/// u8 or s8. Two or more vectors narrow through the saturating packs (one instruction per vector
+/// instead of a saturating store each, whose two steps cost more), which interleave the 128-bit
+/// groups of the vectors; one permutation puts them back in order.
+template <int kVecs>
+inline __attribute__((always_inline)) void storeRowBytes(std::byte *row, const __m512i (&q)[kVecs],
+                                                         const __mmask16 (&masks)[kVecs], int cols, bool ySigned) {
+  if constexpr (kVecs == 1) {
+    if (ySigned) {
+      _mm512_mask_cvtsepi32_storeu_epi8(row, masks[0], q[0]);  // Saturates to [-128, 127].
+    } else {
+      _mm512_mask_cvtusepi32_storeu_epi8(row, masks[0], _mm512_max_epi32(q[0], _mm512_setzero_si512()));
+    }
+  } else {
+    const __m512i zero = _mm512_setzero_si512();
+    // Values lie within +-(1024 + 255): the int16 step saturates nothing.
+    const __m512i low = _mm512_packs_epi32(q[0], q[1]);
+    const __m512i high = kVecs > 2 ? _mm512_packs_epi32(q[2], kVecs > 3 ? q[3] : zero) : zero;
+    const __m512i bytes = ySigned ? _mm512_packs_epi16(low, high) : _mm512_packus_epi16(low, high);
+    // Dword 4g + v of `bytes` holds group g of vector v; the row wants it at 4v + g.
+    const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+    const __mmask64 valid = cols >= 64 ? ~__mmask64{0} : (__mmask64{1} << cols) - 1;
+    _mm512_mask_storeu_epi8(row, valid, _mm512_permutexvar_epi32(order, bytes));
+  }
+}
+
 /// The tile requantized to bytes (S8Requantization): the int32 sum plus bias wraps as the
 /// accumulators do; its float times the multiplier is clamped to +-1024 (past where any zero point
 /// saturates, and within int32) and converted rounding half to even, then the zero point is added
 /// and the conversion to bytes saturates. Each value is quantize_impl.h's requantized(): the float
 /// steps are the same, and on integers the rest is exact.
-template <int kMr, int kVecs>
+template <int kMr, int kVecs, bool kBias>
 inline __attribute__((always_inline)) void requantizeTile(__m512i (&acc)[kMr][kVecs], const __mmask16 (&masks)[kVecs],
                                                           const S8MicrokernelArgs &args) {
   const S8Requantization &r = args.requantize;
@@ -55,31 +81,34 @@ inline __attribute__((always_inline)) void requantizeTile(__m512i (&acc)[kMr][kV
   __m512 multiplier[kVecs];
 #pragma GCC unroll 8
   for (int j = 0; j < kVecs; ++j) {
-    bias[j] = r.bias != nullptr ? _mm512_maskz_loadu_epi32(masks[j], r.bias + j * kLanes) : _mm512_setzero_si512();
+    if constexpr (kBias) bias[j] = _mm512_maskz_loadu_epi32(masks[j], r.bias + j * kLanes);
     multiplier[j] = _mm512_maskz_loadu_ps(masks[j], r.multiplier + j * kLanes);
   }
-  const __m512 limit = _mm512_set1_ps(1024.0f), lowest = _mm512_set1_ps(-1024.0f);
-  const __m512i zeroPoint = _mm512_set1_epi32(int(r.zeroPoint)), zero = _mm512_setzero_si512();
+  const __m512 limit = _mm512_set1_ps(1024.0f);
+  const __m512i zeroPoint = _mm512_set1_epi32(int(r.zeroPoint));
   const __m512i lo = _mm512_set1_epi32(r.ySigned ? -128 : 0), hi = _mm512_set1_epi32(r.ySigned ? 127 : 255);
   const __m512 scale = _mm512_set1_ps(r.dequantizeScale);
 #pragma GCC unroll 32
   for (int i = 0; i < kMr; ++i) {
     std::byte *row = args.y + i * args.ldy;
+    __m512i q[kVecs];
 #pragma GCC unroll 8
     for (int j = 0; j < kVecs; ++j) {
-      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[i][j], bias[j])), multiplier[j]);
-      v = _mm512_min_ps(_mm512_max_ps(v, lowest), limit);
-      const __m512i q = _mm512_add_epi32(
-          _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zeroPoint);
-      if (r.dequantizeScale != 0.0f) {  // The byte's DequantizeLinear: (q - zero point) * scale.
-        const __m512i saturated = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+      const __m512i sum = kBias ? _mm512_add_epi32(acc[i][j], bias[j]) : acc[i][j];
+      // Range imm 2: the operand of smaller magnitude with the first operand's sign, i.e. the
+      // product clamped to [-1024, 1024] in one step.
+      const __m512 v = _mm512_range_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), multiplier[j]), limit, 2);
+      q[j] = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zeroPoint);
+    }
+    if (r.dequantizeScale != 0.0f) {  // The byte's DequantizeLinear: (q - zero point) * scale.
+#pragma GCC unroll 8
+      for (int j = 0; j < kVecs; ++j) {
+        const __m512i saturated = _mm512_min_epi32(_mm512_max_epi32(q[j], lo), hi);
         const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(saturated, zeroPoint)), scale);
         _mm512_mask_storeu_ps(reinterpret_cast<float *>(row) + j * kLanes, masks[j], y);
-      } else if (r.ySigned) {
-        _mm512_mask_cvtsepi32_storeu_epi8(row + j * kLanes, masks[j], q);  // Saturates to [-128, 127].
-      } else {
-        _mm512_mask_cvtusepi32_storeu_epi8(row + j * kLanes, masks[j], _mm512_max_epi32(q, zero));  // To [0, 255].
       }
+    } else {
+      storeRowBytes<kVecs>(row, q, masks, args.cols, r.ySigned);
     }
   }
 }
@@ -126,7 +155,11 @@ void storeTile(__m512i (&acc)[kMr][kVecs], const S8MicrokernelArgs &args) {
     }
   }
   if (args.y != nullptr) {
-    requantizeTile<kMr, kVecs>(acc, masks, args);
+    if (args.requantize.bias != nullptr) {
+      requantizeTile<kMr, kVecs, true>(acc, masks, args);
+    } else {  // None, or folded into colOffset.
+      requantizeTile<kMr, kVecs, false>(acc, masks, args);
+    }
     return;
   }
 #pragma GCC unroll 32
