@@ -33,6 +33,10 @@ TEST(QuantizedAdd, EveryPairOfValuesOnEveryVariant) {
       // a tie when a + b = 4k + 2, which a multiplication by the rounded reciprocal misses (2.5
       // becomes 2.5000002).
       {0.00091552734375f, 0.0f, 0.00091552734375f, 0.0f, 0.003662109375f, 0.0f},
+      // Decimal scales: the exact quotient (5 (a - 128) + 4 (b - 128)) / 6 is a tie for a sixth of
+      // the pairs, which the float steps round either way; a loop that rounds a different float
+      // (multiplying by the scales' ratios) must find those and take the reference's steps.
+      {0.01f, 128.0f, 0.008f, 128.0f, 0.012f, 0.0f},
       // Quotients of scales that are not powers of two, and a small output scale that saturates.
       {0.1f, 7.0f, 0.3f, 250.0f, 0.7f, 128.0f},
       {0.02f, 128.0f, 0.017f, 100.0f, 0.0007f, 64.0f},
