@@ -15,6 +15,7 @@ constexpr int64_t kChunkBytes = 1 << 20;  // Patches or results per chunk: about
 constexpr int64_t kChunkRowUnit = 96;     // A multiple of the 6-row tile, split over a few threads.
 constexpr int64_t kGrainBytes = 16384;    // Bytes copied per task.
 constexpr int64_t kTransposeBlock = 16;   // Channels or pixels per step of a transpose.
+constexpr int64_t kGatherBlockBytes = 65536;  // Patches gathered, then multiplied, at a time on one thread.
 
 int64_t alignUp(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
@@ -85,8 +86,10 @@ void gatherPatchRows(const ConvS8Plan &p, const PatchSource &x, int64_t p0, int6
                      int32_t xZero, bool sums, const PackedS8A &packed) {
   const Conv2dShape &s = p.shape;
   const int64_t c = s.inChannels, k = p.k(), rowBytes = packedS8ARowBytes(k), tapRow = s.kernelWidth * c;
-  for (int64_t r = begin; r < end; ++r) {
-    const int64_t oh = (p0 + r) / s.outWidth, ow = (p0 + r) % s.outWidth;
+  // The output pixel, stepped rather than divided out per row: a stem's few channels make each
+  // row's copies cheaper than the division.
+  int64_t oh = (p0 + begin) / s.outWidth, ow = (p0 + begin) % s.outWidth;
+  for (int64_t r = begin; r < end; ++r, ow = ow + 1 == s.outWidth ? 0 : ow + 1, oh += ow == 0) {
     const int64_t ih0 = oh * s.strideHeight - x.padTop, iw0 = ow * s.strideWidth - x.padLeft;
     const bool rowInside = s.dilationWidth == 1 && iw0 >= 0 && iw0 + s.kernelWidth <= x.width;
     uint8_t *dst = reinterpret_cast<uint8_t *>(packed.rows) + r * rowBytes;
@@ -114,17 +117,22 @@ void gatherPatchRows(const ConvS8Plan &p, const PatchSource &x, int64_t p0, int6
   }
 }
 
-/// The product of a chunk of patch rows: where the GEMM splits its rows over the threads, each
-/// task gathers the rows it multiplies and multiplies them (one hand-off, the rows in the cache of
-/// the core that reads them); otherwise all rows are gathered, then multiplied.
+/// The product of a chunk of patch rows. Where the GEMM splits its rows alone (over the threads,
+/// or on one thread not at all), the rows go in blocks, each gathered and at once multiplied by one
+/// task (one hand-off, the patches still in the cache of the core that reads them): the grid's
+/// tasks, or on one thread blocks of about kGatherBlockBytes of patches. Otherwise all rows are
+/// gathered, then multiplied.
 void patchProduct(const ConvS8Plan &p, const PatchSource &x, int64_t p0, const GemmShape &shape, bool xSigned,
                   int32_t xZero, bool sums, const PackedS8A &packed, const PackedS8BView &b, int32_t *result,
                   const S8GemmBytes *bytes, ThreadPool *pool) {
-  const int64_t n = shape.n;
+  const int64_t n = shape.n, mr = p.kernel->mr;
   const GemmGrid grid = s8GemmGrid(*p.kernel, shape, pool != nullptr ? pool->size() : 1);
-  if (grid.taskCols == 1 && grid.tasks() > 1 && pool != nullptr) {
-    pool->parallelFor(grid.tasks(), [&](int64_t task) {
-      const int64_t r0 = task * grid.rowsPerTask, r1 = std::min(shape.m, r0 + grid.rowsPerTask);
+  if (grid.taskCols == 1) {
+    const int64_t rowsPerBlock =
+        grid.tasks() > 1 ? grid.rowsPerTask
+                         : std::max(mr, kGatherBlockBytes / packedS8ARowBytes(shape.k) / mr * mr);
+    auto block = [&](int64_t task) {
+      const int64_t r0 = task * rowsPerBlock, r1 = std::min(shape.m, r0 + rowsPerBlock);
       if (r0 >= r1) return;
       gatherPatchRows(p, x, p0, r0, r1, xSigned, xZero, sums, packed);
       const PackedS8A rows{packed.rows + r0 * packed.strideWords, packed.strideWords, packed.rowTerm + r0,
@@ -137,7 +145,13 @@ void patchProduct(const ConvS8Plan &p, const PatchSource &x, int64_t p0, const G
       // The int32 sums exist where they are kept (no requantization, or K summed in blocks).
       int32_t *sums32 = bytes == nullptr || s8GemmSplitsK(*p.kernel, shape.k) ? result + r0 * n : result;
       s8GemmPrepacked({r1 - r0, n, shape.k}, rows, b, sums32, n, bytes != nullptr ? &part : nullptr, nullptr);
-    });
+    };
+    const int64_t blocks = (shape.m + rowsPerBlock - 1) / rowsPerBlock;
+    if (grid.tasks() > 1 && pool != nullptr) {
+      pool->parallelFor(blocks, block);
+    } else {
+      for (int64_t task = 0; task < blocks; ++task) block(task);
+    }
     return;
   }
   parallelRanges(pool, shape.m, std::max<int64_t>(1, kGrainBytes / p.k()), [&](int64_t begin, int64_t end) {

@@ -49,6 +49,9 @@ constexpr int64_t kMaxNr = 64;              // The widest register tile in gemm_
 // a byte a cycle. A 784 x 128 x 1152 product (a 3x3 conv at 28x28) split by rows instead of columns,
 // so neither task reads all of A: 0.28 -> 0.21 ms on two threads.
 constexpr int64_t kOperandByteCost = 64;
+// Tasks per thread of a split by rows alone, and the fewest rows such a task takes.
+constexpr int64_t kTasksPerThread = 2;
+constexpr int64_t kMinRowsPerTask = 192;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
@@ -116,10 +119,13 @@ bool readAInPlace(const GemmShape &shape, const S8GemmA &a, const PackedS8BView 
   // Only ever read: the microkernels take A as const.
   inPlace->rows = const_cast<uint32_t *>(static_cast<const uint32_t *>(a.data));
   inPlace->strideWords = a.lda / kS8GemmKPack;
-  for (int64_t i = 0; i < shape.m; ++i) {
-    inPlace->zero[i] = a.zeroPoints != nullptr ? a.zeroPoints[i % a.zeroPointCount] : 0;
-    inPlace->rowTerm[i] = 0;  // Multiplies B's zero points, all zero.
+  // One zero point for all rows (a convolution's pixels) fills without a division per row.
+  if (a.zeroPoints == nullptr || a.zeroPointCount == 1) {
+    std::fill(inPlace->zero, inPlace->zero + shape.m, a.zeroPoints != nullptr ? a.zeroPoints[0] : 0);
+  } else {
+    for (int64_t i = 0; i < shape.m; ++i) inPlace->zero[i] = a.zeroPoints[i % a.zeroPointCount];
   }
+  std::fill(inPlace->rowTerm, inPlace->rowTerm + shape.m, 0);  // Multiplies B's zero points, all zero.
   return true;
 }
 
@@ -309,7 +315,17 @@ bool s8GemmSplitsK(const S8GemmKernel &kernel, int64_t k) {
 }
 
 GemmGrid s8GemmGrid(const S8GemmKernel &kernel, const GemmShape &shape, int threads) {
-  return chooseGemmGrid(kernel.mr, kernel.nr, shape, threads, kOperandByteCost, kOperandByteCost);
+  GemmGrid grid = chooseGemmGrid(kernel.mr, kernel.nr, shape, threads, kOperandByteCost, kOperandByteCost);
+  // A split by rows alone runs as several tasks per thread, claimed as the threads come free, so a
+  // thread slowed by another process on its core (a shared machine) hands its work to the others
+  // instead of keeping them waiting. Each task reads all of B, so tasks keep kMinRowsPerTask rows.
+  if (grid.taskCols == 1 && grid.taskRows > 1) {
+    const int64_t rows = std::max(roundUp(ceilDiv(grid.rowsPerTask, kTasksPerThread), kernel.mr),
+                                  roundUp(kMinRowsPerTask, kernel.mr));
+    grid.rowsPerTask = std::min(grid.rowsPerTask, rows);
+    grid.taskRows = ceilDiv(shape.m, grid.rowsPerTask);
+  }
+  return grid;
 }
 
 void s8GemmPrepacked(const GemmShape &shape, const PackedS8A &a, const PackedS8BView &b, int32_t *c, int64_t ldc,
