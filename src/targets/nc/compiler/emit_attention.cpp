@@ -36,6 +36,7 @@
 
 #include "targets/nc/compiler/lowering.h"
 #include "targets/nc/isa/ports.h"
+#include "targets/nc/kernels/softmax.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/tile/tile_ring.h"
 
@@ -59,9 +60,6 @@ constexpr int64_t kMaxKeys = 8192;
 /// Added to masked scores (causal, or a mask at -inf): finite, so that PE's identity^T @ mask never
 /// multiplies an infinity by zero, and exp of it is 0.
 constexpr float kMaskedScore = -1e30f;
-/// Elements per partition of one softmax instruction (DVE/ACT allow 64K from SBUF; smaller chunks
-/// keep the temporaries small and let chunks overlap).
-constexpr int64_t kSoftmaxChunkElements = 8192;
 
 std::vector<int64_t> sizesOf(const Value *value) { return value->type().shape().sizes().value_or(std::vector<int64_t>{}); }
 
@@ -593,37 +591,10 @@ std::string checkSoftmax(const Node &node, const LoweringOptions &) {
   if (!axis)
     return "Softmax over an axis followed by dims above 1: its meaning depends on the opset (coerced to 2-D before "
            "opset 13), which the node does not carry";
-  if (x[static_cast<size_t>(*axis)] > kSoftmaxChunkElements)
-    return fmt::format("Softmax over {} elements; at most {}", x[static_cast<size_t>(*axis)], kSoftmaxChunkElements);
+  if (x[static_cast<size_t>(*axis)] > kernels::kSoftmaxChunkElements)
+    return fmt::format("Softmax over {} elements; at most {}", x[static_cast<size_t>(*axis)],
+                       kernels::kSoftmaxChunkElements);
   return "";
-}
-
-/// Softmax over rows of `length` contiguous elements of `src` [P, rows * length] into `dst`.
-void emitSoftmaxRows(KernelBuilder &b, const std::string &name, const TileView &dst, const TileView &src,
-                     int64_t rows, int64_t length, Engine smallOps) {
-  const int64_t partitions = src.partitions();
-  const TileView x = src.reshapeFree({rows, length}), y = dst.reshapeFree({rows, length});
-  TileView rowMax = b.sbuf(name + "/max", DType::F32, partitions, {rows});
-  b.reduce(rowMax, x, AluOp::Maximum);
-  TileView e = b.sbuf(name + "/exp", DType::F32, partitions, {rows, length});
-  TileView sums = b.sbuf(name + "/sum", DType::F32, partitions, {rows});
-  TileView inverse = b.sbuf(name + "/inv_sum", DType::F32, partitions, {rows});
-  if (rows == 1) {
-    // One row per partition: the max and the reciprocal are per-partition scalars.
-    TileView negMax = b.sbuf(name + "/neg_max", DType::F32, partitions, {1});
-    b.tensorScalar(negMax, rowMax, AluOp::Multiply, -1.0f, AluOp::None, 0.0f, smallOps);
-    b.activation(e, x, ActFunc::Exp, activationArgs(1.0f, negMax, sums));
-    b.activation(inverse, sums, ActFunc::Reciprocal);
-    b.tensorScalar(y, e, AluOp::Multiply, inverse);
-    return;
-  }
-  auto perRow = [&](const TileView &values) { return values.pattern(0, {FreeDim{1, static_cast<uint32_t>(rows)},
-                                                                          FreeDim{0, static_cast<uint32_t>(length)}}); };
-  b.tensorTensor(e, x, perRow(rowMax), AluOp::Subtract);
-  b.activation(e, e, ActFunc::Exp);
-  b.reduce(sums, e, AluOp::Add);
-  b.activation(inverse, sums, ActFunc::Reciprocal);
-  b.tensorTensor(y, e, perRow(inverse), AluOp::Multiply);
 }
 
 Status emitSoftmax(LoweringContext &ctx, const Node &node) {
@@ -645,14 +616,12 @@ Status emitSoftmax(LoweringContext &ctx, const Node &node) {
   // `length` contiguous elements.
   const int64_t length = shape[static_cast<size_t>(axis)];
   const int64_t rows = x.freeSize / length;
-  const int64_t rowsPerChunk = std::max<int64_t>(1, kSoftmaxChunkElements / length);
-  const Engine smallOps =
-      hasPortConflict(ctx.profile(), "dve", "pool", "sbuf") ? Engine::DVE : Engine::POOL;
+  const int64_t rowsPerChunk = std::max<int64_t>(1, kernels::kSoftmaxChunkElements / length);
   for (size_t blk = 0; blk < x.blocks.size(); ++blk) {
     for (const Span &chunk : splitRange(rows, rowsPerChunk)) {
       const TileView src = x.blocks[blk].cols(chunk.start * length, chunk.count * length);
       const TileView dst = y.blocks[blk].cols(chunk.start * length, chunk.count * length);
-      emitSoftmaxRows(b, node.name(), dst, src, chunk.count, length, smallOps);
+      kernels::emitSoftmaxRows(b, node.name(), dst, src, chunk.count, length);
     }
   }
   ctx.define(node.output(0), y);

@@ -1,9 +1,9 @@
-// The softmax kernel (softmax.h). One pass when a whole row tile fits SBUF with room for double
-// buffering: load [P, C], row max on DVE, exp(x - max) on ACT in place with the row sum in ACT's
-// accumulator, reciprocal of the sum, scale, store. Wider rows use two passes over column chunks:
-// pass 1 keeps each chunk's max m_j and sum s_j = sum exp(x - m_j); the row's max is M = max m_j and
-// its sum sum_j s_j * exp(m_j - M); pass 2 reloads each chunk and writes exp(x - M) / sum. Option
-// chunk=N forces the two-pass form with N-column chunks (for tests at small sizes).
+// The softmax family (softmax.h). One pass when a row tile fits SBUF with room for double buffering:
+// load [P, C], emitSoftmaxRows (the model compiler's emit), store. Wider rows use two passes over
+// column chunks: pass 1 keeps each chunk's max m_j and sum s_j = sum exp(x - m_j); the row's max is
+// M = max m_j and its sum sum_j s_j * exp(m_j - M); pass 2 reloads each chunk and writes
+// exp(x - M) / sum. Option chunk=N forces the two-pass form with N-column chunks (for tests at small
+// sizes).
 #include "targets/nc/kernels/softmax.h"
 
 #include <string>
@@ -28,17 +28,7 @@ void buildOnePass(KernelBuilder &b, HbmView x, HbmView out, int64_t rows, int64_
   for (Span r : splitRange(rows, partitions)) {
     TileView xt = b.sbuf("x", dtype, partitions, {cols}).partitionSlice(0, r.count);
     b.load(xt, x.rows(r.start, r.count));
-    // A max is exact in the input dtype, and DVE reduces bf16 to bf16 at twice the rate.
-    TileView rowMax = b.sbuf("max", dtype, partitions, {1}).partitionSlice(0, r.count);
-    b.reduce(rowMax, xt, AluOp::Maximum);
-    TileView negMax = b.sbuf("neg_max", DType::F32, partitions, {1}).partitionSlice(0, r.count);
-    b.tensorScalar(negMax, rowMax, AluOp::Multiply, -1.0f, AluOp::None, 0.0f, Engine::DVE);
-    TileView sum = b.sbuf("sum", DType::F32, partitions, {1}).partitionSlice(0, r.count);
-    // exp(x - max) in place; ACT sums the fp32 results before they are rounded to the tile dtype.
-    b.activation(xt, xt, ActFunc::Exp, activationArgs(1.0f, negMax, sum));
-    TileView inverse = b.sbuf("inv_sum", DType::F32, partitions, {1}).partitionSlice(0, r.count);
-    b.tensorScalar(inverse, sum, AluOp::Reciprocal, 0.0f, AluOp::None, 0.0f, Engine::DVE);
-    b.tensorScalar(xt, xt, AluOp::Multiply, inverse);
+    emitSoftmaxRows(b, "softmax", xt, xt, 1, cols);  // In place.
     b.store(out.rows(r.start, r.count), xt);
   }
 }
@@ -105,6 +95,36 @@ Expected<std::vector<HostTensor>> referenceSoftmax(const KernelParams &, const s
 }
 
 }  // namespace
+
+void emitSoftmaxRows(KernelBuilder &b, const std::string &name, const TileView &dst, const TileView &src,
+                     int64_t rows, int64_t length) {
+  const int64_t partitions = src.partitions();
+  const TileView x = src.reshapeFree({rows, length}), y = dst.reshapeFree({rows, length});
+  // A max is exact in the input dtype, and DVE reduces bf16 to bf16 at twice the rate.
+  TileView rowMax = b.sbuf(name + "/max", src.dtype(), partitions, {rows});
+  b.reduce(rowMax, x, AluOp::Maximum);
+  TileView sums = b.sbuf(name + "/sum", DType::F32, partitions, {rows});
+  TileView inverse = b.sbuf(name + "/inv_sum", DType::F32, partitions, {rows});
+  if (rows == 1) {
+    // One row per partition: the max and the reciprocal are per-partition scalars. exp(x - max) goes
+    // straight to dst, ACT summing the f32 results before it rounds them to dst's dtype, and is
+    // scaled there (in bf16, DVE's faster modes apply).
+    TileView negMax = b.sbuf(name + "/neg_max", DType::F32, partitions, {1});
+    b.tensorScalar(negMax, rowMax, AluOp::Multiply, -1.0f, AluOp::None, 0.0f, Engine::DVE);
+    b.activation(y, x, ActFunc::Exp, activationArgs(1.0f, negMax, sums));
+    b.tensorScalar(inverse, sums, AluOp::Reciprocal, 0.0f, AluOp::None, 0.0f, Engine::DVE);
+    b.tensorScalar(y, y, AluOp::Multiply, inverse);
+    return;
+  }
+  TileView e = b.sbuf(name + "/exp", DType::F32, partitions, {rows, length});
+  auto perRow = [&](const TileView &values) { return values.pattern(0, {FreeDim{1, static_cast<uint32_t>(rows)},
+                                                                          FreeDim{0, static_cast<uint32_t>(length)}}); };
+  b.tensorTensor(e, x, perRow(rowMax), AluOp::Subtract);
+  b.activation(e, e, ActFunc::Exp);
+  b.reduce(sums, e, AluOp::Add);
+  b.activation(inverse, sums, ActFunc::Reciprocal);
+  b.tensorTensor(y, e, perRow(inverse), AluOp::Multiply);
+}
 
 std::vector<KernelDef> softmaxKernels() {
   return {KernelDef{"softmax",
