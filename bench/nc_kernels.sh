@@ -19,7 +19,9 @@ runs=(
   "attention|H=1,S=4096,D=128|--timing-only"
   "softmax|R=4096,C=4096|"
   "layernorm|R=4096,C=4096|"
+  "layernorm|R=4096,C=4096|--variant features"
   "rmsnorm|R=4096,C=4096|"
+  "rmsnorm|R=4096,C=4096|--variant features"
   "gelu|R=4096,C=4096|"
   "add|R=4096,C=4096|--option broadcast=row"
   "reduce_sum|R=4096,C=4096|"
@@ -38,7 +40,7 @@ for run in "${runs[@]}"; do
     mbu=$(awk '$1 == "MBU" {print $2 " " $3}' <<<"$out" | head -1)
     bound=$(sed -n 's/^bounding engine *\(.*\)$/\1/p' <<<"$out" | head -1)
     check=$(sed -n 's/^check: \([A-Za-z]*\).*/\1/p' <<<"$out")
-    opts=$(sed 's/--option //g; s/--timing-only/timing-only/; s/--dtype /dtype=/' <<<"$extra")
+    opts=$(sed 's/--option //g; s/--timing-only/timing-only/; s/--dtype /dtype=/; s/--variant /variant=/' <<<"$extra")
     echo "| $name | $shape | ${opts:-} | $target | ${time:-error} | ${mfu:--} | ${mbu:--} | ${bound:--} | ${check:-error} |"
   done
 done

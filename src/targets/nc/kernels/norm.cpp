@@ -1,4 +1,4 @@
-// Normalization kernels (norm.h). gamma and beta ([C]) are loaded once, broadcast to every partition
+// Normalization kernels (norm.h). Rows on partitions (the default variant and the tutorial's): gamma and beta ([C]) are loaded once, broadcast to every partition
 // through a stride-0 HBM view. Per row tile of [P, C]:
 //   layernorm: bn_stats over chunks of the bn_stats limit, bn_aggr -> mean and variance; rstd =
 //     (var + eps)^-0.5 and -mean * rstd as [P, 1] scalars (DVE); ACT writes x * rstd - mean * rstd
@@ -15,8 +15,15 @@
 //     rstd = (var + eps)^-0.5, then (x - mean) and * rstd as two passes, * gamma, + beta.
 //   v2 (nki.isa ops): bn_stats / bn_aggr for mean and var, rstd, then (x - mean) * rstd as one
 //     two-op tensor_scalar pass, * gamma, + beta.
+//
+// features (emitNormOverFeatures, what the model compiler's norms run): per chunk of at most one PSUM
+// bank of rows, x^2 (and for layer norm x) summed over the feature tiles by an all-ones stationary,
+// so every partition gets the row's sums; mean and rstd on DVE; per feature tile (x - mean) * rstd on
+// DVE and * gamma + beta in one ACT pass with per-partition scale and bias.
 #include "targets/nc/kernels/norm.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,8 +64,9 @@ TileView loadBroadcastVector(KernelBuilder &b, const std::string &name, HbmView 
   return t;
 }
 
-/// The layernorm variants: the library's form, then the tutorial's two.
-const std::vector<std::string> kLayerNormVariants = {"library", "v1", "v2"};
+/// The layernorm variants: the library's form, the tutorial's two, the features form.
+const std::vector<std::string> kLayerNormVariants = {"library", "v1", "v2", "features"};
+const std::vector<std::string> kRmsNormVariants = {"library", "features"};
 
 /// One row tile of the tutorial kernels: mean and rstd as [P, 1] scalars, by v1's reductions or v2's
 /// bn_stats, then the normalization, gamma and beta, in place in `xt`.
@@ -101,7 +109,75 @@ void layerNormTutorialTile(KernelBuilder &b, bool v2, const TileView &xt, const 
   b.tensorTensor(xt, xt, betaTile.partitionSlice(0, rows), AluOp::Add);
 }
 
+/// Rows of one emit chunk of the features form: at most a PSUM bank, and few enough that the f32
+/// temporaries of every feature tile (x in f32, x^2, the normalized x) fit a quarter of SBUF.
+int64_t featureChunkRows(const MachineProfile &profile, int64_t cols) {
+  const int64_t bytesPerRow = ceilDiv(cols, profile.partitions) * 3 * 4;
+  const int64_t fit = static_cast<int64_t>(profile.sbuf.bytesPerPartition) / 4 / bytesPerRow;
+  return std::max<int64_t>(1, std::min<int64_t>(profile.psum.bankFp32Elements, fit));
+}
+
+/// The features variant: x and out [C, R] in HBM, loaded and stored per feature tile in blocks of
+/// several emit chunks (x and out of a block in a quarter of SBUF each), so that each partition's
+/// DMA moves long rows; emitNormOverFeatures per chunk.
+Status buildNormOverFeatures(KernelBuilder &b, const KernelParams &params, NormKind kind) {
+  TESSEL_ASSIGN_OR_RETURN(double eps, floatOption(params, "eps", kind == NormKind::Layer ? kLayerNormEps : kRmsNormEps));
+  const int64_t rows = params.dim("R"), cols = params.dim("C");
+  const DType dtype = params.dtype;
+  const MachineProfile &profile = b.profile();
+  const int64_t P = profile.partitions;
+  HbmView x = b.input("x", dtype, {cols, rows});
+  HbmView gamma = b.input("gamma", dtype, {cols});
+  std::optional<HbmView> beta;
+  if (kind == NormKind::Layer) beta = b.input("beta", dtype, {cols});
+  HbmView out = b.output("out", dtype, {cols, rows});
+  const std::vector<Span> cTiles = splitRange(cols, P);
+  FeatureNormChunk chunk;
+  chunk.kind = kind;
+  chunk.epsilon = static_cast<float>(eps);
+  chunk.ones = b.sbuf("ones", DType::F32, P, {P});
+  b.memset(chunk.ones, 1.0f);
+  // The scale and bias as per-partition f32 columns, one per feature tile.
+  auto loadColumn = [&](const std::string &name, const HbmView &vector, const Span &c) {
+    TileView column = b.sbuf(name, DType::F32, P, {1});
+    TileView loaded = dtype == DType::F32 ? column : b.sbuf(name + "_raw", dtype, P, {1});
+    b.load(loaded.partitionSlice(0, c.count), vector.reshapeDim(0, {cols, 1}).rows(c.start, c.count));
+    if (dtype != DType::F32) b.copy(column.partitionSlice(0, c.count), loaded.partitionSlice(0, c.count));
+    return column;
+  };
+  for (const Span &c : cTiles) {
+    chunk.gamma.push_back(loadColumn("gamma", gamma, c));
+    if (beta) chunk.beta.push_back(loadColumn("beta", *beta, c));
+  }
+  const int64_t chunkRows = featureChunkRows(profile, cols);
+  const int64_t blockFit = static_cast<int64_t>(profile.sbuf.bytesPerPartition) / 4 /
+                           (static_cast<int64_t>(cTiles.size()) * dtypeSizeBytes(dtype));
+  const int64_t blockRows = std::max(chunkRows, std::min(rows, blockFit) / chunkRows * chunkRows);
+  for (const Span &block : splitRange(rows, blockRows)) {
+    std::vector<TileView> xs, outs;
+    for (const Span &c : cTiles) {
+      TileView xt = b.sbuf("x", dtype, P, {blockRows}).partitionSlice(0, c.count).cols(0, block.count);
+      b.load(xt, x.rows(c.start, c.count).cols(block.start, block.count));
+      xs.push_back(xt);
+      outs.push_back(b.sbuf("out", dtype, P, {blockRows}).partitionSlice(0, c.count).cols(0, block.count));
+    }
+    for (const Span &r : splitRange(block.count, chunkRows)) {
+      chunk.x.clear();
+      chunk.out.clear();
+      for (size_t t = 0; t < cTiles.size(); ++t) {
+        chunk.x.push_back(xs[t].cols(r.start, r.count));
+        chunk.out.push_back(outs[t].cols(r.start, r.count));
+      }
+      emitNormOverFeatures(b, "norm", chunk);
+    }
+    for (size_t t = 0; t < cTiles.size(); ++t)
+      b.store(out.rows(cTiles[t].start, cTiles[t].count).cols(block.start, block.count), outs[t]);
+  }
+  return Status::success();
+}
+
 Status buildLayerNorm(KernelBuilder &b, const KernelParams &params) {
+  if (params.variant == "features") return buildNormOverFeatures(b, params, NormKind::Layer);
   TESSEL_ASSIGN_OR_RETURN(double eps, floatOption(params, "eps", kLayerNormEps));
   const int64_t rows = params.dim("R"), cols = params.dim("C");
   const DType dtype = params.dtype;
@@ -157,6 +233,7 @@ bool squareSumIsShorterOnDve(const MachineProfile &profile, int64_t cols, DType 
 }
 
 Status buildRmsNorm(KernelBuilder &b, const KernelParams &params) {
+  if (params.variant == "features") return buildNormOverFeatures(b, params, NormKind::Rms);
   TESSEL_ASSIGN_OR_RETURN(double eps, floatOption(params, "eps", kRmsNormEps));
   const int64_t rows = params.dim("R"), cols = params.dim("C");
   const DType dtype = params.dtype;
@@ -189,28 +266,110 @@ Status buildRmsNorm(KernelBuilder &b, const KernelParams &params) {
   return Status::success();
 }
 
+/// The body of a reference over rows of %rows_in into %rows_out: as is, or for the features variant
+/// ([C, R] in and out) between two transposes.
+std::string overRows(const KernelParams &params, const std::string &body) {
+  if (params.variant != "features") return "  %rows_in = Identity(%x)\n" + body + "\n  %out = Identity(%rows_out)";
+  return "  %rows_in = Transpose(%x) {perm = [1, 0]}\n" + body + "\n  %out = Transpose(%rows_out) {perm = [1, 0]}";
+}
+
 Expected<std::vector<HostTensor>> referenceLayerNorm(const KernelParams &params, const std::vector<HostTensor> &inputs) {
   TESSEL_ASSIGN_OR_RETURN(double eps, floatOption(params, "eps", kLayerNormEps));
   return runReference(
-      irModel(inputs, fmt::format("  %out = LayerNormalization(%x, %gamma, %beta) {{axis = -1, epsilon = {:.9g}}}",
-                                  static_cast<float>(eps))),
+      irModel(inputs, overRows(params, fmt::format("  %rows_out = LayerNormalization(%rows_in, %gamma, %beta) "
+                                                   "{{axis = -1, epsilon = {:.9g}}}",
+                                                   static_cast<float>(eps)))),
       inputs);
 }
 
 Expected<std::vector<HostTensor>> referenceRmsNorm(const KernelParams &params, const std::vector<HostTensor> &inputs) {
   TESSEL_ASSIGN_OR_RETURN(double eps, floatOption(params, "eps", kRmsNormEps));
-  return runReference(irModel(inputs, fmt::format(R"(  const %eps = dense<f32[]: {:.9g}>
-  %squares = Mul(%x, %x)
+  return runReference(irModel(inputs, overRows(params, fmt::format(R"(  const %eps = dense<f32[]: {:.9g}>
+  %squares = Mul(%rows_in, %rows_in)
   %mean = ReduceMean(%squares) {{axes = [-1], keepdims = 1}}
   %shifted = Add(%mean, %eps)
   %rms = Sqrt(%shifted)
-  %normed = Div(%x, %rms)
-  %out = Mul(%normed, %gamma))",
-                                                  static_cast<float>(eps))),
+  %normed = Div(%rows_in, %rms)
+  %rows_out = Mul(%normed, %gamma))",
+                                                                   static_cast<float>(eps)))),
                       inputs);
 }
 
 }  // namespace
+
+void emitNormOverFeatures(KernelBuilder &b, const std::string &name, const FeatureNormChunk &n) {
+  const int64_t P = b.profile().partitions, rows = n.x.front().freeSize();
+  int64_t features = 0;
+  std::vector<TileView> xs, squares;
+  for (const TileView &x : n.x) {
+    features += x.partitions();
+    TileView wide = x;
+    if (x.dtype() != DType::F32) {
+      wide = b.sbuf(name + "/x32", DType::F32, x.partitions(), {rows});
+      b.copy(wide, x);
+    }
+    TileView square = b.sbuf(name + "/x2", DType::F32, x.partitions(), {rows});
+    b.activation(square, wide, ActFunc::Square);
+    xs.push_back(wide);
+    squares.push_back(square);
+  }
+  // dst = ones^T @ values over the feature tiles: the sums over the features, on every partition.
+  auto sumOverFeatures = [&](const TileView &dst, const std::vector<TileView> &values) {
+    for (size_t t = 0; t < values.size(); ++t)
+      b.matmul(dst, n.ones.partitionSlice(0, values[t].partitions()), values[t], /*accumulate=*/t > 0);
+  };
+  const float invC = 1.0f / static_cast<float>(features);
+  const bool layer = n.kind == NormKind::Layer;
+  std::optional<TileView> sums;
+  if (layer) sums = b.psum(name + "/sum", DType::F32, P, {rows});
+  TileView sumSquares = b.psum(name + "/sumsq", DType::F32, P, {rows});
+  if (layer) sumOverFeatures(*sums, xs);
+  sumOverFeatures(sumSquares, squares);
+  std::optional<TileView> mean;
+  if (layer) mean = b.sbuf(name + "/mean", DType::F32, P, {rows});
+  TileView rstd = b.sbuf(name + "/rstd", DType::F32, P, {rows});
+  if (layer) {
+    TileView meanSquared = b.sbuf(name + "/mean2", DType::F32, P, {rows});
+    b.tensorScalar(*mean, *sums, AluOp::Multiply, invC);
+    b.tensorScalar(rstd, sumSquares, AluOp::Multiply, invC);
+    b.tensorTensor(meanSquared, *mean, *mean, AluOp::Multiply);
+    b.tensorTensor(rstd, rstd, meanSquared, AluOp::Subtract);
+  } else {
+    b.tensorScalar(rstd, sumSquares, AluOp::Multiply, invC);
+  }
+  b.tensorScalar(rstd, rstd, AluOp::Add, n.epsilon, AluOp::Power, -0.5f, Engine::DVE);
+  for (size_t t = 0; t < xs.size(); ++t) {
+    const int64_t c = xs[t].partitions();
+    TileView normed = b.sbuf(name + (layer ? "/xc" : "/xs"), DType::F32, c, {rows});
+    if (layer) {
+      b.tensorTensor(normed, xs[t], mean->partitionSlice(0, c), AluOp::Subtract);
+      b.tensorTensor(normed, normed, rstd.partitionSlice(0, c), AluOp::Multiply);
+    } else {
+      b.tensorTensor(normed, xs[t], rstd.partitionSlice(0, c), AluOp::Multiply);
+    }
+    tile::ActivationArgs args;
+    args.scale = n.gamma[t].partitionSlice(0, c);
+    if (layer) args.bias = tile::ScalarOperand(n.beta[t].partitionSlice(0, c));
+    b.activation(n.out[t], normed, ActFunc::Copy, args);
+  }
+}
+
+void emitOneRowRmsNorm(KernelBuilder &b, const std::string &name, const TileView &out, const TileView &x,
+                       const TileView &gamma, const TileView &ones, int64_t features, float epsilon) {
+  const int64_t P = b.profile().partitions, blocks = x.freeSize();
+  TileView squares = b.sbuf(name + "/x2", DType::F32, P, {blocks});
+  TileView partial = b.sbuf(name + "/partial", DType::F32, P, {1});
+  b.tensorTensor(squares, x, x, AluOp::Multiply);
+  b.reduce(partial, squares, AluOp::Add);
+  TileView sumSquares = b.psum(name + "/sumsq", DType::F32, P, {1});
+  b.matmul(sumSquares, ones, partial, /*accumulate=*/false);
+  TileView rstd = b.sbuf(name + "/rstd", DType::F32, P, {1});
+  b.tensorScalar(rstd, sumSquares, AluOp::Multiply, 1.0f / static_cast<float>(features));
+  b.tensorScalar(rstd, rstd, AluOp::Add, epsilon, AluOp::Power, -0.5f, Engine::DVE);
+  TileView scaled = b.sbuf(name + "/xs", DType::F32, P, {blocks});
+  b.tensorScalar(scaled, x, AluOp::Multiply, rstd);
+  b.tensorTensor(out, scaled, gamma, AluOp::Multiply);
+}
 
 std::vector<KernelDef> normKernels() {
   return {
@@ -219,7 +378,7 @@ std::vector<KernelDef> normKernels() {
                 streamingAbsTolerance, streamingRelTolerance, nullptr, kLayerNormVariants},
       KernelDef{"rmsnorm", "out = x / sqrt(mean(x^2) + eps) * gamma over the last dim of [R, C]", {"R", "C"},
                 {{"R", 256}, {"C", 1024}}, {DType::BF16, DType::F32}, buildRmsNorm, referenceRmsNorm,
-                streamingAbsTolerance, streamingRelTolerance, nullptr},
+                streamingAbsTolerance, streamingRelTolerance, nullptr, kRmsNormVariants},
   };
 }
 

@@ -1,5 +1,5 @@
 // layernorm and rmsnorm at aligned and ragged shapes (bn_stats chunks of 512 and a ragged last one),
-// with the eps option, and the error for rows too wide for SBUF.
+// in both forms, with the eps option, and the error for rows too wide for SBUF.
 #include <gtest/gtest.h>
 
 #include "kernel_test_util.h"
@@ -17,6 +17,16 @@ TEST(NormKernels, LayerNormTutorialVariants) {
       for (const testing::Shape &shape : testing::kShapes)
         for (DType dtype : {DType::F32, DType::BF16})
           testing::expectKernelPasses("layernorm", {{"R", shape.rows}, {"C", shape.cols}}, dtype, profile, {}, variant);
+}
+
+// The features form, which the model compiler's norms run (x and out [C, R]): one feature on a
+// partition, ragged feature tiles, chunks of rows, bf16 and f32.
+TEST(NormKernels, FeaturesVariantAtEveryShape) {
+  for (const char *kernel : {"layernorm", "rmsnorm"})
+    for (const std::string &profile : testing::kProfiles)
+      for (const testing::Shape &shape : testing::kShapes)
+        for (DType dtype : {DType::F32, DType::BF16})
+          testing::expectKernelPasses(kernel, {{"R", shape.rows}, {"C", shape.cols}}, dtype, profile, {}, "features");
 }
 
 TEST(NormKernels, EpsOption) {
