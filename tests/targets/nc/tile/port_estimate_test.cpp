@@ -4,20 +4,10 @@
 // performance modes), DVE and ACT reading PSUM, and DMA-bound copies.
 #include <gtest/gtest.h>
 
-#include "targets/nc/sim/simulator.h"
 #include "test_util.h"
 
 namespace tessel::nc::tile {
 namespace {
-
-/// Simulated time of the compiled kernel, timing only.
-double simulatedNs(const CompiledKernel &compiled, const MachineProfile &profile) {
-  SimulateOptions options;
-  options.timingOnly = true;
-  Expected<SimulationResult> result = simulate(compiled.program, profile, nullptr, options);
-  EXPECT_TRUE(result.ok()) << result.diag().str();
-  return result.ok() ? result->timeline.totalNs : 0;
-}
 
 /// `pairs` independent elementwise ops on each of DVE and POOL over [128, 2048] bf16 SBUF tiles,
 /// then one small store so the kernel has an output.

@@ -3,7 +3,6 @@
 // program still runs in the time the scheduler expects.
 #include <gtest/gtest.h>
 
-#include "targets/nc/sim/simulator.h"
 #include "test_util.h"
 
 namespace tessel::nc::tile {
@@ -39,14 +38,6 @@ std::vector<SemaphoreWait> loadWaits(const CompiledKernel &compiled, uint64_t co
       return insn.waits;
   ADD_FAILURE() << "no load into " << columns << " columns";
   return {};
-}
-
-double simulatedNs(const CompiledKernel &compiled, const MachineProfile &profile) {
-  SimulateOptions options;
-  options.timingOnly = true;
-  Expected<SimulationResult> result = simulate(compiled.program, profile, nullptr, options);
-  EXPECT_TRUE(result.ok()) << result.diag().str();
-  return result.ok() ? result->timeline.totalNs : 0;
 }
 
 TEST(Prefetch, ALoadReadLongAfterTheStartWaitsForItsPrefetchPoint) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "targets/nc/machine/profile.h"
+#include "targets/nc/sim/simulator.h"
 #include "targets/nc/tile/compile.h"
 #include "targets/nc/tile/dsl.h"
 
@@ -17,6 +18,15 @@ inline MachineProfile loadTestProfile(const std::string &name) {
   Expected<MachineProfile> profile = loadProfile(name);
   EXPECT_TRUE(profile.ok()) << profile.diag().str();
   return profile.ok() ? *profile : MachineProfile{};
+}
+
+/// Simulated time of a compiled kernel, timing only.
+inline double simulatedNs(const CompiledKernel &compiled, const MachineProfile &profile) {
+  SimulateOptions options;
+  options.timingOnly = true;
+  Expected<SimulationResult> result = simulate(compiled.program, profile, nullptr, options);
+  EXPECT_TRUE(result.ok()) << result.diag().str();
+  return result.ok() ? result->timeline.totalNs : 0;
 }
 
 /// Records a kernel and returns it; fails the test on a DSL error.
