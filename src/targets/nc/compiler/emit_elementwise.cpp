@@ -5,7 +5,9 @@
 // Operands are full tiles (activations, in the output's layout), per-partition scalars (a constant that
 // varies only along the partition axis: ACT and DVE take a [P, 1] operand), or immediates (one-element
 // constants). Other constants are broadcast to the output's shape at compile time and loaded.
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -71,9 +73,25 @@ std::string checkOp(const Node &op) {
   return fmt::format("{}: {}", t, why.empty() ? "no accelerator form inside a fused elementwise op" : why);
 }
 
+/// Whether `v`, an operand of an op of `node` (of its body, for FusedElementwise), is a constant of
+/// one element: what the emitter reads as an immediate.
+bool isScalarConstant(const Node &node, const Value *v) {
+  if (node.opType() == "FusedElementwise") {
+    const std::vector<Value *> &bodyInputs = node.attrGraph("body")->inputs();
+    if (auto it = std::find(bodyInputs.begin(), bodyInputs.end(), v); it != bodyInputs.end())
+      v = node.input(static_cast<size_t>(it - bodyInputs.begin()));
+  }
+  if (!v || !v->hasInitializer()) return false;
+  const std::vector<int64_t> shape = staticShape(v);
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()) == 1;
+}
+
 std::string checkElementwise(const Node &node, const LoweringOptions &) {
-  for (const Node *op : opsOf(node))
+  for (const Node *op : opsOf(node)) {
     if (std::string why = checkOp(*op); !why.empty()) return why;
+    // DVE raises to an immediate power only.
+    if (op->opType() == "Pow" && !isScalarConstant(node, op->input(1))) return "Pow with a tensor exponent";
+  }
   const std::vector<int64_t> outShape = staticShape(node.output(0));
   for (const Value *in : node.inputs()) {
     if (!in || in->hasInitializer()) continue;
