@@ -16,6 +16,7 @@
 
 #include "targets/nc/compiler/epilogue.h"
 #include "targets/nc/compiler/lowering.h"
+#include "targets/nc/kernels/elementwise.h"
 #include "targets/nc/kernels/tiling.h"
 
 namespace tessel::nc::compiler {
@@ -36,8 +37,14 @@ const std::map<std::string, ActFunc> &unaryActFuncs() {
   return kFuncs;
 }
 
+/// The binary ops the device computes: one ALU op (kernels::kBinaryAluOps), Div (a reciprocal, then a
+/// multiply) and Pow (an immediate power).
 const std::set<std::string> &binaryOps() {
-  static const std::set<std::string> kOps = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"};
+  static const std::set<std::string> kOps = [] {
+    std::set<std::string> ops = {"Div", "Pow"};
+    for (const kernels::BinaryAluOp &entry : kernels::kBinaryAluOps) ops.emplace(entry.onnx);
+    return ops;
+  }();
   return kOps;
 }
 
@@ -342,9 +349,6 @@ class Evaluator {
     // Binary.
     TESSEL_ASSIGN_OR_RETURN(Operand c, operand(1));
     if (a.kind != Operand::Full && c.kind != Operand::Full) return ctx_.unsupported(node_, t + " of two constants");
-    static const std::map<std::string, AluOp> kAlu = {{"Add", AluOp::Add},       {"Sub", AluOp::Subtract},
-                                                     {"Mul", AluOp::Multiply},  {"Max", AluOp::Maximum},
-                                                     {"Min", AluOp::Minimum}};
     if (t == "Pow") {
       if (a.kind != Operand::Full || c.kind != Operand::Immediate) return ctx_.unsupported(node_, "Pow with a tensor exponent");
       if (c.value == 2.0f) {
@@ -372,7 +376,7 @@ class Evaluator {
       b_.tensorScalar(dst, a.view, AluOp::Multiply, scalarOf(reciprocal(c)));
       return fullOf(dst);
     }
-    const AluOp alu = kAlu.at(t);
+    const AluOp alu = *kernels::binaryAluOp(t);  // Add, Sub, Mul, Max, Min: the rest returned above.
     if (a.kind == Operand::Full && c.kind == Operand::Full) {
       b_.tensorTensor(dst, a.view, c.view, alu);
     } else if (a.kind == Operand::Full) {

@@ -115,15 +115,11 @@ Status buildActivation(KernelBuilder &b, const KernelParams &params) {
   return Status::success();
 }
 
-/// The ONNX op of a binary ALU op.
-constexpr const char *onnxBinaryOp(AluOp op) {
-  switch (op) {
-    case AluOp::Add: return "Add";
-    case AluOp::Multiply: return "Mul";
-    case AluOp::Subtract: return "Sub";
-    case AluOp::Maximum: return "Max";
-    default: return "?";
-  }
+/// The ONNX op of a binary ALU op (kBinaryAluOps).
+std::string_view onnxBinaryOp(AluOp op) {
+  for (const BinaryAluOp &entry : kBinaryAluOps)
+    if (entry.alu == op) return entry.onnx;
+  return "?";
 }
 
 template <AluOp kOp>
@@ -176,6 +172,12 @@ KernelDef activationKernel(std::string name, std::string what, decltype(KernelDe
 }
 
 }  // namespace
+
+std::optional<AluOp> binaryAluOp(std::string_view onnx) {
+  for (const BinaryAluOp &entry : kBinaryAluOps)
+    if (entry.onnx == onnx) return entry.alu;
+  return std::nullopt;
+}
 
 std::vector<KernelDef> elementwiseKernels() {
   return {
