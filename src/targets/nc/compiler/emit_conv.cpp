@@ -815,14 +815,14 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
   const TileView identity = ctx.identity(dtype);
   TileRing accRing(MemSpace::PSUM, node.name() + "/acc", DType::F32, std::min(P, s.C), {bank}, kPsumSlots);
   const std::vector<Span> channelTiles = splitRange(s.C, P);
-  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {std::min(P, s.C), s.taps() * channelTiles.size()},
+  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {std::min(P, s.C), s.taps() * static_cast<int64_t>(channelTiles.size())},
                                        packDepthwiseWeights(ctx.constantFloats(node.input(1)), s, P));
   // Every block's taps in one DMA (a block's alone are 36 bytes per partition, one DMA chunk each);
   // blocks with replicas load their own copies instead.
   std::optional<TileView> allWeights;
   for (const Span &ch : channelTiles)
     if (!allWeights && replicaStackFor(ctx.profile(), s, ch.count, dtype).replicas == 1) {
-      allWeights = b.sbuf(node.name() + "/w", DType::F32, std::min(P, s.C), {s.taps() * channelTiles.size()});
+      allWeights = b.sbuf(node.name() + "/w", DType::F32, std::min(P, s.C), {s.taps() * static_cast<int64_t>(channelTiles.size())});
       b.load(*allWeights, wHbm);
     }
   for (size_t i = 0; i < channelTiles.size(); ++i) {
