@@ -815,19 +815,22 @@ Status emitDepthwiseConvOnPe(LoweringContext &ctx, const Node &node, const ConvS
   const TileView identity = ctx.identity(dtype);
   TileRing accRing(MemSpace::PSUM, node.name() + "/acc", DType::F32, std::min(P, s.C), {bank}, kPsumSlots);
   const std::vector<Span> channelTiles = splitRange(s.C, P);
-  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32, {std::min(P, s.C), s.taps() * static_cast<int64_t>(channelTiles.size())},
+  const HbmView wHbm = ctx.constantHbm(node.name() + "/w", DType::F32,
+                                       {std::min(P, s.C), s.taps() * static_cast<int64_t>(channelTiles.size())},
                                        packDepthwiseWeights(ctx.constantFloats(node.input(1)), s, P));
   // Every block's taps in one DMA (a block's alone are 36 bytes per partition, one DMA chunk each);
   // blocks with replicas load their own copies instead.
+  std::vector<ReplicaStack> stacks;
+  for (const Span &ch : channelTiles) stacks.push_back(replicaStackFor(ctx.profile(), s, ch.count, dtype));
   std::optional<TileView> allWeights;
-  for (const Span &ch : channelTiles)
-    if (!allWeights && replicaStackFor(ctx.profile(), s, ch.count, dtype).replicas == 1) {
-      allWeights = b.sbuf(node.name() + "/w", DType::F32, std::min(P, s.C), {s.taps() * static_cast<int64_t>(channelTiles.size())});
-      b.load(*allWeights, wHbm);
-    }
+  if (std::any_of(stacks.begin(), stacks.end(), [](const ReplicaStack &r) { return r.replicas == 1; })) {
+    allWeights = b.sbuf(node.name() + "/w", DType::F32, std::min(P, s.C),
+                        {s.taps() * static_cast<int64_t>(channelTiles.size())});
+    b.load(*allWeights, wHbm);
+  }
   for (size_t i = 0; i < channelTiles.size(); ++i) {
     const Span &ch = channelTiles[i];
-    const ReplicaStack stack = replicaStackFor(ctx.profile(), s, ch.count, dtype);
+    const ReplicaStack &stack = stacks[i];
     const int64_t c = ch.count, replicas = stack.replicas, stride = stack.stride;
     const int64_t groupsPerRow = ceilDiv(s.KW, replicas), groups = s.KH * groupsPerRow;
     auto span = [&](int64_t count) { return (count - 1) * stride + c; };  // Partitions of `count` replicas.

@@ -1,5 +1,6 @@
-// Normalization kernels (norm.h). Rows on partitions (the default variant and the tutorial's): gamma and beta ([C]) are loaded once, broadcast to every partition
-// through a stride-0 HBM view. Per row tile of [P, C]:
+// Normalization kernels (norm.h). Rows on partitions (the default variant and the tutorial's):
+// gamma and beta ([C]) are loaded once, broadcast to every partition through a stride-0 HBM view.
+// Per row tile of [P, C]:
 //   layernorm: bn_stats over chunks of the bn_stats limit, bn_aggr -> mean and variance; rstd =
 //     (var + eps)^-0.5 and -mean * rstd as [P, 1] scalars (DVE); ACT writes x * rstd - mean * rstd
 //     in place; DVE multiplies by gamma and adds beta.

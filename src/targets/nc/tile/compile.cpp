@@ -89,7 +89,11 @@ Expected<CompiledKernel> compileKernel(const Kernel &written, const MachineProfi
   int queues = static_cast<int>(profile.dma.queuesPerEngine);
   if (options.dmaQueues > 0) queues = std::min(queues, options.dmaQueues);
   TESSEL_ASSIGN_OR_RETURN(Schedule schedule, scheduleOps(insns, candidates, deps, profile, queues));
-  if (DependenceGraph gated = deps; options.prefetchGates && gatePrefetches(insns, schedule, profile, gated) > 0) {
+  if (const std::vector<PrefetchGate> gates =
+          options.prefetchGates ? prefetchGates(insns, schedule, profile, deps) : std::vector<PrefetchGate>{};
+      !gates.empty()) {
+    DependenceGraph gated = deps;
+    for (const PrefetchGate &g : gates) gated.preds[g.load].push_back(Dependence{g.gate, DependenceKind::Prefetch});
     TESSEL_ASSIGN_OR_RETURN(Schedule second, scheduleOps(insns, candidates, gated, profile, queues));
     // The scheduler's DMA model is coarser than the simulator's: a gain under 1% may not be one.
     if (second.makespanNs < 0.99 * schedule.makespanNs) {

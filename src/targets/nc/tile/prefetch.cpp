@@ -28,8 +28,8 @@ bool isUngatedLoad(const Instruction &insn, const DependenceGraph &deps, int32_t
 
 }  // namespace
 
-int32_t gatePrefetches(const std::vector<Instruction> &insns, const Schedule &first, const MachineProfile &profile,
-                       DependenceGraph &deps) {
+std::vector<PrefetchGate> prefetchGates(const std::vector<Instruction> &insns, const Schedule &first,
+                                        const MachineProfile &profile, const DependenceGraph &deps) {
   const auto n = static_cast<int32_t>(insns.size());
   // The earliest start of each op's readers in the first schedule.
   std::vector<double> firstReaderNs(insns.size(), -1);
@@ -40,18 +40,21 @@ int32_t gatePrefetches(const std::vector<Instruction> &insns, const Schedule &fi
       if (reader < 0 || start < reader) reader = start;
     }
 
-  // A kernel whose DMA engines are busy nearly all the time gains nothing from later loads.
+  // Each copy's transfer time; a kernel whose DMA engines are busy nearly all the time gains nothing
+  // from later loads.
+  std::vector<double> transferNs(insns.size(), 0);
   double dmaEngineNs = 0;
   for (int32_t op = 0; op < n; ++op)
     if (first.ops[op].engine == Engine::DMA) {
       const InstructionEstimate cost = estimateInstruction(insns[op], Engine::DMA, profile);
+      transferNs[op] = cost.triggerNs + cost.busyNs;
       dmaEngineNs += cost.busyNs * cost.dmaEngineShare;
     }
-  if (dmaEngineNs > kMaxDmaBusyShare * first.makespanNs) return 0;
+  if (dmaEngineNs > kMaxDmaBusyShare * first.makespanNs) return {};
 
   // Compute ops seen so far (lower indices), by completion time.
   std::multimap<double, int32_t> computeByCompletion;
-  int32_t added = 0;
+  std::vector<PrefetchGate> gates;
   for (int32_t op = 0; op < n; ++op) {
     const ScheduledOp &placed = first.ops[op];
     if (placed.engine != Engine::DMA) {
@@ -59,16 +62,13 @@ int32_t gatePrefetches(const std::vector<Instruction> &insns, const Schedule &fi
       continue;
     }
     if (!isUngatedLoad(insns[op], deps, op) || firstReaderNs[op] < 0) continue;
-    const InstructionEstimate cost = estimateInstruction(insns[op], Engine::DMA, profile);
-    const double lead = std::max(kMinLeadNs, kLeadTransfers * (cost.triggerNs + cost.busyNs));
-    const double releaseNs = firstReaderNs[op] - lead;
+    const double releaseNs = firstReaderNs[op] - std::max(kMinLeadNs, kLeadTransfers * transferNs[op]);
     if (releaseNs <= 0) continue;
     auto after = computeByCompletion.upper_bound(releaseNs);
     if (after == computeByCompletion.begin()) continue;
-    deps.preds[op].push_back(Dependence{std::prev(after)->second, DependenceKind::Prefetch});
-    ++added;
+    gates.push_back(PrefetchGate{op, std::prev(after)->second});
   }
-  return added;
+  return gates;
 }
 
 }  // namespace tessel::nc::tile

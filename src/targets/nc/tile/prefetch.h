@@ -18,9 +18,14 @@
 
 namespace tessel::nc::tile {
 
-/// Adds the Prefetch dependences `first` (a schedule of `insns` under `deps`) calls for; returns how
-/// many it added.
-int32_t gatePrefetches(const std::vector<Instruction> &insns, const Schedule &first, const MachineProfile &profile,
-                       DependenceGraph &deps);
+/// A Prefetch dependence to add: load `load` waits for op `gate`.
+struct PrefetchGate {
+  int32_t load = -1;
+  int32_t gate = -1;
+};
+
+/// The gates `first` (a schedule of `insns` under `deps`) calls for; empty when none.
+std::vector<PrefetchGate> prefetchGates(const std::vector<Instruction> &insns, const Schedule &first,
+                                        const MachineProfile &profile, const DependenceGraph &deps);
 
 }  // namespace tessel::nc::tile
