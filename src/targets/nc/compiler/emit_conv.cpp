@@ -120,6 +120,11 @@ std::string readConvShape(const Node &node, ConvShape &s) {
 
 bool isPresent(const Value *value) { return value != nullptr; }
 
+/// Conv or tessel FusedConv: the nodes readConvShape reads.
+bool isConvNode(const Node &node) {
+  return (node.domain().empty() && node.opType() == "Conv") || (node.domain() == "tessel" && node.opType() == "FusedConv");
+}
+
 std::string checkConv(const Node &node, const LoweringOptions &) {
   if (node.attrInt("channels_last", 0) != 0) return "channels_last = 1 (the accelerator keeps channels on partitions)";
   const std::string autoPad = node.attrString("auto_pad", "NOTSET");
@@ -382,6 +387,41 @@ bool foldable(const ConvShape &s, int64_t partitions) {
     if (first > last || (first > 0 && last < s.KH - 1)) return false;
   }
   return true;
+}
+
+/// Bytes per partition of [N, channels, rows, cols] with channels on partitions, in f32 (the widest
+/// dtype an emitter stores it in).
+int64_t channelsOnPartitions(int64_t N, int64_t channels, int64_t rows, int64_t cols, int64_t partitions) {
+  return (channels + partitions - 1) / partitions * N * rows * cols * dtypeSizeBytes(DType::F32);
+}
+
+/// Why the convolution's SBUF-resident tensors cannot fit the profile's SBUF: X (unless the folded
+/// stem streams it from HBM), Y, the residual Z, each at the largest form emitConv may store it in
+/// (channels on partitions, padded for a padded reader; row bands are smaller).
+std::string convSbufReason(const Node &node, const LoweringOptions &options) {
+  ConvShape s;
+  if (!options.profile || !readConvShape(node, s).empty()) return "";
+  const int64_t P = options.profile->partitions;
+  int64_t bytes = 0;
+  if (!foldable(s, P))
+    bytes += channelsOnPartitions(s.N, s.C, s.H + s.padTop + s.padBottom, s.W + s.padLeft + s.padRight, P);
+  ConvShape r;
+  const Value *y = node.output(0);
+  const bool paddedForReader = y->uses().size() == 1 && isConvNode(*y->uses().front().user) &&
+                               readConvShape(*y->uses().front().user, r).empty();
+  bytes += paddedForReader ? channelsOnPartitions(r.N, r.C, r.H + r.padTop + r.padBottom, r.W + r.padLeft + r.padRight, P)
+                           : channelsOnPartitions(s.N, s.M, s.OH, s.OW, P);
+  if (isPresent(node.input(3))) bytes += channelsOnPartitions(s.N, s.M, s.OH, s.OW, P);
+  const int64_t sbuf = options.profile->sbuf.bytesPerPartition;
+  if (bytes <= sbuf) return "";
+  return fmt::format("its input, output and residual need up to {} bytes per partition of SBUF with channels on "
+                     "partitions; {} has {}",
+                     bytes, options.profile->name, sbuf);
+}
+
+std::string checkConvOnDevice(const Node &node, const LoweringOptions &options) {
+  if (std::string why = checkConv(node, options); !why.empty()) return why;
+  return convSbufReason(node, options);
 }
 
 /// W as [(kh, c)][Cout tile][kw][Cout in tile] with partition kh * C + c, or (KH - 1 - kh) * C + c
@@ -996,7 +1036,8 @@ std::optional<RowBands> plainBandsOf(LoweringContext &ctx, const Node &node, con
   const Value *y = node.output(0);
   if (isPresent(node.input(3)) || y->uses().size() != 1) return std::nullopt;
   ConvShape r;
-  if (!readConvShape(*y->uses().front().user, r).empty() || !isPointwise(r)) return std::nullopt;
+  const Node &reader = *y->uses().front().user;
+  if (!isConvNode(reader) || !readConvShape(reader, r).empty() || !isPointwise(r)) return std::nullopt;
   const std::optional<DeviceTensor> x = bandedInput(ctx, node, s);
   if (!x || s.M > x->bands.stride || s.OH % x->bands.count != 0) return std::nullopt;
   const int64_t rows = s.OH / x->bands.count;
@@ -1121,9 +1162,7 @@ bool readersTakeMatmulDtype(const Value *y, const Epilogue &epilogue, const Lowe
   if (std::find(outputs.begin(), outputs.end(), y) != outputs.end()) return false;
   for (const Use &use : y->uses()) {
     const Node &reader = *use.user;
-    const bool conv = (reader.domain().empty() && reader.opType() == "Conv") ||
-                      (reader.domain() == "tessel" && reader.opType() == "FusedConv");
-    if (!conv || (use.inputIndex != 0 && use.inputIndex != 3) || !checkConv(reader, options).empty()) return false;
+    if (!isConvNode(reader) || (use.inputIndex != 0 && use.inputIndex != 3) || !checkConvOnDevice(reader, options).empty()) return false;
     if (!convRoundsOperands(reader, options)) return false;
   }
   return true;
@@ -1134,7 +1173,8 @@ bool readersTakeMatmulDtype(const Value *y, const Epilogue &epilogue, const Lowe
 std::optional<ConvShape> paddedReader(const Value *y, const MachineProfile &profile, const LoweringOptions &options) {
   if (y->uses().size() != 1) return std::nullopt;
   ConvShape r;
-  if (!readConvShape(*y->uses().front().user, r).empty() || !r.padded()) return std::nullopt;
+  if (!isConvNode(*y->uses().front().user) || !readConvShape(*y->uses().front().user, r).empty() || !r.padded())
+    return std::nullopt;
   if (!r.depthwise() && (r.group != 1 || foldable(r, profile.partitions))) return std::nullopt;
   if (r.depthwise() && !depthwiseOnPe(*y->uses().front().user, options)) return std::nullopt;
   return r;
@@ -1207,7 +1247,8 @@ bool convRoundsOperands(const Node &node, const LoweringOptions &options) {
 }
 
 std::vector<OpLowering> convLowerings() {
-  return {OpLowering{"", "Conv", checkConv, emitConv}, OpLowering{"tessel", "FusedConv", checkConv, emitConv}};
+  return {OpLowering{"", "Conv", checkConvOnDevice, emitConv},
+          OpLowering{"tessel", "FusedConv", checkConvOnDevice, emitConv}};
 }
 
 }  // namespace tessel::nc::compiler

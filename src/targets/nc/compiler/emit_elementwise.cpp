@@ -1,6 +1,7 @@
 // Elementwise ops on DVE and ACT: single ONNX ops (Add, Mul, Relu, HardSwish, ...), tessel Gelu, and tessel
-// FusedElementwise, whose body is evaluated op by op on each partition block of the output, so a
-// fused chain reads its inputs once and keeps its intermediates in SBUF.
+// FusedElementwise, whose body is evaluated op by op (kernels::emitElementwiseOp, the elementwise
+// family's emit) on each partition block of the output, so a fused chain reads its inputs once and
+// keeps its intermediates in SBUF. This file decides the layout and the operands' forms.
 //
 // Operands are full tiles (activations, in the output's layout), per-partition scalars (a constant that
 // varies only along the partition axis: ACT and DVE take a [P, 1] operand), or immediates (one-element
@@ -14,7 +15,6 @@
 
 #include <fmt/format.h>
 
-#include "targets/nc/compiler/epilogue.h"
 #include "targets/nc/compiler/lowering.h"
 #include "targets/nc/kernels/elementwise.h"
 #include "targets/nc/kernels/tiling.h"
@@ -27,26 +27,6 @@ using tile::TileView;
 /// Columns per instruction (well under the 64K-element limit of section 4.2, so that the chunks of
 /// one block pipeline across engines).
 constexpr int64_t kColumnChunk = 8192;
-
-const std::map<std::string, ActFunc> &unaryActFuncs() {
-  static const std::map<std::string, ActFunc> kFuncs = {
-      {"Relu", ActFunc::Relu}, {"Sigmoid", ActFunc::Sigmoid}, {"Tanh", ActFunc::Tanh},
-      {"Exp", ActFunc::Exp},   {"Erf", ActFunc::Erf},         {"Sqrt", ActFunc::Sqrt},
-      {"Abs", ActFunc::Abs},   {"Log", ActFunc::Log},         {"Reciprocal", ActFunc::Reciprocal},
-      {"Softplus", ActFunc::Softplus}, {"Sign", ActFunc::Sign}};
-  return kFuncs;
-}
-
-/// The binary ops the device computes: one ALU op (kernels::kBinaryAluOps), Div (a reciprocal, then a
-/// multiply) and Pow (an immediate power).
-const std::set<std::string> &binaryOps() {
-  static const std::set<std::string> kOps = [] {
-    std::set<std::string> ops = {"Div", "Pow"};
-    for (const kernels::BinaryAluOp &entry : kernels::kBinaryAluOps) ops.emplace(entry.onnx);
-    return ops;
-  }();
-  return kOps;
-}
 
 /// The ops of `node`'s computation: its body for FusedElementwise, else the node itself.
 std::vector<const Node *> opsOf(const Node &node) {
@@ -64,9 +44,6 @@ std::string checkOp(const Node &op) {
   // Max and Min are variadic; the device computes the two-input form.
   if ((t == "Max" || t == "Min") && op.inputs().size() != 2)
     return fmt::format("{} of {} inputs (the device takes two)", t, op.inputs().size());
-  if (unaryActFuncs().count(t) || binaryOps().count(t) || t == "Neg" || t == "Identity" || t == "Gelu" ||
-      t == "HardSigmoid" || t == "HardSwish")
-    return "";
   if (t == "Clip") {
     for (size_t i = 1; i < op.inputs().size(); ++i)
       if (op.input(i) && !op.input(i)->hasInitializer()) return "Clip bounds are not constants";
@@ -76,6 +53,8 @@ std::string checkOp(const Node &op) {
     const int64_t to = op.attrInt("to", 0);
     return to == static_cast<int64_t>(tessel::DType::Float32) ? "" : "Cast to other than float32";
   }
+  const std::span<const std::string_view> types = kernels::elementwiseOpTypes();
+  if (std::find(types.begin(), types.end(), t) != types.end()) return "";
   const std::string_view why = hostOnlyReason(op.domain(), t);
   return fmt::format("{}: {}", t, why.empty() ? "no accelerator form inside a fused elementwise op" : why);
 }
@@ -94,10 +73,25 @@ bool isScalarConstant(const Node &node, const Value *v) {
 }
 
 std::string checkElementwise(const Node &node, const LoweringOptions &) {
+  // Which values derive from an activation (the rest from constants alone): every op needs one such
+  // operand, so that the emitter writes the output from a tile; ops on constants alone are left to
+  // constant folding.
+  const Graph *body = node.opType() == "FusedElementwise" ? node.attrGraph("body") : nullptr;
+  std::set<const Value *> fromActivation;
+  for (size_t i = 0; i < node.inputs().size(); ++i)
+    if (node.input(i) && !node.input(i)->hasInitializer()) fromActivation.insert(body ? body->inputs()[i] : node.input(i));
   for (const Node *op : opsOf(node)) {
     if (std::string why = checkOp(*op); !why.empty()) return why;
     // DVE raises to an immediate power only.
     if (op->opType() == "Pow" && !isScalarConstant(node, op->input(1))) return "Pow with a tensor exponent";
+    const bool unary = !kernels::isBinaryElementwiseOp(op->opType());
+    const size_t used = unary ? 1 : 2;
+    bool reads = false;
+    for (size_t i = 0; i < used && i < op->inputs().size(); ++i) reads = reads || fromActivation.count(op->input(i));
+    if (!reads || (unary && !fromActivation.count(op->input(0))) ||
+        (op->opType() == "Pow" && !fromActivation.count(op->input(0))))
+      return fmt::format("{} '{}' computes on constants only", op->opType(), op->name());
+    fromActivation.insert(op->output(0));
   }
   const std::vector<int64_t> outShape = staticShape(node.output(0));
   for (const Value *in : node.inputs()) {
@@ -107,12 +101,7 @@ std::string checkElementwise(const Node &node, const LoweringOptions &) {
   return "";
 }
 
-/// One operand within a block.
-struct Operand {
-  enum Kind { Immediate, PartitionScalar, Full } kind = Full;
-  float value = 0;
-  TileView view;  // PartitionScalar: [pc, 1]; Full: [pc, cols].
-};
+using Operand = kernels::ElementwiseOperand;
 
 class Evaluator {
  public:
@@ -127,7 +116,7 @@ class Evaluator {
     for (const Value *in : node_.inputs()) {
       if (!in || in->hasInitializer()) continue;
       if (ctx_.isUnloadedInput(in)) {
-        axis = roomyAxis(shape, axis);
+        axis = ctx_.roomyAxis(shape, axis);
         break;
       }
       TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx_.activation(in));
@@ -214,11 +203,16 @@ class Evaluator {
         for (size_t n = 0; n < ops.size(); ++n) {
           const bool last = n + 1 == ops.size();
           TileView target = last ? dst : b_.sbuf(node_.name() + "/t", DType::F32, pc, {cols.count});
-          TESSEL_ASSIGN_OR_RETURN(Operand result, apply(*ops[n], env, target));
-          env[ops[n]->output(0)] = result;
-          if (last && !(result.kind == Operand::Full && result.view.tile() == dst.tile())) {
-            return ctx_.unsupported(node_, "the result does not depend on an activation");
+          std::vector<Operand> operands;
+          for (size_t i = 0; i < (kernels::isBinaryElementwiseOp(ops[n]->opType()) ? 2 : 1); ++i) {
+            auto it = env.find(ops[n]->input(i));
+            if (it == env.end())
+              return makeError(ErrorCode::Internal, "elementwise operand '{}' not found", ops[n]->input(i)->name());
+            operands.push_back(it->second);
           }
+          TESSEL_ASSIGN_OR_RETURN(Operand result, kernels::emitElementwiseOp(b_, node_.name(), describe(*ops[n]),
+                                                                            operands, target));
+          env[ops[n]->output(0)] = result;
         }
       }
     }
@@ -246,35 +240,13 @@ class Evaluator {
     return out;
   }
 
-  /// `axis`, unless it leaves a partition more than a quarter of SBUF while another axis spreads the
-  /// tensor over more partitions (a [1, 1, H, W] map: H rather than the one channel).
-  int64_t roomyAxis(const std::vector<int64_t> &shape, int64_t axis) const {
-    if (shape.empty() || !crowdsSbuf(shape, axis)) return axis;
-    int64_t best = axis;
-    for (int64_t a = 0; a < static_cast<int64_t>(shape.size()); ++a)
-      if (bytesPerPartition(shape, a) < bytesPerPartition(shape, best)) best = a;
-    return best;
-  }
-
-  /// Bytes per partition of a tensor of `shape` with `axis` on the partitions.
-  int64_t bytesPerPartition(const std::vector<int64_t> &shape, int64_t axis) const {
-    const int64_t P = ctx_.profile().partitions;
-    const int64_t numel = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-    return (shape[axis] + P - 1) / P * (numel / shape[axis]) * dtypeSizeBytes(ctx_.activationDtype());
-  }
-
-  /// More than a quarter of SBUF per partition.
-  bool crowdsSbuf(const std::vector<int64_t> &shape, int64_t axis) const {
-    return bytesPerPartition(shape, axis) * 4 > static_cast<int64_t>(ctx_.profile().sbuf.bytesPerPartition);
-  }
-
   /// The output's storage: for a tensor that crowds SBUF, that of an input read for the last time
   /// when it has the output's form (each chunk of it is read before the same chunk is written), so
   /// that an op on a tensor of more than half of SBUF fits; else new tiles, which leave the next
   /// producer free to run ahead of this op's readers.
   DeviceTensor outputTensor(const Value *y, int64_t axis, const std::vector<std::optional<DeviceTensor>> &full) {
     const std::vector<int64_t> shape = staticShape(y);
-    if (shape.empty() || !crowdsSbuf(shape, axis)) return ctx_.allocate(y, axis);
+    if (shape.empty() || !ctx_.crowdsSbuf(shape, axis)) return ctx_.allocate(y, axis);
     for (size_t i = 0; i < full.size(); ++i) {
       const Value *in = node_.input(i);
       if (!full[i] || in->hasInitializer() || full[i]->shape != shape || !full[i]->isStandard(axis) ||
@@ -285,108 +257,19 @@ class Evaluator {
     return ctx_.allocate(y, axis);
   }
 
-  Operand fullOf(const TileView &view) { return Operand{Operand::Full, 0, view}; }
-
-  tile::ScalarOperand scalarOf(const Operand &o) {
-    if (o.kind == Operand::Immediate) return o.value;
-    return o.view;
-  }
-
-  /// 1 / s for a scalar operand.
-  Operand reciprocal(const Operand &s) {
-    if (s.kind == Operand::Immediate) return Operand{Operand::Immediate, 1.0f / s.value, {}};
-    TileView r = b_.sbuf(node_.name() + "/rcp", DType::F32, s.view.partitions(), s.view.freeShape());
-    b_.activation(r, s.view, ActFunc::Reciprocal);
-    return Operand{s.kind, 0, r};
-  }
-
-  Expected<Operand> apply(const Node &op, std::map<const Value *, Operand> &env, const TileView &dst) {
-    auto operand = [&](size_t i) -> Expected<Operand> {
-      auto it = env.find(op.input(i));
-      if (it == env.end()) return makeError(ErrorCode::Internal, "elementwise operand '{}' not found", op.input(i)->name());
-      return it->second;
-    };
-    const std::string &t = op.opType();
-    TESSEL_ASSIGN_OR_RETURN(Operand a, operand(0));
-    if (t == "Identity" || t == "Cast") {
-      if (a.kind != Operand::Full) return a;
-      b_.copy(dst, a.view);
-      return fullOf(dst);
+  /// `op` with the attributes and constant bounds the emit reads.
+  kernels::ElementwiseOp describe(const Node &op) const {
+    kernels::ElementwiseOp e{op.opType()};
+    e.tanhApproximation = op.attrString("approximate", "none") == "tanh";
+    e.alpha = op.attrFloat("alpha", e.alpha);
+    e.beta = op.attrFloat("beta", e.beta);
+    if (op.opType() == "Clip") {
+      if (op.input(1)) e.low = ctx_.constantFloats(op.input(1))[0];
+      if (op.input(2)) e.high = ctx_.constantFloats(op.input(2))[0];
+      if (op.hasAttr("min")) e.low = op.attrFloat("min", e.low);
+      if (op.hasAttr("max")) e.high = op.attrFloat("max", e.high);
     }
-    if (a.kind != Operand::Full && !binaryOps().count(t)) return ctx_.unsupported(node_, t + " of a constant");
-    if (auto it = unaryActFuncs().find(t); it != unaryActFuncs().end()) {
-      b_.activation(dst, a.view, it->second);
-      return fullOf(dst);
-    }
-    if (t == "Gelu") {
-      b_.activation(dst, a.view, op.attrString("approximate", "none") == "tanh" ? ActFunc::GeluApprxTanh : ActFunc::Gelu);
-      return fullOf(dst);
-    }
-    if (t == "Neg") {
-      b_.tensorScalar(dst, a.view, AluOp::Multiply, -1.0f);
-      return fullOf(dst);
-    }
-    if (t == "HardSigmoid") {
-      emitHardSigmoid(b_, dst, a.view, op.attrFloat("alpha", 0.2f), op.attrFloat("beta", 0.5f));
-      return fullOf(dst);
-    }
-    if (t == "HardSwish") {
-      TileView gate = b_.sbuf(node_.name() + "/gate", DType::F32, dst.partitions(), dst.freeShape());
-      emitHardSigmoid(b_, gate, a.view, 1.0f / 6.0f, 0.5f);
-      b_.tensorTensor(dst, a.view, gate, AluOp::Multiply);
-      return fullOf(dst);
-    }
-    if (t == "Clip") {
-      float lo = -INFINITY, hi = INFINITY;
-      if (op.input(1)) lo = ctx_.constantFloats(op.input(1))[0];
-      if (op.input(2)) hi = ctx_.constantFloats(op.input(2))[0];
-      if (op.hasAttr("min")) lo = op.attrFloat("min", lo);
-      if (op.hasAttr("max")) hi = op.attrFloat("max", hi);
-      b_.tensorScalar(dst, a.view, AluOp::Maximum, std::max(lo, -3.0e38f), AluOp::Minimum, std::min(hi, 3.0e38f),
-                      Engine::DVE);
-      return fullOf(dst);
-    }
-    // Binary.
-    TESSEL_ASSIGN_OR_RETURN(Operand c, operand(1));
-    if (a.kind != Operand::Full && c.kind != Operand::Full) return ctx_.unsupported(node_, t + " of two constants");
-    if (t == "Pow") {
-      if (a.kind != Operand::Full || c.kind != Operand::Immediate) return ctx_.unsupported(node_, "Pow with a tensor exponent");
-      if (c.value == 2.0f) {
-        b_.activation(dst, a.view, ActFunc::Square);
-      } else if (c.value == 0.5f) {
-        b_.activation(dst, a.view, ActFunc::Sqrt);
-      } else if (c.value == 1.0f) {
-        b_.copy(dst, a.view);
-      } else {
-        b_.tensorScalar(dst, a.view, AluOp::Power, c.value, AluOp::None, 0.0f, Engine::DVE);
-      }
-      return fullOf(dst);
-    }
-    if (t == "Div") {
-      if (c.kind == Operand::Full) {
-        TileView r = b_.sbuf(node_.name() + "/rcp", DType::F32, c.view.partitions(), c.view.freeShape());
-        b_.activation(r, c.view, ActFunc::Reciprocal);
-        if (a.kind == Operand::Full) {
-          b_.tensorTensor(dst, a.view, r, AluOp::Multiply);
-        } else {
-          b_.tensorScalar(dst, r, AluOp::Multiply, scalarOf(a));
-        }
-        return fullOf(dst);
-      }
-      b_.tensorScalar(dst, a.view, AluOp::Multiply, scalarOf(reciprocal(c)));
-      return fullOf(dst);
-    }
-    const AluOp alu = *kernels::binaryAluOp(t);  // Add, Sub, Mul, Max, Min: the rest returned above.
-    if (a.kind == Operand::Full && c.kind == Operand::Full) {
-      b_.tensorTensor(dst, a.view, c.view, alu);
-    } else if (a.kind == Operand::Full) {
-      b_.tensorScalar(dst, a.view, alu, scalarOf(c));
-    } else if (t == "Sub") {
-      b_.tensorScalar(dst, c.view, AluOp::Multiply, -1.0f, AluOp::Add, scalarOf(a));
-    } else {
-      b_.tensorScalar(dst, c.view, alu, scalarOf(a));
-    }
-    return fullOf(dst);
+    return e;
   }
 
   LoweringContext &ctx_;
@@ -400,10 +283,11 @@ Status emitElementwise(LoweringContext &ctx, const Node &node) { return Evaluato
 
 std::vector<OpLowering> elementwiseLowerings() {
   std::vector<OpLowering> v;
-  for (const auto &[op, func] : unaryActFuncs()) v.push_back({"", op, checkElementwise, emitElementwise});
-  for (const std::string &op : binaryOps()) v.push_back({"", op, checkElementwise, emitElementwise});
-  for (const char *op : {"Neg", "Clip", "HardSigmoid", "HardSwish"}) v.push_back({"", op, checkElementwise, emitElementwise});
-  v.push_back({"tessel", "Gelu", checkElementwise, emitElementwise});
+  for (std::string_view op : kernels::elementwiseOpTypes()) {
+    // A lone Identity is a view (emit_shape.cpp); a lone Cast stays on the host.
+    if (op == "Identity" || op == "Cast") continue;
+    v.push_back({op == "Gelu" ? "tessel" : "", std::string(op), checkElementwise, emitElementwise});
+  }
   v.push_back({"tessel", "FusedElementwise", checkElementwise, emitElementwise});
   return v;
 }

@@ -3,7 +3,11 @@
 // attention cost no instruction. A reshape that no stride pattern can express goes through HBM, where
 // the row-major order makes every reshape free.
 #include <algorithm>
+#include <functional>
 #include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ops/slice_geometry.h"
 #include "targets/nc/compiler/lowering.h"
@@ -11,7 +15,36 @@
 namespace tessel::nc::compiler {
 namespace {
 
-std::string checkView(const Node &, const LoweringOptions &) { return ""; }
+/// A view keeps the elements: the output has as many as the input.
+std::string checkView(const Node &node, const LoweringOptions &) {
+  const std::vector<int64_t> in = staticShape(node.input(0)), out = staticShape(node.output(0));
+  auto numel = [](const std::vector<int64_t> &shape) {
+    return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  };
+  if (numel(in) != numel(out))
+    return fmt::format("output [{}] does not hold the input's [{}] elements", fmt::join(out, ","), fmt::join(in, ","));
+  return "";
+}
+
+/// perm is a permutation of the input's axes and the output's shape follows from it.
+std::string checkTranspose(const Node &node, const LoweringOptions &options) {
+  const std::vector<int64_t> in = staticShape(node.input(0)), out = staticShape(node.output(0));
+  std::vector<int64_t> perm = node.attrInts("perm");
+  if (perm.empty()) {
+    perm.resize(in.size());
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> axes(in.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  if (sorted != axes) return fmt::format("perm [{}] is not a permutation of {} axes", fmt::join(perm, ","), in.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (i >= out.size() || out[i] != in[static_cast<size_t>(perm[i])])
+      return fmt::format("output [{}] is not the input [{}] permuted by [{}]", fmt::join(out, ","), fmt::join(in, ","),
+                         fmt::join(perm, ","));
+  return checkView(node, options);
+}
 
 Status emitReshape(LoweringContext &ctx, const Node &node) {
   const std::vector<int64_t> shape = staticShape(node.output(0));
@@ -179,7 +212,7 @@ Status emitConcat(LoweringContext &ctx, const Node &node) {
 std::vector<OpLowering> shapeLowerings() {
   std::vector<OpLowering> v;
   for (const char *op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) v.push_back({"", op, checkView, emitReshape});
-  v.push_back({"", "Transpose", checkView, emitTranspose});
+  v.push_back({"", "Transpose", checkTranspose, emitTranspose});
   v.push_back({"", "Identity", checkView, emitIdentity});
   v.push_back({"", "Slice", checkSlice, emitSlice});
   v.push_back({"", "Split", checkSplit, emitSplit});

@@ -12,7 +12,6 @@
 
 namespace tessel::nc::compiler {
 
-using kernels::emitHardSigmoid;
 using kernels::Epilogue;
 
 /// A fused node's `activation` and `activation_params`.

@@ -160,9 +160,10 @@ class NcExecutable {
 std::string bytesText(uint64_t bytes);
 
 /// Optimizes `model` (static input shapes) at options.optLevel, partitions it, lowers and compiles
-/// every device stage. A node whose device lowering or kernel compile fails (SBUF does not fit, a
-/// tile rule) runs on the host instead, with the error as its fallback reason. Errors: a model whose
-/// constants exceed the core's HBM (saying by how much), a profile that does not load.
+/// every device stage (compile.cpp). A node the accelerator cannot run goes to the host, with the
+/// reason as its fallback. Errors: a model whose constants exceed the core's HBM (saying by how
+/// much), a profile that does not load, and (Internal) a device stage that fails to compile although
+/// the partition accepted its nodes.
 Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOptions &options);
 
 /// Loads an artifact written by NcExecutable::save.

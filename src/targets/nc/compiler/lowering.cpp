@@ -11,6 +11,9 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "support/memory_budget.h"
 
 #include "targets/nc/isa/tile_rules.h"
 #include "targets/nc/kernels/runner.h"
@@ -284,7 +287,7 @@ Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
   }
   if (auto spilled = spilled_.find(value); spilled != spilled_.end()) {
     const std::vector<int64_t> shape = staticShape(value);
-    DeviceTensor t = loadStandard(value->name() + "/reload", spilled->second, shape, defaultAxis(shape),
+    DeviceTensor t = loadStandard(value->name() + "/reload", spilled->second, shape, roomyAxis(shape, defaultAxis(shape)),
                                   activationDtype());
     noteLayout(fmt::format("reload spilled {}: {}", value->name(), describe(t)));
     activations_[value] = t;
@@ -295,7 +298,7 @@ Expected<DeviceTensor> LoweringContext::activation(const Value *value) {
     return makeError(ErrorCode::Internal, "value '{}' has no device form (its producer was not lowered)", value->name());
   }
   const std::vector<int64_t> shape = staticShape(value);
-  const int64_t axis = defaultAxis(shape);
+  const int64_t axis = roomyAxis(shape, defaultAxis(shape));
   DeviceTensor t = allocateStandard(builder_, value->name(), shape, activationDtype(), axis);
   loadIntoStandard(*this, t, input->second, axis);
   noteLayout(fmt::format("load input {} (default axis {} on partitions): {}", value->name(), axis, describe(t)));
@@ -409,6 +412,24 @@ DeviceTensor LoweringContext::allocate(const Value *value, int64_t partitionAxis
   const std::vector<int64_t> shape = staticShape(value);
   return allocateStandard(builder_, value->name(), shape, dtype.value_or(activationDtype()),
                           normalizeAxis(partitionAxis, static_cast<int64_t>(shape.size())));
+}
+
+int64_t LoweringContext::bytesPerPartition(const std::vector<int64_t> &shape, int64_t axis) const {
+  const int64_t P = profile().partitions;
+  const int64_t numel = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  return (shape[axis] + P - 1) / P * (numel / shape[axis]) * dtypeSizeBytes(activationDtype());
+}
+
+bool LoweringContext::crowdsSbuf(const std::vector<int64_t> &shape, int64_t axis) const {
+  return bytesPerPartition(shape, axis) * 4 > static_cast<int64_t>(profile().sbuf.bytesPerPartition);
+}
+
+int64_t LoweringContext::roomyAxis(const std::vector<int64_t> &shape, int64_t axis) const {
+  if (shape.empty() || !crowdsSbuf(shape, axis)) return axis;
+  int64_t best = axis;
+  for (int64_t a = 0; a < static_cast<int64_t>(shape.size()); ++a)
+    if (bytesPerPartition(shape, a) < bytesPerPartition(shape, best)) best = a;
+  return best;
 }
 
 Status LoweringContext::spill(const Value *value) {
@@ -717,6 +738,55 @@ bool isLaunchValue(const Value &value) {
   return elements == 1;
 }
 
+namespace {
+
+/// A model may declare any sizes: a tensor larger than a core's HBM cannot be placed.
+std::string checkFitsHbm(const Node &node, const MachineProfile &profile) {
+  const uint64_t hbmBytes = static_cast<uint64_t>(profile.hbm.bytesPerCore);
+  std::vector<const Value *> values(node.inputs().begin(), node.inputs().end());
+  values.insert(values.end(), node.outputs().begin(), node.outputs().end());
+  for (const Value *v : values) {
+    if (!v || !v->type().isTensor() || !v->type().shape().isStatic()) continue;
+    const std::vector<int64_t> sizes = *v->type().shape().sizes();
+    const std::optional<uint64_t> bytes = checkedByteCount(sizes, 4);
+    if (!bytes || *bytes > hbmBytes)
+      return fmt::format("tensor '{}' [{}] needs {} of HBM; one {} core has {}", v->name(), fmt::join(sizes, ","),
+                         bytes ? formatBytes(*bytes) : "more than 2^64 bytes", profile.name, formatBytes(hbmBytes));
+  }
+  return "";
+}
+
+/// Bytes per partition `sizes` takes at least, in f32, in the layout that spreads it best: the axis
+/// whose partition blocks leave the least on each partition.
+int64_t leastBytesPerPartition(const std::vector<int64_t> &sizes, int64_t partitions) {
+  const int64_t numel = std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
+  int64_t least = numel;
+  for (int64_t n : sizes) least = std::min(least, (n + partitions - 1) / partitions * (numel / n));
+  return least * dtypeSizeBytes(DType::F32);
+}
+
+/// A node's activations (inputs that are not constants, and outputs) are in SBUF together while it
+/// runs: a node whose activations cannot fit even in their most spread layouts cannot run.
+std::string checkFitsSbuf(const Node &node, const MachineProfile &profile) {
+  int64_t bytes = 0;
+  std::vector<const Value *> values;
+  for (const Value *in : node.inputs())
+    if (in && !in->hasInitializer() && !isLaunchValue(*in) && std::find(values.begin(), values.end(), in) == values.end())
+      values.push_back(in);
+  for (const Value *out : node.outputs())
+    if (out) values.push_back(out);
+  for (const Value *v : values) {
+    const std::vector<int64_t> sizes = v->type().shape().sizes().value_or(std::vector<int64_t>{});
+    if (!sizes.empty()) bytes += leastBytesPerPartition(sizes, profile.partitions);
+  }
+  const int64_t sbuf = profile.sbuf.bytesPerPartition;
+  if (bytes <= sbuf) return "";
+  return fmt::format("its inputs and outputs need at least {} bytes per partition of SBUF together; {} has {}", bytes,
+                     profile.name, sbuf);
+}
+
+}  // namespace
+
 std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options) {
   const OpLowering *lowering = findOpLowering(node);
   if (!lowering) {
@@ -750,6 +820,10 @@ std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &opt
   }
   for (const Value *out : node.outputs())
     if (std::string why = checkValue(out, "output"); !why.empty()) return why;
+  if (options.profile) {
+    if (std::string why = checkFitsHbm(node, *options.profile); !why.empty()) return why;
+    if (std::string why = checkFitsSbuf(node, *options.profile); !why.empty()) return why;
+  }
   return lowering->check ? lowering->check(node, options) : "";
 }
 

@@ -58,6 +58,9 @@ struct LoweringOptions {
   // Where the program's constants go in HBM, from the same program of another bucket (buckets.h).
   const tile::ConstantLayout *pinnedConstants = nullptr;
   ConstantCache *constantCache = nullptr;  // Shared with the compiles of other buckets and shapes.
+  // The machine, set by compileNc: what deviceUnsupportedReason measures tensors against (SBUF and
+  // HBM sizes). Without it only the profile-independent checks run.
+  const MachineProfile *profile = nullptr;
 };
 
 /// One layout decision of a device program, under the node that made it.
@@ -88,6 +91,14 @@ class LoweringContext {
   /// `value` in standard form with `axis` on partitions, relaid out (and cached) when it is not. A
   /// segment input not loaded yet loads straight into that form.
   Expected<DeviceTensor> standard(const Value *value, int64_t axis);
+  /// `axis`, unless it leaves a partition more than a quarter of SBUF while another axis spreads a
+  /// tensor of `shape` over more partitions (a [1, 1, H, W] map: H rather than the one channel). What
+  /// segment inputs and spilled activations load in when their reader takes any layout.
+  int64_t roomyAxis(const std::vector<int64_t> &shape, int64_t axis) const;
+  /// Bytes per partition of an activation of `shape` in standard form with `axis` on partitions.
+  int64_t bytesPerPartition(const std::vector<int64_t> &shape, int64_t axis) const;
+  /// Whether that takes more than a quarter of SBUF per partition.
+  bool crowdsSbuf(const std::vector<int64_t> &shape, int64_t axis) const;
   /// Whether `value` is a segment input that no node has read yet (its layout is still open).
   bool isUnloadedInput(const Value *value) const;
   /// `value` in standard form with `axis` on partitions, in `dtype` (a cast copy, cached).

@@ -45,15 +45,13 @@ void inlineConstantNodes(Graph &graph) {
   }
 }
 
-Partition partitionGraph(const Graph &graph, const LoweringOptions &options,
-                         const std::map<const Node *, std::string> &forceHost) {
+Partition partitionGraph(const Graph &graph, const LoweringOptions &options) {
   Partition result;
   std::vector<const Node *> nodes;
   std::map<const Node *, size_t> index;
   std::vector<bool> device;
   for (const auto &node : graph.nodes()) {
-    std::string reason = deviceUnsupportedReason(*node, options);
-    if (auto forced = forceHost.find(node.get()); reason.empty() && forced != forceHost.end()) reason = forced->second;
+    const std::string reason = deviceUnsupportedReason(*node, options);
     index[node.get()] = nodes.size();
     nodes.push_back(node.get());
     device.push_back(reason.empty());
@@ -129,44 +127,6 @@ Partition partitionGraph(const Graph &graph, const LoweringOptions &options,
       for (const Value *out : n->outputs())
         if (out && crossing.count(out)) stage.outputs.push_back(out);
   return result;
-}
-
-Stage stagePrefix(const Stage &stage, size_t count) {
-  Stage prefix{stage.onDevice, {stage.nodes.begin(), stage.nodes.begin() + static_cast<std::ptrdiff_t>(count)}, {}, {}};
-  std::set<const Value *> made, readLater(stage.outputs.begin(), stage.outputs.end());
-  for (size_t i = count; i < stage.nodes.size(); ++i)
-    for (const Value *in : stage.nodes[i]->inputs())
-      if (in) readLater.insert(in);
-  for (const Node *n : prefix.nodes) {
-    for (const Value *in : n->inputs())
-      if (in && !in->hasInitializer() && !made.count(in) &&
-          std::find(prefix.inputs.begin(), prefix.inputs.end(), in) == prefix.inputs.end())
-        prefix.inputs.push_back(in);
-    for (const Value *out : n->outputs()) {
-      if (!out) continue;
-      made.insert(out);
-      if (readLater.count(out)) prefix.outputs.push_back(out);
-    }
-  }
-  return prefix;
-}
-
-std::string printPartition(const Partition &partition) {
-  std::string text;
-  for (size_t s = 0; s < partition.stages.size(); ++s) {
-    const Stage &stage = partition.stages[s];
-    std::vector<std::string> in, out;
-    for (const Value *v : stage.inputs) in.push_back(v->name());
-    for (const Value *v : stage.outputs) out.push_back(v->name());
-    text += fmt::format("stage {} on {}: {} nodes\n", s, stage.onDevice ? "device" : "host", stage.nodes.size());
-    if (!in.empty()) text += fmt::format("  {} {}\n", stage.onDevice ? "host -> device:" : "in:", fmt::join(in, ", "));
-    if (!out.empty()) text += fmt::format("  {} {}\n", stage.onDevice ? "device -> host:" : "out:", fmt::join(out, ", "));
-  }
-  if (!partition.fallbacks.empty()) {
-    text += fmt::format("host fallbacks: {}\n", partition.fallbacks.size());
-    for (const Fallback &f : partition.fallbacks) text += fmt::format("  {} ({}): {}\n", f.node, f.opType, f.reason);
-  }
-  return text;
 }
 
 }  // namespace tessel::nc::compiler

@@ -37,16 +37,9 @@ std::vector<const Value *> valuesRead(const Node &node, const Graph &graph);
 /// Turns Constant nodes into initializers, so that emitters see their values (Reshape's shape, ...).
 void inlineConstantNodes(Graph &graph);
 
-/// Partitions `graph` (topologically sorted, static shapes). `forceHost` holds nodes to keep on the
-/// host, each with the reason recorded as its fallback.
-Partition partitionGraph(const Graph &graph, const LoweringOptions &options,
-                         const std::map<const Node *, std::string> &forceHost = {});
-
-/// The first `count` nodes of device stage `stage` as a stage of their own: its inputs those they
-/// read, its outputs what they make that the stage's other nodes or later stages read.
-Stage stagePrefix(const Stage &stage, size_t count);
-
-/// The partition as text: one line per stage, its nodes and transfers; then the fallbacks.
-std::string printPartition(const Partition &partition);
+/// Partitions `graph` (topologically sorted, static shapes): a node goes to the device when
+/// deviceUnsupportedReason (options.profile set) finds no reason, which is exact: lowering never
+/// refuses a node it accepts.
+Partition partitionGraph(const Graph &graph, const LoweringOptions &options);
 
 }  // namespace tessel::nc::compiler

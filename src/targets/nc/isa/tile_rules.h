@@ -24,6 +24,10 @@ int64_t partitionStartAlignment(int64_t count, int64_t partitions);
 /// Section 4.2: an SBUF/PSUM access pattern's free dim has an int16 stride and a uint16 count.
 bool accessDimEncodable(int64_t strideElements, int64_t count);
 
+/// The stride a free dim is encoded with: a dim of count 1 never steps, so its stride is 0 whatever
+/// the view said (a view of one row of a wide tile keeps the row stride).
+inline int64_t encodedStride(int64_t strideElements, int64_t count) { return count == 1 ? 0 : strideElements; }
+
 /// Section 3: the dtypes the PE reads.
 bool isPeInput(DType dtype);
 

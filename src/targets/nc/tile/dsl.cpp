@@ -380,7 +380,7 @@ bool KernelBuilder::checkTile(TileOpKind kind, const char *what, const TileView 
     return false;
   }
   for (const FreeDim &dim : view.dims()) {
-    if (!accessDimEncodable(dim.strideElements, dim.count)) {
+    if (!accessDimEncodable(encodedStride(dim.strideElements, dim.count), dim.count)) {
       fail(fmt::format("{}: {} of tile '{}' has a free dim [stride {}, count {}] outside the int16 stride / uint16 "
                        "count of an access pattern",
                        opPrefix(kind), what, decl.name, dim.strideElements, dim.count));

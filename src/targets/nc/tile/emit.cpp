@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "targets/nc/isa/tile_rules.h"
+
 namespace tessel::nc::tile {
 
 uint64_t hbmFootprint(DType dtype, const std::vector<int64_t> &shape) {
@@ -50,6 +52,7 @@ AccessPattern placeView(const OperandView &view, const Allocation &allocation, c
   ap.space = view.space;
   ap.dtype = view.dtype;
   ap.dims = view.dims;
+  for (FreeDim &dim : ap.dims) dim.strideElements = encodedStride(dim.strideElements, dim.count);
   uint64_t base = view.space == MemSpace::HBM ? hbm.at(view.id).offsetBytes : allocation.tiles.at(view.id).offsetBytes;
   ap.offsetBytes = base + static_cast<uint64_t>(view.offsetElements * dtypeSizeBytes(view.dtype));
   ap.startPartition = static_cast<uint8_t>(view.partitionStart);

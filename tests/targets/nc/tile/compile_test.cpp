@@ -49,6 +49,24 @@ TEST(Compile, AddKernelProgram) {
   EXPECT_EQ(compiled.hbmBytes, 3u * 128 * 512 * 2);
 }
 
+TEST(Compile, ADimOfCountOneIsEncodedWithStrideZero) {
+  // A [row][col] pattern of one row 40000 elements into a tile: the row dim's stride is past int16,
+  // but a dim of count 1 never steps, so the DSL accepts it and the instruction carries stride 0.
+  MachineProfile profile = loadTestProfile("nc-v2");
+  Kernel kernel = buildKernel("one_row", profile, [](KernelBuilder &b) {
+    HbmView out = b.output("out", DType::BF16, {128, 64});
+    TileView wide = b.sbuf("wide", DType::BF16, 128, {40064});
+    b.memset(wide, 1.0f);
+    TileView row = b.sbuf("row", DType::BF16, 128, {64});
+    b.copy(row, wide.pattern(40000, {FreeDim{40000, 1}, FreeDim{1, 64}}));
+    b.store(out, row);
+  });
+  CompiledKernel compiled = compileOrDie(kernel, profile);
+  const std::string text = disassemble(compiled.program);
+  EXPECT_NE(text.find("[0,1], [1,64]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("40000,1"), std::string::npos) << text;
+}
+
 TEST(Compile, OneDmaQueueOrdersTheStoreBehindTheLoads) {
   MachineProfile profile = loadTestProfile("nc-v2");
   Kernel kernel = buildKernel("add", profile, addKernel);
