@@ -5,7 +5,9 @@
 // Q, K and V arrive with their features on partitions: after the head split (Reshape + Transpose, free
 // views of a matmul's output) head h of Q is the partition slice [h * D, h * D + D) of the feature
 // tiles, tokens on the free dim, i.e. Q_h^T [D, S]. Here are the node's checks and the glue from its
-// activations to the kernel's operands.
+// activations to the kernel's operands. Keys beyond what the heads form holds in SBUF (kHeadsMaxKeys)
+// go to the family's flash form (kernels/attention/flash.h), which reads Q, K and V from HBM, when
+// the node has its shape (no mask, Sq = Sk, no grouped-query heads, D = Dv).
 //
 // Softmax runs along the free dim of a standard form whose partition axis is another axis: max (DVE),
 // exp (ACT), sums, reciprocal and scaling, with per-partition scalars when each partition holds one row.
@@ -20,6 +22,7 @@
 #include <fmt/ranges.h>
 
 #include "targets/nc/compiler/lowering.h"
+#include "targets/nc/kernels/attention/flash.h"
 #include "targets/nc/kernels/attention/heads.h"
 #include "targets/nc/kernels/softmax.h"
 #include "targets/nc/kernels/tiling.h"
@@ -60,6 +63,16 @@ kernels::HeadsProblem describeAttention(const Node &node) {
   return s;
 }
 
+/// Why the flash form (kernels/attention/flash.h: one query per key, as many K/V heads as query heads,
+/// D = Dv, no mask) cannot run the node; empty when it can.
+std::string flashFormRefusal(const Node &node, const kernels::HeadsProblem &s) {
+  if (node.input(3)) return "the flash form takes no mask";
+  if (s.Sq != s.Sk) return fmt::format("the flash form needs as many queries as keys (got {})", s.Sq);
+  if (s.Hkv != s.H) return "the flash form takes no grouped-query heads";
+  if (s.D != s.Dv) return fmt::format("the flash form needs D = Dv (got {} and {})", s.D, s.Dv);
+  return "";
+}
+
 std::string checkAttention(const Node &node, const LoweringOptions &) {
   const std::vector<int64_t> q = sizesOf(node.input(0)), k = sizesOf(node.input(1)), v = sizesOf(node.input(2));
   if (q.size() != 4 || k.size() != 4 || v.size() != 4) return "Q, K and V are not all of rank 4";
@@ -68,7 +81,11 @@ std::string checkAttention(const Node &node, const LoweringOptions &) {
     return fmt::format("Q {}, K {} and V {} do not agree", fmt::join(q, "x"), fmt::join(k, "x"), fmt::join(v, "x"));
   if (s.D > kMaxHeadDim || s.Dv > kMaxHeadDim)
     return fmt::format("head dims D = {}, Dv = {}; at most {} (they lie on partitions)", s.D, s.Dv, kMaxHeadDim);
-  if (s.Sk > kernels::kHeadsMaxKeys) return fmt::format("{} keys; at most {}", s.Sk, kernels::kHeadsMaxKeys);
+  if (s.Sk > kernels::kHeadsMaxKeys) {
+    const std::string refusal = flashFormRefusal(node, s);
+    if (!refusal.empty())
+      return fmt::format("{} keys, more than the heads form's {}, and {}", s.Sk, kernels::kHeadsMaxKeys, refusal);
+  }
   if (s.causal && s.Sq > s.Sk) return fmt::format("causal with more queries ({}) than keys ({})", s.Sq, s.Sk);
   if (node.input(3)) {
     const std::vector<int64_t> full = {s.B, s.H, s.Sq, s.Sk};
@@ -136,6 +153,53 @@ DeviceTensor scaledCopy(KernelBuilder &b, const DeviceTensor &t, DType dtype, fl
   return copy;
 }
 
+/// `value` [B, H, S, D] row-major in HBM as bf16, the flash form's dtype: its own HBM form when that
+/// is bf16, else a bf16 copy through SBUF stored to scratch.
+Expected<tile::HbmView> bf16Hbm(LoweringContext &ctx, const Value *value, const std::string &name) {
+  if (ctx.activationDtype() == DType::BF16) {
+    TESSEL_ASSIGN_OR_RETURN(const tile::HbmView own, ctx.hbmOf(value));
+    if (own.dtype() == DType::BF16) return own;  // Else a segment input fed in another dtype.
+  }
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx.standardAs(value, 3, DType::BF16));
+  const tile::HbmView scratch = ctx.builder().output(name, DType::BF16, t.shape);
+  TESSEL_RETURN_IF_ERROR(storeToHbm(ctx, t, scratch));
+  return scratch;
+}
+
+/// The node as the attention family's flash form, for keys the heads form cannot hold: Q, K and V in
+/// HBM as bf16, the B * H heads one after another, the output stored to scratch and loaded back in
+/// standard form with Dv on partitions.
+Status emitFlashForm(LoweringContext &ctx, const Node &node, const kernels::HeadsProblem &problem) {
+  KernelBuilder &b = ctx.builder();
+  const std::string scratch = fmt::format("scratch/attention#{}/", b.kernel().tensors.size());
+  const int64_t heads = problem.B * problem.H, S = problem.Sk, D = problem.D;
+  // [B, H, S, D] row-major as [B * H, S, D].
+  auto byHead = [&](const tile::HbmView &x) {
+    return x.pattern(0, {FreeDim{S * D, static_cast<uint32_t>(heads)}, FreeDim{D, static_cast<uint32_t>(S)},
+                         FreeDim{1, static_cast<uint32_t>(D)}});
+  };
+  TESSEL_ASSIGN_OR_RETURN(const tile::HbmView q, bf16Hbm(ctx, node.input(0), scratch + "q"));
+  TESSEL_ASSIGN_OR_RETURN(const tile::HbmView k, bf16Hbm(ctx, node.input(1), scratch + "k"));
+  TESSEL_ASSIGN_OR_RETURN(const tile::HbmView v, bf16Hbm(ctx, node.input(2), scratch + "v"));
+  const std::vector<int64_t> shape = {problem.B, problem.H, S, D};
+  const tile::HbmView o = b.output(scratch + "y", DType::BF16, shape);
+  kernels::FlashProblem flash;
+  flash.H = heads, flash.S = S, flash.D = D;
+  flash.scale = problem.scale;
+  flash.causal = problem.causal;
+  if (Status emitted = kernels::emitFlashAttention(b, flash, {byHead(q), byHead(k), byHead(v), byHead(o)});
+      !emitted.ok())
+    return ctx.unsupported(node, emitted.diag().message);
+  DeviceTensor y = ctx.loadStandard(node.name() + "/y", o, shape, 3, DType::BF16);
+  if (ctx.activationDtype() != DType::BF16) {
+    DeviceTensor cast = ctx.allocate(node.output(0), 3);
+    for (size_t i = 0; i < cast.blocks.size(); ++i) b.copy(cast.blocks[i], y.blocks[i]);
+    y = cast;
+  }
+  ctx.define(node.output(0), y);
+  return Status::success();
+}
+
 /// The glue from the node's activations to the attention family's heads form (kernels/attention/
 /// heads.h): Q, K, V head-major (Q scaled and K cast to the matmul dtype), the output allocated as the
 /// plan groups the heads: packed, the standard form of [B, Sq, H * Dv] with the features on
@@ -148,6 +212,7 @@ Status emitAttention(LoweringContext &ctx, const Node &node) {
   if (problem.D > maxDim || problem.Dv > maxDim)
     return ctx.unsupported(node, fmt::format("head dims D = {}, Dv = {}; at most {} on {}", problem.D, problem.Dv,
                                              maxDim, profile.name));
+  if (problem.Sk > kernels::kHeadsMaxKeys) return emitFlashForm(ctx, node, problem);
   KernelBuilder &b = ctx.builder();
   const DType mm = ctx.matmulDtype();
   auto name = [&](const std::string &what) { return node.name() + "/" + what; };

@@ -42,7 +42,6 @@
 #include "targets/nc/kernels/attention/flash.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -605,7 +604,7 @@ Status emitFlashAttention(KernelBuilder &b, const FlashProblem &problem, const F
   shape.rowsPerPartition = std::max<int64_t>(1, shape.bankColumns / shape.partitions);
   shape.superRows = shape.partitions * shape.rowsPerPartition;
   shape.superBlocks = ceilDiv(shape.S, shape.superRows);
-  shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.D)));
+  shape.scale = problem.scale;
   AttentionBuilder(b, shape, problem.allowResident).build(operands);
   return Status::success();
 }

@@ -1,6 +1,7 @@
-// The flash form of attention: o = softmax(q k^T / sqrt(D) [causal]) v per head with q, k, v and o
-// in HBM, computed block by block with an online softmax so that the [S, S] score matrix never
-// leaves PSUM/SBUF (flash.cpp says how). Variant "flash" of the library kernel `attention`.
+// The flash form of attention: o = softmax(scale * q k^T [causal]) v per head with q, k, v and o in
+// HBM, computed block by block with an online softmax so that the [S, S] score matrix never leaves
+// PSUM/SBUF (flash.cpp says how). Variant "flash" of the library kernel `attention`, and what the
+// model compiler lowers an Attention node to whose keys do not fit the heads form.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@ namespace tessel::nc::kernels {
 
 struct FlashProblem {
   int64_t H = 0, S = 0, D = 0;
+  float scale = 1;
   bool causal = false;
   /// False reloads key blocks per query superblock even when a head's keys fit SBUF (for tests).
   bool allowResident = true;

@@ -148,6 +148,7 @@ Status buildAttention(KernelBuilder &b, const KernelParams &params) {
   if (params.variant == "heads") return buildHeadsAttention(b, params, q, k, v, o);
   FlashProblem problem;
   problem.H = dims[0], problem.S = dims[1], problem.D = dims[2];
+  problem.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(problem.D)));
   TESSEL_ASSIGN_OR_RETURN(problem.causal, flagOption(params, "causal", false));
   TESSEL_ASSIGN_OR_RETURN(problem.allowResident, flagOption(params, "resident", true));
   return emitFlashAttention(b, problem, FlashOperands{q, k, v, o});
