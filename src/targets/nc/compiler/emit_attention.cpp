@@ -1,24 +1,13 @@
 // Attention (tessel Attention: Y = softmax(scale * Q K^T + Mask [+ causal]) V) and ONNX Softmax on the
 // accelerator, with the activations staying in SBUF.
 //
+// Attention is the attention family's heads form (kernels/attention/heads.h, which says how it runs):
 // Q, K and V arrive with their features on partitions: after the head split (Reshape + Transpose, free
 // views of a matmul's output) head h of Q is the partition slice [h * D, h * D + D) of the feature
-// tiles, tokens on the free dim, i.e. Q_h^T [D, S], which is what the tensor engine contracts over.
-// Per (batch, query tile of <= 128 rows, head):
-//   s     = (scale Q_h)^T @ K_h^T [+ I^T @ bias]     PE into PSUM, key blocks of one bank; the scale is
-//                                                    folded into Q's cast copy, the mask (and causal
-//                                                    -1e30 entries) added by PE as identity^T @ bias
-//  (s     -> -s in SBUF                              ACT, where DVE and ACT share the PSUM port)
-//   m     = -rowmax(s)                               DVE reduce
-//   p     = exp(s + m)                               ACT, in the matmul dtype
-//   p^T   = PE transposes of p (128 keys each), evicted to SBUF
-//   O^T   = sum over key tiles V_h[keys, Dv]^T @ p^T   PE, into partitions h * Dv of a PSUM tile
-//   L     = sum over key tiles ones[keys, Dv]^T @ p^T  PE: the row sums of p broadcast over Dv partitions
-// and, once per group of heads sharing a 128-partition block of the output, Y^T = O^T * (1 / L)
-// (ACT reciprocal, DVE multiply) straight into the output's feature tile. V_h [keys, Dv] is made once
-// per K/V head by PE transposes of V_h^T (with grouped-query attention, K and V have Hkv heads and
-// query head h reads head h / (H / Hkv)). The output is the standard form of [B, Sq, H * Dv] with the
-// features on partitions, seen as [B, H, Sq, Dv], so the Transpose + Reshape after it are free views.
+// tiles, tokens on the free dim, i.e. Q_h^T [D, S]. Here are the node's checks and the glue from its
+// activations to the kernel's operands. Keys beyond what the heads form holds in SBUF (kHeadsMaxKeys)
+// go to the family's flash form (kernels/attention/flash.h), which reads Q, K and V from HBM, when
+// the node has its shape (no mask, Sq = Sk, no grouped-query heads, D = Dv).
 //
 // Softmax runs along the free dim of a standard form whose partition axis is another axis: max (DVE),
 // exp (ACT), sums, reciprocal and scaling, with per-partition scalars when each partition holds one row.
@@ -26,16 +15,15 @@
 // place) are described at their emitters.
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <optional>
-#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "targets/nc/compiler/lowering.h"
-#include "targets/nc/isa/ports.h"
+#include "targets/nc/kernels/attention/flash.h"
+#include "targets/nc/kernels/attention/heads.h"
 #include "targets/nc/kernels/softmax.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/tile/tile_ring.h"
@@ -43,8 +31,6 @@
 namespace tessel::nc::compiler {
 namespace {
 
-using kernels::activationArgs;
-using kernels::ceilDiv;
 using kernels::Span;
 using kernels::splitRange;
 using tile::KernelBuilder;
@@ -54,31 +40,13 @@ using tile::TileView;
 /// Partitions of both nc profiles: D and Dv are partition counts (D the contraction of Q K^T). The
 /// emitter checks the profile again; the node check has no profile.
 constexpr int64_t kMaxHeadDim = 128;
-/// Keys per query row: the scores and probabilities of one query tile stay in SBUF (6 bytes per key
-/// per partition).
-constexpr int64_t kMaxKeys = 8192;
-/// Added to masked scores (causal, or a mask at -inf): finite, so that PE's identity^T @ mask never
-/// multiplies an infinity by zero, and exp of it is 0.
-constexpr float kMaskedScore = -1e30f;
 
 std::vector<int64_t> sizesOf(const Value *value) { return value->type().shape().sizes().value_or(std::vector<int64_t>{}); }
 
-/// The start-partition alignment of an operand of `count` partitions (rule T6, section 4.2).
-int64_t partitionAlignment(int64_t partitions, int64_t count) {
-  return count > partitions / 2 ? partitions : count > partitions / 4 ? partitions / 2 : partitions / 4;
-}
-
 // ---- Attention --------------------------------------------------------------------------------------
 
-struct AttentionShape {
-  int64_t B = 0, H = 0, Hkv = 0, Sq = 0, Sk = 0, D = 0, Dv = 0;  // Query head h reads K/V head h / (H / Hkv).
-  float scale = 1;
-  bool causal = false;
-  std::vector<int64_t> mask;  // The mask's shape padded to rank 4 with leading 1s; empty without a mask.
-};
-
-AttentionShape describeAttention(const Node &node) {
-  AttentionShape s;
+kernels::HeadsProblem describeAttention(const Node &node) {
+  kernels::HeadsProblem s;
   const std::vector<int64_t> q = sizesOf(node.input(0)), k = sizesOf(node.input(1)), v = sizesOf(node.input(2));
   if (q.size() != 4 || k.size() != 4 || v.size() != 4) return s;
   s.B = q[0], s.H = q[1], s.Hkv = k[1], s.Sq = q[2], s.D = q[3], s.Sk = k[2], s.Dv = v[3];
@@ -95,15 +63,29 @@ AttentionShape describeAttention(const Node &node) {
   return s;
 }
 
+/// Why the flash form (kernels/attention/flash.h: one query per key, as many K/V heads as query heads,
+/// D = Dv, no mask) cannot run the node; empty when it can.
+std::string flashFormRefusal(const Node &node, const kernels::HeadsProblem &s) {
+  if (node.input(3)) return "the flash form takes no mask";
+  if (s.Sq != s.Sk) return fmt::format("the flash form needs as many queries as keys (got {})", s.Sq);
+  if (s.Hkv != s.H) return "the flash form takes no grouped-query heads";
+  if (s.D != s.Dv) return fmt::format("the flash form needs D = Dv (got {} and {})", s.D, s.Dv);
+  return "";
+}
+
 std::string checkAttention(const Node &node, const LoweringOptions &) {
   const std::vector<int64_t> q = sizesOf(node.input(0)), k = sizesOf(node.input(1)), v = sizesOf(node.input(2));
   if (q.size() != 4 || k.size() != 4 || v.size() != 4) return "Q, K and V are not all of rank 4";
-  const AttentionShape s = describeAttention(node);
+  const kernels::HeadsProblem s = describeAttention(node);
   if (k[0] != s.B || v[0] != s.B || s.Hkv <= 0 || s.H % s.Hkv != 0 || v[1] != s.Hkv || k[3] != s.D || v[2] != s.Sk)
     return fmt::format("Q {}, K {} and V {} do not agree", fmt::join(q, "x"), fmt::join(k, "x"), fmt::join(v, "x"));
   if (s.D > kMaxHeadDim || s.Dv > kMaxHeadDim)
     return fmt::format("head dims D = {}, Dv = {}; at most {} (they lie on partitions)", s.D, s.Dv, kMaxHeadDim);
-  if (s.Sk > kMaxKeys) return fmt::format("{} keys; at most {}", s.Sk, kMaxKeys);
+  if (s.Sk > kernels::kHeadsMaxKeys) {
+    const std::string refusal = flashFormRefusal(node, s);
+    if (!refusal.empty())
+      return fmt::format("{} keys, more than the heads form's {}, and {}", s.Sk, kernels::kHeadsMaxKeys, refusal);
+  }
   if (s.causal && s.Sq > s.Sk) return fmt::format("causal with more queries ({}) than keys ({})", s.Sq, s.Sk);
   if (node.input(3)) {
     const std::vector<int64_t> full = {s.B, s.H, s.Sq, s.Sk};
@@ -114,22 +96,6 @@ std::string checkAttention(const Node &node, const LoweringOptions &) {
                            fmt::join(full, "x"));
   }
   return "";
-}
-
-/// Which engines take which work, from the profile's port conflicts (section 9.3).
-struct EnginePlan {
-  /// ACT copies the scores to SBUF (negated) so that DVE's max and ACT's exp read SBUF: where DVE and
-  /// ACT share the PSUM port (nc-v2), the PSUM readers would otherwise serialise.
-  bool stageScores = false;
-  /// [P, 1] work: POOL where it does not share SBUF with DVE, else DVE.
-  Engine smallOps = Engine::DVE;
-};
-
-EnginePlan planEngines(const MachineProfile &profile) {
-  EnginePlan plan;
-  plan.stageScores = hasPortConflict(profile, "dve", "act", "psum");
-  plan.smallOps = hasPortConflict(profile, "dve", "pool", "sbuf") ? Engine::DVE : Engine::POOL;
-  return plan;
 }
 
 /// Q, K or V [B, H, S, X] as per-head matrices [X, S]: X on partitions, tokens on the free dim.
@@ -154,7 +120,7 @@ bool headsArePartitionSlices(const DeviceTensor &t, int64_t partitions) {
   const int64_t X = t.shape[3];
   if (X > 1 && (a[3].partitionStride != 1 || a[3].freeStride != 0)) return false;
   if (t.shape[2] > 1 && (a[2].partitionStride != 0 || std::abs(a[2].freeStride) > INT16_MAX)) return false;
-  const int64_t align = partitionAlignment(partitions, X);
+  const int64_t align = kernels::partitionAlignment(partitions, X);
   for (int64_t b = 0; b < t.shape[0]; ++b) {
     for (int64_t h = 0; h < t.shape[1]; ++h) {
       const int64_t start = t.partitionBase + b * a[0].partitionStride + h * a[1].partitionStride;
@@ -187,262 +153,106 @@ DeviceTensor scaledCopy(KernelBuilder &b, const DeviceTensor &t, DType dtype, fl
   return copy;
 }
 
-class AttentionEmitter {
- public:
-  AttentionEmitter(LoweringContext &ctx, const Node &node, const AttentionShape &shape)
-      : ctx_(ctx), b_(ctx.builder()), node_(node), s_(shape), engines_(planEngines(ctx.profile())),
-        P_(ctx.profile().partitions), bankColumns_(ctx.profile().psum.bankFp32Elements),
-        mm_(ctx.matmulDtype()) {}
-
-  Status emit() {
-    const MachineProfile &profile = ctx_.profile();
-    const int64_t maxDim = std::min({profile.partitions, profile.pe.rows, profile.pe.cols});
-    if (s_.D > maxDim || s_.Dv > maxDim)
-      return ctx_.unsupported(node_, fmt::format("head dims D = {}, Dv = {}; at most {} on {}", s_.D, s_.Dv, maxDim,
-                                                 profile.name));
-    TESSEL_ASSIGN_OR_RETURN(DeviceTensor q, headMajor(ctx_, node_.input(0)));
-    TESSEL_ASSIGN_OR_RETURN(DeviceTensor k, headMajor(ctx_, node_.input(1)));
-    TESSEL_ASSIGN_OR_RETURN(DeviceTensor v, headMajor(ctx_, node_.input(2)));
-    // The scale rides on Q's cast to the matmul dtype, so the mask adds to the scaled scores in PSUM.
-    q_.tensor = scaledCopy(b_, q, mm_, s_.scale, name("q"));
-    k_.tensor = scaledCopy(b_, k, mm_, 1.0f, name("k"));
-    v_.tensor = v;  // Transposed per head by PE, which casts on the eviction.
-    if (node_.input(3)) {
-      TESSEL_ASSIGN_OR_RETURN(mask_, ctx_.hbmOf(node_.input(3)));
-    }
-    allocateOutput();
-    planRings();
-
-    for (int64_t b = 0; b < s_.B; ++b) {
-      // V_h [keys, Dv] per K/V head, made once and read by every query head of its group.
-      std::map<int64_t, TileView> values;
-      for (const std::vector<int64_t> &group : groups_) {
-        for (int64_t h : group)
-          if (!values.count(kvHead(h))) values[kvHead(h)] = keysOnPartitions(b, kvHead(h));
-        for (const Span &qt : splitRange(s_.Sq, P_)) {
-          TileView out = outRing_->next(b_);
-          for (int64_t h : group) head(b, h, qt, values.at(kvHead(h)), out);
-          normalize(b, group, qt, out);
-        }
-      }
-    }
-    ctx_.define(node_.output(0), output_);
-    return Status::success();
+/// `value` [B, H, S, D] row-major in HBM as bf16, the flash form's dtype: its own HBM form when that
+/// is bf16, else a bf16 copy through SBUF stored to scratch.
+Expected<tile::HbmView> bf16Hbm(LoweringContext &ctx, const Value *value, const std::string &name) {
+  if (ctx.activationDtype() == DType::BF16) {
+    TESSEL_ASSIGN_OR_RETURN(const tile::HbmView own, ctx.hbmOf(value));
+    if (own.dtype() == DType::BF16) return own;  // Else a segment input fed in another dtype.
   }
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx.standardAs(value, 3, DType::BF16));
+  const tile::HbmView scratch = ctx.builder().output(name, DType::BF16, t.shape);
+  TESSEL_RETURN_IF_ERROR(storeToHbm(ctx, t, scratch));
+  return scratch;
+}
 
- private:
-  std::string name(const std::string &what) const { return node_.name() + "/" + what; }
-
-  /// The K/V head query head h reads (grouped-query attention; h itself when Hkv = H).
-  int64_t kvHead(int64_t h) const { return h / (s_.H / s_.Hkv); }
-
-  /// Packs head h at output partitions h * Dv when every head is then an aligned slice of one block;
-  /// else the output is [B, H, Sq, Dv] with Dv on partitions and each head starts at partition 0.
-  void allocateOutput() {
-    packed_ = true;
-    const int64_t align = partitionAlignment(P_, s_.Dv);
-    for (int64_t h = 0; h < s_.H; ++h)
-      packed_ = packed_ && (h * s_.Dv) % P_ % align == 0 && (h * s_.Dv) % P_ + s_.Dv <= P_;
-    const DType dtype = ctx_.activationDtype();
-    if (packed_) {
-      DeviceTensor t = allocateStandard(b_, name("y"), {s_.B, s_.Sq, s_.H * s_.Dv}, dtype, 2);
-      output_ = transposeView(*reshapeView(t, {s_.B, s_.Sq, s_.H, s_.Dv}), {0, 2, 1, 3});
-      storage_ = t;
-      const int64_t perBlock = P_ / s_.Dv;
-      for (int64_t h = 0; h < s_.H; h += perBlock) {
-        std::vector<int64_t> group;
-        for (int64_t g = h; g < std::min(s_.H, h + perBlock); ++g) group.push_back(g);
-        groups_.push_back(group);
-      }
-    } else {
-      output_ = allocateStandard(b_, name("y"), {s_.B, s_.H, s_.Sq, s_.Dv}, dtype, 3);
-      storage_ = output_;
-      for (int64_t h = 0; h < s_.H; ++h) groups_.push_back({h});
-    }
+/// The node as the attention family's flash form, for keys the heads form cannot hold: Q, K and V in
+/// HBM as bf16, the B * H heads one after another, the output stored to scratch and loaded back in
+/// standard form with Dv on partitions.
+Status emitFlashForm(LoweringContext &ctx, const Node &node, const kernels::HeadsProblem &problem) {
+  KernelBuilder &b = ctx.builder();
+  const std::string scratch = fmt::format("scratch/attention#{}/", b.kernel().tensors.size());
+  const int64_t heads = problem.B * problem.H, S = problem.Sk, D = problem.D;
+  // [B, H, S, D] row-major as [B * H, S, D].
+  auto byHead = [&](const tile::HbmView &x) {
+    return x.pattern(0, {FreeDim{S * D, static_cast<uint32_t>(heads)}, FreeDim{D, static_cast<uint32_t>(S)},
+                         FreeDim{1, static_cast<uint32_t>(D)}});
+  };
+  TESSEL_ASSIGN_OR_RETURN(const tile::HbmView q, bf16Hbm(ctx, node.input(0), scratch + "q"));
+  TESSEL_ASSIGN_OR_RETURN(const tile::HbmView k, bf16Hbm(ctx, node.input(1), scratch + "k"));
+  TESSEL_ASSIGN_OR_RETURN(const tile::HbmView v, bf16Hbm(ctx, node.input(2), scratch + "v"));
+  const std::vector<int64_t> shape = {problem.B, problem.H, S, D};
+  const tile::HbmView o = b.output(scratch + "y", DType::BF16, shape);
+  kernels::FlashProblem flash;
+  flash.H = heads, flash.S = S, flash.D = D;
+  flash.scale = problem.scale;
+  flash.causal = problem.causal;
+  if (Status emitted = kernels::emitFlashAttention(b, flash, {byHead(q), byHead(k), byHead(v), byHead(o)});
+      !emitted.ok())
+    return ctx.unsupported(node, emitted.diag().message);
+  DeviceTensor y = ctx.loadStandard(node.name() + "/y", o, shape, 3, DType::BF16);
+  if (ctx.activationDtype() != DType::BF16) {
+    DeviceTensor cast = ctx.allocate(node.output(0), 3);
+    for (size_t i = 0; i < cast.blocks.size(); ++i) b.copy(cast.blocks[i], y.blocks[i]);
+    y = cast;
   }
+  ctx.define(node.output(0), y);
+  return Status::success();
+}
 
-  /// The partition of head h's rows in its group's PSUM tile and output block.
-  int64_t headPartition(int64_t h) const { return packed_ ? h * s_.Dv % P_ : 0; }
-
-  /// PSUM rings sized to the shapes: scores (fp32, one bank of keys), p^T and V_h transposes (in
-  /// their dtypes, chunks of key tiles that fit a bank), and O^T with L side by side.
-  void planRings() {
-    const int64_t bankBytes = bankColumns_ * dtypeSizeBytes(DType::F32);
-    const int64_t queryTile = std::min(P_, s_.Sq);
-    const int64_t keyTiles = ceilDiv(s_.Sk, P_);
-    probsChunk_ = std::clamp<int64_t>(bankBytes / (queryTile * dtypeSizeBytes(mm_)), 1, keyTiles);
-    valuesChunk_ = std::clamp<int64_t>(bankBytes / (s_.Dv * dtypeSizeBytes(v_.tensor.dtype)), 1, keyTiles);
-    const int64_t scoreColumns = std::min(bankColumns_, s_.Sk);
-    scoresRing_.emplace(MemSpace::PSUM, name("scores"), DType::F32, P_, std::vector<int64_t>{scoreColumns}, 3);
-    probsTRing_.emplace(MemSpace::PSUM, name("p_t_ps"), mm_, P_, std::vector<int64_t>{probsChunk_ * queryTile}, 3);
-    valuesRing_.emplace(MemSpace::PSUM, name("v_ps"), v_.tensor.dtype, P_,
-                        std::vector<int64_t>{valuesChunk_ * s_.Dv}, 2);
-    outRing_.emplace(MemSpace::PSUM, name("o_ps"), DType::F32, P_, std::vector<int64_t>{2 * queryTile}, 2);
-  }
-
-  /// V of K/V head h as [keys, Dv] in the matmul dtype: key tile t at columns [t * Dv, t * Dv + Dv),
-  /// rows [0, keys in t).
-  TileView keysOnPartitions(int64_t b, int64_t h) {
-    const std::vector<Span> tiles = splitRange(s_.Sk, P_);
-    const int64_t n = static_cast<int64_t>(tiles.size());
-    TileView values = b_.sbuf(name("v"), mm_, std::min(P_, s_.Sk), {n * s_.Dv});
-    for (int64_t first = 0; first < n; first += valuesChunk_) {
-      const int64_t count = std::min(valuesChunk_, n - first);
-      TileView ps = valuesRing_->next(b_);
-      for (int64_t t = first; t < first + count; ++t) {
-        const Span &keys = tiles[static_cast<size_t>(t)];
-        b_.transpose(ps.partitionSlice(0, keys.count).cols((t - first) * s_.Dv, s_.Dv),
-                     v_.head(b, h, keys.start, keys.count));
-      }
-      evictTiles(values.cols(first * s_.Dv, count * s_.Dv), ps.cols(0, count * s_.Dv), tiles, first, count, s_.Dv);
-    }
-    return values;
-  }
-
-  /// Copies `count` key tiles of `width` columns each from PSUM to SBUF: the full ones in one
-  /// instruction, a ragged last one (fewer rows) in another.
-  void evictTiles(const TileView &dst, const TileView &src, const std::vector<Span> &tiles, int64_t first,
-                  int64_t count, int64_t width) {
-    const int64_t last = first + count - 1;
-    const int64_t full = tiles[static_cast<size_t>(last)].count == P_ ? count : count - 1;
-    if (full > 0) b_.copy(dst.cols(0, full * width), src.cols(0, full * width));
-    if (full < count) {
-      const int64_t rows = tiles[static_cast<size_t>(last)].count;
-      b_.copy(dst.partitionSlice(0, rows).cols(full * width, width),
-              src.partitionSlice(0, rows).cols(full * width, width));
-    }
-  }
-
-  /// The [P, P] identity in the matmul dtype: PE adds the mask to the scores as identity^T @ bias.
-  TileView identity() {
-    if (!identity_) identity_ = makeIdentity(b_, name("identity"), mm_);
-    return *identity_;
-  }
-
-  /// Keys query tile `qt` sees: all, or with causal those up to its last row's diagonal.
-  int64_t visibleKeys(const Span &qt) const {
-    return s_.causal ? std::min(s_.Sk, qt.start + qt.count + s_.Sk - s_.Sq) : s_.Sk;
-  }
-
-  /// The additive scores [rows of qt, visible keys] of head (b, h) in the matmul dtype: the mask
-  /// (clamped to kMaskedScore) and the causal kMaskedScore entries; none without either. Shared by the
-  /// heads and batches the mask broadcasts over.
-  std::optional<TileView> biasTile(int64_t b, int64_t h, const Span &qt) {
-    if (!mask_ && !s_.causal) return std::nullopt;
-    const std::vector<int64_t> &m = s_.mask;
-    const bool perBatch = mask_ && m[0] > 1, perHead = mask_ && m[1] > 1;
-    const auto key = std::make_tuple(perBatch ? b : 0, perHead ? h : 0, qt.start);
-    if (auto it = biases_.find(key); it != biases_.end()) return it->second;
-    const int64_t keys = visibleKeys(qt);
-    TileView bias = b_.sbuf(name("bias"), mm_, qt.count, {keys});
-    if (mask_) {
-      // Row-major strides of the padded mask; broadcast dims read with stride 0.
-      const int64_t rowStride = m[3], headStride = m[2] * m[3], batchStride = m[1] * m[2] * m[3];
-      const int64_t offset = (perBatch ? b * batchStride : 0) + (perHead ? h * headStride : 0) +
-                             (m[2] > 1 ? qt.start * rowStride : 0);
-      TileView raw = b_.sbuf(name("mask"), DType::F32, qt.count, {keys});
-      b_.load(raw, mask_->pattern(offset, {FreeDim{m[2] > 1 ? rowStride : 0, static_cast<uint32_t>(qt.count)},
-                                           FreeDim{m[3] > 1 ? 1 : 0, static_cast<uint32_t>(keys)}}));
-      b_.tensorScalar(bias, raw, AluOp::Maximum, kMaskedScore);
-    } else {
-      b_.memset(bias, 0.0f, Engine::POOL);
-    }
-    // Key j is visible from query row i when j <= i + Sk - Sq.
-    if (s_.causal)
-      b_.affineSelect(bias, bias, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1,
-                      /*offset=*/static_cast<float>(qt.start + s_.Sk - s_.Sq), kMaskedScore);
-    biases_.emplace(key, bias);
-    return bias;
-  }
-
-  /// One head for one query tile: O^T and L of head h into its partitions of `out`.
-  void head(int64_t b, int64_t h, const Span &qt, const TileView &values, const TileView &out) {
-    const int64_t nq = qt.count, keys = visibleKeys(qt);
-    const std::optional<TileView> bias = biasTile(b, h, qt);
-    const TileView qT = q_.head(b, h, qt.start, nq);
-    const bool stage = engines_.stageScores || keys > bankColumns_;
-
-    // Scores, per key block of one PSUM bank; negated into SBUF when staged.
-    std::optional<TileView> staged;
-    if (stage) staged = b_.sbuf(name("scores_sb"), DType::F32, nq, {keys});
-    TileView scores;
-    for (const Span &kb : splitRange(keys, bankColumns_)) {
-      TileView ps = scoresRing_->next(b_).partitionSlice(0, nq).cols(0, kb.count);
-      b_.matmul(ps, qT, k_.head(b, kvHead(h), kb.start, kb.count), /*accumulate=*/false);
-      if (bias) b_.matmul(ps, identity().partitionSlice(0, nq).cols(0, nq), bias->cols(kb.start, kb.count), true);
-      if (stage) b_.activation(staged->cols(kb.start, kb.count), ps, ActFunc::Copy, activationArgs(-1.0f));
-      scores = ps;
-    }
-    TileView negMax = b_.sbuf(name("neg_max"), DType::F32, nq, {1});
-    if (stage) {
-      b_.reduce(negMax, *staged, AluOp::Minimum);
-      scores = *staged;
-    } else {
-      TileView rowMax = b_.sbuf(name("row_max"), DType::F32, nq, {1});
-      b_.reduce(rowMax, scores, AluOp::Maximum);
-      b_.tensorScalar(negMax, rowMax, AluOp::Multiply, -1.0f, AluOp::None, 0.0f, engines_.smallOps);
-    }
-    TileView probs = b_.sbuf(name("probs"), mm_, nq, {keys});
-    b_.activation(probs, scores, ActFunc::Exp, activationArgs(stage ? -1.0f : 1.0f, negMax));
-
-    // p^T: key tile t at columns [t * nq, t * nq + nq), rows [0, keys in t).
-    const std::vector<Span> tiles = splitRange(keys, P_);
-    const int64_t n = static_cast<int64_t>(tiles.size());
-    TileView probsT = b_.sbuf(name("p_t"), mm_, std::min(P_, keys), {n * nq});
-    for (int64_t first = 0; first < n; first += probsChunk_) {
-      const int64_t count = std::min(probsChunk_, n - first);
-      TileView ps = probsTRing_->next(b_);
-      for (int64_t t = first; t < first + count; ++t) {
-        const Span &kt = tiles[static_cast<size_t>(t)];
-        b_.transpose(ps.partitionSlice(0, kt.count).cols((t - first) * nq, nq), probs.cols(kt.start, kt.count));
-      }
-      evictTiles(probsT.cols(first * nq, count * nq), ps.cols(0, count * nq), tiles, first, count, nq);
-    }
-
-    // O^T and the row sums L, accumulated over the key tiles.
-    const int64_t partition = headPartition(h);
-    const TileView oT = out.partitionSlice(partition, s_.Dv).cols(0, nq);
-    const TileView sums = out.partitionSlice(partition, s_.Dv).cols(out.freeSize() / 2, nq);
-    const TileView ones = ctx_.constantTile(1.0f, mm_);
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t rows = tiles[static_cast<size_t>(t)].count;
-      const TileView pT = probsT.partitionSlice(0, rows).cols(t * nq, nq);
-      b_.matmul(oT, values.partitionSlice(0, rows).cols(t * s_.Dv, s_.Dv), pT, /*accumulate=*/t > 0);
-      b_.matmul(sums, ones.partitionSlice(0, rows).cols(0, s_.Dv), pT, /*accumulate=*/t > 0);
-    }
-  }
-
-  /// Y^T = O^T / L for the heads of `group`, from their PSUM tile into the output block.
-  void normalize(int64_t b, const std::vector<int64_t> &group, const Span &qt, const TileView &out) {
-    const int64_t rows = static_cast<int64_t>(group.size()) * s_.Dv, nq = qt.count;
-    const int64_t first = headPartition(group.front());
-    TileView inverse = b_.sbuf(name("inv_sum"), DType::F32, rows, {nq});
-    b_.activation(inverse, out.partitionSlice(first, rows).cols(out.freeSize() / 2, nq), ActFunc::Reciprocal);
-    TileView dst = packed_ ? storage_.partitions(group.front() * s_.Dv, rows).cols(b * s_.Sq + qt.start, nq)
-                           : storage_.partitions(0, rows).cols((b * s_.H + group.front()) * s_.Sq + qt.start, nq);
-    b_.tensorTensor(dst, out.partitionSlice(first, rows).cols(0, nq), inverse, AluOp::Multiply);
-  }
-
-  LoweringContext &ctx_;
-  KernelBuilder &b_;
-  const Node &node_;
-  const AttentionShape s_;
-  const EnginePlan engines_;
-  const int64_t P_, bankColumns_;
-  const DType mm_;
-  HeadMatrices q_, k_, v_;
-  std::optional<tile::HbmView> mask_;
-  bool packed_ = true;
-  DeviceTensor output_, storage_;
-  std::vector<std::vector<int64_t>> groups_;
-  int64_t probsChunk_ = 1, valuesChunk_ = 1;
-  std::optional<TileRing> scoresRing_, probsTRing_, valuesRing_, outRing_;
-  std::optional<TileView> identity_;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, TileView> biases_;  // By (batch, head, query start).
-};
-
+/// The glue from the node's activations to the attention family's heads form (kernels/attention/
+/// heads.h): Q, K, V head-major (Q scaled and K cast to the matmul dtype), the output allocated as the
+/// plan groups the heads: packed, the standard form of [B, Sq, H * Dv] with the features on
+/// partitions seen as [B, H, Sq, Dv], so the Transpose + Reshape after it are free views; else
+/// [B, H, Sq, Dv] with Dv on partitions.
 Status emitAttention(LoweringContext &ctx, const Node &node) {
-  return AttentionEmitter(ctx, node, describeAttention(node)).emit();
+  const MachineProfile &profile = ctx.profile();
+  const kernels::HeadsProblem problem = describeAttention(node);
+  const int64_t maxDim = std::min({profile.partitions, profile.pe.rows, profile.pe.cols});
+  if (problem.D > maxDim || problem.Dv > maxDim)
+    return ctx.unsupported(node, fmt::format("head dims D = {}, Dv = {}; at most {} on {}", problem.D, problem.Dv,
+                                             maxDim, profile.name));
+  if (problem.Sk > kernels::kHeadsMaxKeys) return emitFlashForm(ctx, node, problem);
+  KernelBuilder &b = ctx.builder();
+  const DType mm = ctx.matmulDtype();
+  auto name = [&](const std::string &what) { return node.name() + "/" + what; };
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor q, headMajor(ctx, node.input(0)));
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor k, headMajor(ctx, node.input(1)));
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor v, headMajor(ctx, node.input(2)));
+  // The scale rides on Q's cast to the matmul dtype, so the mask adds to the scaled scores in PSUM.
+  const HeadMatrices qHeads{scaledCopy(b, q, mm, problem.scale, name("q"))};
+  const HeadMatrices kHeads{scaledCopy(b, k, mm, 1.0f, name("k"))};
+  const HeadMatrices vHeads{v};  // Transposed per head by PE, which casts on the eviction.
+  kernels::HeadsOperands operands;
+  if (node.input(3)) {
+    TESSEL_ASSIGN_OR_RETURN(operands.mask, ctx.hbmOf(node.input(3)));
+  }
+  const kernels::HeadsPlan plan = kernels::planHeads(profile, problem, mm, v.dtype);
+  const int64_t B = problem.B, H = problem.H, Sq = problem.Sq, Dv = problem.Dv;
+  DeviceTensor output, storage;
+  if (plan.packedOutput) {
+    storage = allocateStandard(b, name("y"), {B, Sq, H * Dv}, ctx.activationDtype(), 2);
+    output = transposeView(*reshapeView(storage, {B, Sq, H, Dv}), {0, 2, 1, 3});
+  } else {
+    storage = output = allocateStandard(b, name("y"), {B, H, Sq, Dv}, ctx.activationDtype(), 3);
+  }
+  auto headsOf = [](const HeadMatrices &m) {
+    return [&m](int64_t batch, int64_t h, int64_t start, int64_t count) { return m.head(batch, h, start, count); };
+  };
+  operands.q = headsOf(qHeads);
+  operands.k = headsOf(kHeads);
+  operands.v = headsOf(vHeads);
+  operands.output = [&](int64_t batch, size_t g) {
+    const std::vector<int64_t> &group = plan.groups[g];
+    const int64_t rows = static_cast<int64_t>(group.size()) * Dv;
+    return plan.packedOutput ? storage.partitions(group.front() * Dv, rows).cols(batch * Sq, Sq)
+                             : storage.partitions(0, rows).cols((batch * H + group.front()) * Sq, Sq);
+  };
+  operands.ones = [&] { return ctx.constantTile(1.0f, mm); };
+  operands.tilePrefix = node.name() + "/";
+  kernels::emitHeadsAttention(b, problem, plan, operands);
+  ctx.define(node.output(0), output);
+  return Status::success();
 }
 
 // ---- RotaryEmbedding --------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// Reading a kernel's --option values as numbers, with errors that name the option and the text.
+// Reading a kernel's --option values as numbers or 0/1 flags, with errors that name the option and the text.
 #pragma once
 
 #include <cerrno>
@@ -34,6 +34,14 @@ inline Expected<double> floatOption(const KernelParams &params, const std::strin
   if (*end != '\0' || errno != 0 || !std::isfinite(value))
     return makeError(ErrorCode::InvalidArgument, "option {}={} is not a number", name, text);
   return value;
+}
+
+/// Option `name` as a 0/1 flag, or `fallback` when it is not given.
+inline Expected<bool> flagOption(const KernelParams &params, const std::string &name, bool fallback) {
+  const std::string text = params.option(name);
+  if (text.empty()) return fallback;
+  if (text == "0" || text == "1") return text == "1";
+  return makeError(ErrorCode::InvalidArgument, "option {}={} is not 0 or 1", name, text);
 }
 
 }  // namespace tessel::nc::kernels

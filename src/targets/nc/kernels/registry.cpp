@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "targets/nc/kernels/attention.h"
+#include "targets/nc/kernels/attention/kernel.h"
 #include "targets/nc/kernels/elementwise.h"
 #include "targets/nc/kernels/mamba.h"
 #include "targets/nc/kernels/matmul/kernel.h"

@@ -5,7 +5,7 @@
 // around the node, and Softmax over the last axis. And tessel RotaryEmbedding: of a projection's heads,
 // of a graph input, with tables per batch or of [S, D], and (on the host) of a head dim that does not
 // divide the partitions. And tessel KvCacheUpdate written in place into its input buffer at the
-// position of a launch register.
+// position of a launch register. Keys beyond the heads form's SBUF share run the flash form from HBM.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -71,6 +71,38 @@ TEST(AttentionLowering, GroupedQueryHeads) {
     expectOnDevice(attentionModel(1, 8, 32, 32, 32, 32, "", "causal = 1", 2), target);
   }
   expectOnDevice(attentionModel(2, 6, 9, 40, 16, 16, "2,6,9,40", "", 3));
+}
+
+/// Attention of Q + Q, K + K and V + V [2, 1, 8193, 16]: its operands made on the device.
+constexpr const char *kLongAttentionOfSums = R"(
+model opset(ai.onnx=17, tessel=1) ir_version=8 {
+func @main(%q: f32[2,1,8193,16], %k: f32[2,1,8193,16], %v: f32[2,1,8193,16]) -> (%y: f32[2,1,8193,16]) {
+  %q2 = Add(%q, %q)
+  %k2 = Add(%k, %k)
+  %v2 = Add(%v, %v)
+  %y = tessel.Attention(%q2, %k2, %v2)
+  return %y
+}
+}
+)";
+
+// More keys than the heads form holds in SBUF: the flash form, from HBM. Causal, of graph inputs (fed
+// in f32, cast to bf16 through SBUF); and non-causal (the two-pass form) over two batches of
+// activations made on the device in bf16, which go to HBM as they are. With a mask, which the flash
+// form does not take, the node stays on the host.
+TEST(AttentionLowering, LongSequencesRunTheFlashForm) {
+  expectOnDevice(attentionModel(1, 1, 8200, 8200, 32, 32, "", "causal = 1"));
+  NcCompileOptions options;
+  options.target = "nc-v3";
+  options.lowering.autoCast = AutoCast::All;
+  Expected<ModelCheck> batches = checkModelOnNc(kLongAttentionOfSums, options);
+  ASSERT_TRUE(batches.ok()) << batches.diag().message;
+  EXPECT_EQ(batches->hostNodes, 0);
+  EXPECT_LE(batches->maxErrorRatio, 1.0) << batches->worst;
+  options = NcCompileOptions{};
+  Expected<ModelCheck> masked = checkModelOnNc(attentionModel(1, 1, 8200, 8200, 32, 32, "8200", ""), options);
+  ASSERT_TRUE(masked.ok()) << masked.diag().message;
+  EXPECT_EQ(masked->hostNodes, 1);
 }
 
 /// Q = X W split into 4 heads of 32 ([1, 4, 6, 32], heads on partition slices), then RoPE.

@@ -1,4 +1,5 @@
-// The fused attention kernel (attention.h): flash attention in the tile DSL.
+// Variant "flash" of the attention family (flash.h): flash attention in the tile DSL, q, k, v and o
+// in HBM.
 //
 // Rows are handled in superblocks of SB = P * R rows, R = (PSUM bank fp32 elements) / P, so that a
 // superblock of keys is exactly one PSUM bank of scores per query row (512 keys on both profiles). A
@@ -38,20 +39,17 @@
 //
 // PSUM tiles come from fixed rings (TileRing) sized to the banks, so which bank a block uses never
 // depends on allocation history, and the ring depth is the pipelining depth between PE and ACT/DVE.
-#include "targets/nc/kernels/attention.h"
+#include "targets/nc/kernels/attention/flash.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "targets/nc/kernels/reference.h"
-#include "targets/nc/isa/ports.h"
+#include "targets/nc/kernels/attention/plan.h"
+#include "targets/nc/kernels/identity.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/tile/tile_ring.h"
 
@@ -63,20 +61,9 @@ using tile::KernelBuilder;
 using tile::TileRing;
 using tile::TileView;
 
-/// Added to the scores of masked (future) keys: exp(scale * (s + kMaskedScore) + bias) is 0.
-constexpr float kMaskedScore = -1e30f;
-
 /// Share of SBUF the resident keys of two heads (the current one and the prefetched next) may use;
 /// beyond it, key blocks are reloaded per query superblock.
 constexpr int64_t kResidentKeysSbufFraction = 2;
-
-/// A 0/1 option; `fallback` when not given.
-Expected<bool> parseFlag(const KernelParams &params, const std::string &name, bool fallback) {
-  const std::string text = params.option(name);
-  if (text.empty()) return fallback;
-  if (text == "0" || text == "1") return text == "1";
-  return makeError(ErrorCode::InvalidArgument, "kernel 'attention': option {}={} is not 0 or 1", name, text);
-}
 
 /// Where the rows of one superblock sit in SBUF: tile t, partition p holds row
 /// base + t * tileStride + p * partitionStride; in score/key space its column is t * P + p.
@@ -171,27 +158,6 @@ struct BlockState {
                                     // column D is the running sum of exp (from v's ones column).
 };
 
-/// Which engines take which work, from the profile's port conflicts (section 9.3).
-struct EnginePlan {
-  /// ACT copies each score block to SBUF before the max and the exponentials read it, so that DVE
-  /// does not read PSUM for the max: where DVE and ACT share the PSUM port (nc-v2), the three big
-  /// PSUM readers (max, exp, p^T eviction) would otherwise serialise.
-  bool stageScores = false;
-  /// The running-max updates ([P, 1] SBUF operands): POOL where it does not share SBUF with DVE,
-  /// else DVE.
-  Engine smallOps = Engine::DVE;
-  /// The scaled evictions of the running output from PSUM: ACT, unless ACT already stages the scores.
-  Engine outputEvictions = Engine::ACT;
-};
-
-EnginePlan planEngines(const MachineProfile &profile) {
-  EnginePlan plan;
-  plan.stageScores = hasPortConflict(profile, "dve", "act", "psum");
-  plan.smallOps = hasPortConflict(profile, "dve", "pool", "sbuf") ? Engine::DVE : Engine::POOL;
-  plan.outputEvictions = plan.stageScores ? Engine::DVE : Engine::ACT;
-  return plan;
-}
-
 /// Whether the keys of two heads (the current one and the prefetched next) fit the share of SBUF
 /// they may use: v rows and k^T per superblock.
 bool keysStayResident(const AttentionShape &shape, const MachineProfile &profile) {
@@ -213,12 +179,8 @@ class AttentionBuilder {
         outputRing_(MemSpace::PSUM, "o_ps", DType::F32, shape.partitions, {shape.D + 1}, psumSlots_.outputs),
         transposeRing_(MemSpace::PSUM, "x_t_ps", DType::BF16, shape.D, {shape.superRows}, psumSlots_.transposes) {}
 
-  void build() {
-    const std::vector<int64_t> dims = {shape_.H, shape_.S, shape_.D};
-    q_ = b_.input("q", DType::BF16, dims);
-    k_ = b_.input("k", DType::BF16, dims);
-    v_ = b_.input("v", DType::BF16, dims);
-    o_ = b_.output("o", DType::BF16, dims);
+  void build(const FlashOperands &operands) {
+    q_ = operands.q, k_ = operands.k, v_ = operands.v, o_ = operands.o;
 
     std::vector<std::pair<int64_t, int64_t>> items;  // (head, query superblock).
     for (int64_t h = 0; h < shape_.H; ++h)
@@ -353,12 +315,7 @@ class AttentionBuilder {
 
   /// The [P, P] bf16 identity: PE adds a mask to scores in PSUM as identity^T @ mask.
   TileView identity() {
-    if (!identity_) {
-      identity_ = b_.sbuf("identity", DType::BF16, P(), {P()});
-      b_.memset(*identity_, 1.0f, Engine::POOL);
-      b_.affineSelect(*identity_, *identity_, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1, /*offset=*/0, 0.0f);
-      b_.affineSelect(*identity_, *identity_, /*partitionMultiplier=*/-1, /*freeMultiplier=*/1, /*offset=*/0, 0.0f);
-    }
+    if (!identity_) identity_ = makeIdentity(b_, "identity", DType::BF16);
     return *identity_;
   }
 
@@ -629,78 +586,27 @@ class AttentionBuilder {
   std::optional<TileView> identity_, identityF32_, negOnes_;
 };
 
-Status buildAttention(KernelBuilder &b, const KernelParams &params) {
+}  // namespace
+
+Status emitFlashAttention(KernelBuilder &b, const FlashProblem &problem, const FlashOperands &operands) {
   const MachineProfile &profile = b.profile();
-  AttentionShape shape;
-  shape.H = params.dim("H"), shape.S = params.dim("S"), shape.D = params.dim("D");
-  TESSEL_ASSIGN_OR_RETURN(shape.causal, parseFlag(params, "causal", false));
   const int64_t maxD = std::min({profile.partitions, profile.pe.rows, profile.pe.cols});
-  if (shape.D > maxD)
+  if (problem.D > maxD)
     return makeError(ErrorCode::InvalidArgument,
                      "kernel 'attention': D = {} must be at most {} (the head dim is the contraction of q k^T on "
                      "partitions)",
-                     shape.D, maxD);
-  shape.partitions = std::min({profile.partitions, profile.pe.rows, profile.pe.cols});
+                     problem.D, maxD);
+  AttentionShape shape;
+  shape.H = problem.H, shape.S = problem.S, shape.D = problem.D;
+  shape.causal = problem.causal;
+  shape.partitions = maxD;
   shape.bankColumns = profile.psum.bankFp32Elements;
   shape.rowsPerPartition = std::max<int64_t>(1, shape.bankColumns / shape.partitions);
   shape.superRows = shape.partitions * shape.rowsPerPartition;
   shape.superBlocks = ceilDiv(shape.S, shape.superRows);
-  shape.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.D)));
-  TESSEL_ASSIGN_OR_RETURN(bool allowResident, parseFlag(params, "resident", true));
-  AttentionBuilder(b, shape, allowResident).build();
+  shape.scale = problem.scale;
+  AttentionBuilder(b, shape, problem.allowResident).build(operands);
   return Status::success();
-}
-
-Expected<std::vector<HostTensor>> referenceAttention(const KernelParams &params,
-                                                     const std::vector<HostTensor> &inputs) {
-  TESSEL_ASSIGN_OR_RETURN(bool causal, parseFlag(params, "causal", false));
-  const int64_t S = params.dim("S"), D = params.dim("D");
-  std::string body = fmt::format(
-      "  %k_t = Transpose(%k) {{perm = [0, 2, 1]}}\n"
-      "  %s = MatMul(%q, %k_t)\n"
-      "  const %scale = dense<f32[]: {:.9g}>\n"
-      "  %scaled = Mul(%s, %scale)\n",
-      1.0 / std::sqrt(static_cast<double>(D)));
-  std::string logits = "%scaled";
-  if (causal) {
-    body += fmt::format(
-        "  const %mask_shape = dense<i64[2]: {0}, {0}>\n"
-        "  %neg_inf = ConstantOfShape(%mask_shape) {{value = dense<f32[1]: -inf>}}\n"
-        "  const %above = dense<i64[]: 1>\n"
-        "  %mask = Trilu(%neg_inf, %above) {{upper = 1}}\n"
-        "  %masked = Add(%scaled, %mask)\n",
-        S);
-    logits = "%masked";
-  }
-  body += fmt::format("  %p = Softmax({}) {{axis = -1}}\n  %o = MatMul(%p, %v)\n", logits);
-  return runReference(irModel(inputs, body, "%o"), inputs);
-}
-
-// Scores and sums are fp32; the probabilities feeding p v and the output are rounded to bf16.
-double attentionAbsTolerance(DType) { return 2e-2; }
-double attentionRelTolerance(DType) { return 2e-2; }
-
-double attentionFlops(const KernelParams &params) {
-  const double H = static_cast<double>(params.dim("H")), S = static_cast<double>(params.dim("S")),
-               D = static_cast<double>(params.dim("D"));
-  // q k^T and p v: 2 * D FLOPs each per (query, visible key) pair.
-  const double pairs = params.option("causal") == "1" ? S * (S + 1) / 2 : S * S;
-  return 4.0 * D * H * pairs;
-}
-
-}  // namespace
-
-std::vector<KernelDef> attentionKernels() {
-  return {KernelDef{"attention",
-                    "o[H, S, D] = softmax(q k^T / sqrt(D) [causal]) v, fused (flash): scores never leave SBUF/PSUM",
-                    {"H", "S", "D"},
-                    {{"H", 1}, {"S", 512}, {"D", 64}},
-                    {DType::BF16},
-                    buildAttention,
-                    referenceAttention,
-                    attentionAbsTolerance,
-                    attentionRelTolerance,
-                    attentionFlops}};
 }
 
 }  // namespace tessel::nc::kernels
