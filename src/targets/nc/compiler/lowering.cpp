@@ -16,6 +16,7 @@
 #include "support/memory_budget.h"
 
 #include "targets/nc/isa/tile_rules.h"
+#include "targets/nc/kernels/identity.h"
 #include "targets/nc/kernels/runner.h"
 #include "targets/nc/kernels/tiling.h"
 #include "targets/nc/kernels/transpose.h"
@@ -641,18 +642,9 @@ TileView LoweringContext::constantTile(float value, DType dtype) {
   return t;
 }
 
-TileView makeIdentity(KernelBuilder &b, const std::string &name, DType dtype) {
-  const int64_t P = b.profile().partitions;
-  TileView t = b.sbuf(name, dtype, P, {P});
-  b.memset(t, 1.0f, Engine::POOL);
-  b.affineSelect(t, t, /*partitionMultiplier=*/1, /*freeMultiplier=*/-1, /*offset=*/0, 0.0f);
-  b.affineSelect(t, t, /*partitionMultiplier=*/-1, /*freeMultiplier=*/1, /*offset=*/0, 0.0f);
-  return t;
-}
-
 TileView LoweringContext::identity(DType dtype) {
   if (auto it = identities_.find(dtype); it != identities_.end()) return it->second;
-  return identities_[dtype] = makeIdentity(builder_, fmt::format("identity.{}", dtypeName(dtype)), dtype);
+  return identities_[dtype] = kernels::makeIdentity(builder_, fmt::format("identity.{}", dtypeName(dtype)), dtype);
 }
 
 Status LoweringContext::unsupported(const Node &node, const std::string &reason) const {

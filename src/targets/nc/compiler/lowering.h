@@ -218,9 +218,6 @@ std::vector<int64_t> staticShape(const Value *value);
 /// more than 4 dims (an HBM tensor has 1..4 dims; in SBUF a 0-d value is one element on one partition).
 std::vector<int64_t> hbmShape(const std::vector<int64_t> &shape);
 
-/// A new [partitions, partitions] identity tile in `dtype`: a POOL memset and two affine_selects.
-tile::TileView makeIdentity(tile::KernelBuilder &b, const std::string &name, DType dtype);
-
 /// Stores `tensor` (any placement) to row-major `dst` in HBM.
 Status storeToHbm(LoweringContext &ctx, const DeviceTensor &tensor, const tile::HbmView &dst);
 
