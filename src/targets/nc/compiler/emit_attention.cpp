@@ -73,7 +73,23 @@ std::string flashFormRefusal(const Node &node, const kernels::HeadsProblem &s) {
   return "";
 }
 
-std::string checkAttention(const Node &node, const LoweringOptions &) {
+/// Why tensors of `node` held head-major (each head's X features on partitions, its tokens on the
+/// free dim: a block holds B * H * S values per partition at most) plus `extraBytes` of per-node
+/// temporaries cannot fit SBUF together.
+std::string headMajorSbufReason(const Node &node, const std::vector<const Value *> &values, int64_t extraBytes,
+                                const LoweringOptions &options) {
+  if (!options.profile) return "";
+  int64_t bytes = extraBytes;
+  for (const Value *v : values) {
+    const std::vector<int64_t> sizes = sizesOf(v);
+    if (sizes.size() == 4) bytes += sizes[0] * sizes[1] * sizes[2] * dtypeSizeBytes(DType::F32);
+  }
+  if (bytes <= options.profile->sbuf.bytesPerPartition) return "";
+  return fmt::format("{} holds its tensors head-major, {} bytes per partition of SBUF; {} has {}", node.opType(), bytes,
+                     options.profile->name, options.profile->sbuf.bytesPerPartition);
+}
+
+std::string checkAttention(const Node &node, const LoweringOptions &options) {
   const std::vector<int64_t> q = sizesOf(node.input(0)), k = sizesOf(node.input(1)), v = sizesOf(node.input(2));
   if (q.size() != 4 || k.size() != 4 || v.size() != 4) return "Q, K and V are not all of rank 4";
   const kernels::HeadsProblem s = describeAttention(node);
@@ -95,7 +111,11 @@ std::string checkAttention(const Node &node, const LoweringOptions &) {
         return fmt::format("the mask {} does not broadcast to {}", fmt::join(sizesOf(node.input(3)), "x"),
                            fmt::join(full, "x"));
   }
-  return "";
+  // The heads form holds Q, K, V and the output head-major, and one query tile's scores and
+  // probabilities (6 bytes per key). The flash form streams Q, K and V from HBM (an f32 one cast to
+  // bf16 through SBUF, one at a time) and loads its output back.
+  if (s.Sk > kernels::kHeadsMaxKeys) return headMajorSbufReason(node, {node.input(0), node.output(0)}, 0, options);
+  return headMajorSbufReason(node, {node.input(0), node.input(1), node.input(2), node.output(0)}, 6 * s.Sk, options);
 }
 
 /// Q, K or V [B, H, S, X] as per-head matrices [X, S]: X on partitions, tokens on the free dim.
@@ -282,7 +302,7 @@ RotaryShape describeRotary(const Node &node) {
   return r;
 }
 
-std::string checkRotaryEmbedding(const Node &node, const LoweringOptions &) {
+std::string checkRotaryEmbedding(const Node &node, const LoweringOptions &options) {
   const std::vector<int64_t> x = sizesOf(node.input(0));
   if (x.size() != 4) return "X is not of rank 4 ([B, H, S, D])";
   if (sizesOf(node.input(1)) != sizesOf(node.input(2))) return "Cos and Sin differ in shape";
@@ -293,7 +313,8 @@ std::string checkRotaryEmbedding(const Node &node, const LoweringOptions &) {
   if (r.table[3] != r.D || r.table[1] != 1 || (r.table[0] != 1 && r.table[0] != r.B) ||
       (r.table[2] != 1 && r.table[2] != r.S))
     return fmt::format("tables of {}; expected [B or 1, 1, S or 1, {}]", fmt::join(sizesOf(node.input(1)), "x"), r.D);
-  return "";
+  // Cos and Sin load as [D, S] transposes.
+  return headMajorSbufReason(node, {node.input(0), node.output(0)}, 2 * r.S * dtypeSizeBytes(DType::F32), options);
 }
 
 Status emitRotaryEmbedding(LoweringContext &ctx, const Node &node) {

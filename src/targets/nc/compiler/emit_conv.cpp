@@ -389,33 +389,31 @@ bool foldable(const ConvShape &s, int64_t partitions) {
   return true;
 }
 
-/// Bytes per partition of [N, channels, rows, cols] with channels on partitions, in f32 (the widest
-/// dtype an emitter stores it in).
-int64_t channelsOnPartitions(int64_t N, int64_t channels, int64_t rows, int64_t cols, int64_t partitions) {
-  return (channels + partitions - 1) / partitions * N * rows * cols * dtypeSizeBytes(DType::F32);
-}
+/// Bytes per partition of one block of [N, channels, rows, cols] with channels on partitions, in f32
+/// (the widest dtype an emitter stores it in).
+int64_t channelBlockBytes(int64_t N, int64_t rows, int64_t cols) { return N * rows * cols * dtypeSizeBytes(DType::F32); }
 
-/// Why the convolution's SBUF-resident tensors cannot fit the profile's SBUF: X (unless the folded
-/// stem streams it from HBM), Y, the residual Z, each at the largest form emitConv may store it in
-/// (channels on partitions, padded for a padded reader; row bands are smaller).
+/// Why a block of each of the convolution's SBUF-resident tensors cannot fit the profile's SBUF
+/// together: X (unless the folded stem streams it from HBM), Y and the residual Z, each at the largest
+/// form emitConv may store it in (channels on partitions, padded for a padded reader; row bands are
+/// smaller).
 std::string convSbufReason(const Node &node, const LoweringOptions &options) {
   ConvShape s;
   if (!options.profile || !readConvShape(node, s).empty()) return "";
-  const int64_t P = options.profile->partitions;
   int64_t bytes = 0;
-  if (!foldable(s, P))
-    bytes += channelsOnPartitions(s.N, s.C, s.H + s.padTop + s.padBottom, s.W + s.padLeft + s.padRight, P);
+  if (!foldable(s, options.profile->partitions))
+    bytes += channelBlockBytes(s.N, s.H + s.padTop + s.padBottom, s.W + s.padLeft + s.padRight);
   ConvShape r;
   const Value *y = node.output(0);
   const bool paddedForReader = y->uses().size() == 1 && isConvNode(*y->uses().front().user) &&
                                readConvShape(*y->uses().front().user, r).empty();
-  bytes += paddedForReader ? channelsOnPartitions(r.N, r.C, r.H + r.padTop + r.padBottom, r.W + r.padLeft + r.padRight, P)
-                           : channelsOnPartitions(s.N, s.M, s.OH, s.OW, P);
-  if (isPresent(node.input(3))) bytes += channelsOnPartitions(s.N, s.M, s.OH, s.OW, P);
+  bytes += paddedForReader ? channelBlockBytes(r.N, r.H + r.padTop + r.padBottom, r.W + r.padLeft + r.padRight)
+                           : channelBlockBytes(s.N, s.OH, s.OW);
+  if (isPresent(node.input(3))) bytes += channelBlockBytes(s.N, s.OH, s.OW);
   const int64_t sbuf = options.profile->sbuf.bytesPerPartition;
   if (bytes <= sbuf) return "";
-  return fmt::format("its input, output and residual need up to {} bytes per partition of SBUF with channels on "
-                     "partitions; {} has {}",
+  return fmt::format("a block of its input, output and residual with channels on partitions needs up to {} bytes per "
+                     "partition of SBUF; {} has {}",
                      bytes, options.profile->name, sbuf);
 }
 

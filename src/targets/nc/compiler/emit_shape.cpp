@@ -176,17 +176,48 @@ Status emitGather(LoweringContext &ctx, const Node &node) {
   return Status::success();
 }
 
-std::string checkConcat(const Node &node, const LoweringOptions &) {
-  return node.output(0)->type().shape().rank() < 2 ? "a 1-D concatenation" : "";
+/// The output's partition axis: one other than the concatenation axis, the last or the channels.
+int64_t concatPartitionAxis(int64_t rank, int64_t axis) {
+  const int64_t preferred = rank == 4 ? 1 : rank - 1;
+  if (preferred != axis) return preferred;
+  return axis == rank - 1 ? rank - 2 : rank - 1;
+}
+
+std::string checkConcat(const Node &node, const LoweringOptions &options) {
+  const std::vector<int64_t> shape = staticShape(node.output(0));
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank < 2) return "a 1-D concatenation";
+  if (!options.profile) return "";
+  // A block of the output and of every input, in standard form on the partition axis, are in SBUF
+  // together, and each copy walks the free axes with int16 strides.
+  const int64_t partitionAxis = concatPartitionAxis(rank, normalizeAxis(node.attrInt("axis", 0), rank));
+  auto blockBytes = [&](const std::vector<int64_t> &sizes) {
+    int64_t free = 1;
+    for (int64_t i = 0; i < rank; ++i)
+      if (i != partitionAxis) free *= sizes[static_cast<size_t>(i)];
+    return free * dtypeSizeBytes(DType::F32);
+  };
+  int64_t bytes = blockBytes(shape);
+  for (const Value *in : node.inputs()) bytes += blockBytes(staticShape(in));
+  if (bytes > options.profile->sbuf.bytesPerPartition)
+    return fmt::format("a block of its inputs and output needs {} bytes per partition of SBUF with axis {} on "
+                       "partitions; {} has {}",
+                       bytes, partitionAxis, options.profile->name, options.profile->sbuf.bytesPerPartition);
+  int64_t stride = 1;
+  for (int64_t i = rank; i-- > 0;) {
+    if (i == partitionAxis) continue;
+    if (shape[static_cast<size_t>(i)] > 1 && stride > INT16_MAX)
+      return fmt::format("axis {} would step {} elements, past an access pattern's int16 stride", i, stride);
+    stride *= shape[static_cast<size_t>(i)];
+  }
+  return "";
 }
 
 Status emitConcat(LoweringContext &ctx, const Node &node) {
   const std::vector<int64_t> shape = staticShape(node.output(0));
   const int64_t rank = static_cast<int64_t>(shape.size());
   const int64_t axis = normalizeAxis(node.attrInt("axis", 0), rank);
-  // The output keeps a partition axis other than the concatenation axis: the last, or the channels.
-  int64_t partitionAxis = rank == 4 ? 1 : rank - 1;
-  if (partitionAxis == axis) partitionAxis = axis == rank - 1 ? rank - 2 : rank - 1;
+  const int64_t partitionAxis = concatPartitionAxis(rank, axis);
   DeviceTensor out = ctx.allocate(node.output(0), partitionAxis);
   int64_t offset = 0;
   for (const Value *in : node.inputs()) {

@@ -750,17 +750,16 @@ std::string checkFitsHbm(const Node &node, const MachineProfile &profile) {
   return "";
 }
 
-/// Bytes per partition `sizes` takes at least, in f32, in the layout that spreads it best: the axis
-/// whose partition blocks leave the least on each partition.
-int64_t leastBytesPerPartition(const std::vector<int64_t> &sizes, int64_t partitions) {
+/// The least bytes per partition one partition block of `sizes` takes, in f32: its largest axis on
+/// the partitions, every other one on the free dim.
+int64_t leastBlockBytes(const std::vector<int64_t> &sizes) {
   const int64_t numel = std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
-  int64_t least = numel;
-  for (int64_t n : sizes) least = std::min(least, (n + partitions - 1) / partitions * (numel / n));
-  return least * dtypeSizeBytes(DType::F32);
+  return numel / *std::max_element(sizes.begin(), sizes.end()) * dtypeSizeBytes(DType::F32);
 }
 
-/// A node's activations (inputs that are not constants, and outputs) are in SBUF together while it
-/// runs: a node whose activations cannot fit even in their most spread layouts cannot run.
+/// An instruction of a node reads a block of each input and writes a block of its output, all in
+/// SBUF at once (the tile allocator spills the other blocks): a node whose blocks cannot fit together
+/// even in their most spread layouts cannot run.
 std::string checkFitsSbuf(const Node &node, const MachineProfile &profile) {
   int64_t bytes = 0;
   std::vector<const Value *> values;
@@ -771,12 +770,13 @@ std::string checkFitsSbuf(const Node &node, const MachineProfile &profile) {
     if (out) values.push_back(out);
   for (const Value *v : values) {
     const std::vector<int64_t> sizes = v->type().shape().sizes().value_or(std::vector<int64_t>{});
-    if (!sizes.empty()) bytes += leastBytesPerPartition(sizes, profile.partitions);
+    if (!sizes.empty()) bytes += leastBlockBytes(sizes);
   }
   const int64_t sbuf = profile.sbuf.bytesPerPartition;
   if (bytes <= sbuf) return "";
-  return fmt::format("its inputs and outputs need at least {} bytes per partition of SBUF together; {} has {}", bytes,
-                     profile.name, sbuf);
+  return fmt::format("a block of each of its inputs and outputs needs at least {} bytes per partition of SBUF "
+                     "together; {} has {}",
+                     bytes, profile.name, sbuf);
 }
 
 }  // namespace

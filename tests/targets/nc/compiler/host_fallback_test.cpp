@@ -160,8 +160,9 @@ func @main(%x: f32[1,40,3,8,15]) -> (%y: f32[1,40,1,8,15]) {
 }
 
 TEST(HostFallback, NodeThatDoesNotFitSbufRunsOnTheHost) {
-  // %x takes 256 KiB per partition in any layout, more than SBUF: the partition sends its node to the
-  // host with the reason (no lowering is tried), and the small %w stays on the device.
+  // A block of %x takes 128 KiB per partition in its most spread layout, and the Relu's output block as
+  // much again, more than SBUF: the partition sends the node to the host with the reason (no
+  // lowering is tried), and the small %w stays on the device.
   const std::string ir = R"(model opset(ai.onnx=17) ir_version=8 {
 func @main(%x: f32[1,128,256,256], %w: f32[4,8]) -> (%y: f32[1,128,256,256], %v: f32[4,8]) {
   %r = Relu(%x)
@@ -172,8 +173,8 @@ func @main(%x: f32[1,128,256,256], %w: f32[4,8]) -> (%y: f32[1,128,256,256], %v:
 })";
   expectMatches(ir, /*hostNodes=*/1);  // Relu and Sigmoid, fused.
   const std::string report = reportOf(ir);
-  EXPECT_TRUE(contains(report, "its inputs and outputs need at least 524288 bytes per partition of SBUF together; "
-                               "nc-v2 has 196608"))
+  EXPECT_TRUE(contains(report, "a block of each of its inputs and outputs needs at least 262144 bytes per partition "
+                               "of SBUF together; nc-v2 has 196608"))
       << report;
 }
 
