@@ -438,7 +438,7 @@ Status LoweringContext::spill(const Value *value) {
   auto it = activations_.find(value);
   if (it == activations_.end() || it->second.shardedCores > 1) return Status::success();
   if (!hbmCache_.count(value) && !inputs_.count(value)) {
-    // Stored as f32 whatever its SBUF dtype, so the reload reads the same values back.
+    // Stored in its SBUF dtype; the reload (activation()) reads it back in the activation dtype.
     const DeviceTensor &t = it->second;
     HbmView scratch = builder_.output(fmt::format("spill/{}#{}", value->name(), scratchCount_++), t.dtype, hbmShape(t.shape));
     storeAny(*this, t, scratch);
