@@ -82,7 +82,7 @@ std::string headMajorSbufReason(const Node &node, const std::vector<const Value 
   int64_t bytes = extraBytes;
   for (const Value *v : values) {
     const std::vector<int64_t> sizes = sizesOf(v);
-    if (sizes.size() == 4) bytes += sizes[0] * sizes[1] * sizes[2] * dtypeSizeBytes(DType::F32);
+    if (sizes.size() == 4) bytes += f32BlockBytes(sizes, 3);
   }
   if (bytes <= options.profile->sbuf.bytesPerPartition) return "";
   return fmt::format("{} holds its tensors head-major, {} bytes per partition of SBUF; {} has {}", node.opType(), bytes,

@@ -84,12 +84,9 @@ std::string checkElementwise(const Node &node, const LoweringOptions &) {
     if (std::string why = checkOp(*op); !why.empty()) return why;
     // DVE raises to an immediate power only.
     if (op->opType() == "Pow" && !isScalarConstant(node, op->input(1))) return "Pow with a tensor exponent";
-    const bool unary = !kernels::isBinaryElementwiseOp(op->opType());
-    const size_t used = unary ? 1 : 2;
-    bool reads = false;
-    for (size_t i = 0; i < used && i < op->inputs().size(); ++i) reads = reads || fromActivation.count(op->input(i));
-    if (!reads || (unary && !fromActivation.count(op->input(0))) ||
-        (op->opType() == "Pow" && !fromActivation.count(op->input(0))))
+    // A unary op and Pow take their first operand from a tile; another binary op either one.
+    const bool eitherOperand = kernels::isBinaryElementwiseOp(op->opType()) && op->opType() != "Pow";
+    if (!fromActivation.count(op->input(0)) && !(eitherOperand && fromActivation.count(op->input(1))))
       return fmt::format("{} '{}' computes on constants only", op->opType(), op->name());
     fromActivation.insert(op->output(0));
   }

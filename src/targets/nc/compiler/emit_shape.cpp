@@ -191,14 +191,8 @@ std::string checkConcat(const Node &node, const LoweringOptions &options) {
   // A block of the output and of every input, in standard form on the partition axis, are in SBUF
   // together, and each copy walks the free axes with int16 strides.
   const int64_t partitionAxis = concatPartitionAxis(rank, normalizeAxis(node.attrInt("axis", 0), rank));
-  auto blockBytes = [&](const std::vector<int64_t> &sizes) {
-    int64_t free = 1;
-    for (int64_t i = 0; i < rank; ++i)
-      if (i != partitionAxis) free *= sizes[static_cast<size_t>(i)];
-    return free * dtypeSizeBytes(DType::F32);
-  };
-  int64_t bytes = blockBytes(shape);
-  for (const Value *in : node.inputs()) bytes += blockBytes(staticShape(in));
+  int64_t bytes = f32BlockBytes(shape, partitionAxis);
+  for (const Value *in : node.inputs()) bytes += f32BlockBytes(staticShape(in), partitionAxis);
   if (bytes > options.profile->sbuf.bytesPerPartition)
     return fmt::format("a block of its inputs and output needs {} bytes per partition of SBUF with axis {} on "
                        "partitions; {} has {}",

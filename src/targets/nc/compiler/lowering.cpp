@@ -90,6 +90,11 @@ std::vector<int64_t> hbmShape(const std::vector<int64_t> &shape) {
   return merged;
 }
 
+int64_t f32BlockBytes(const std::vector<int64_t> &sizes, int64_t partitionAxis) {
+  const int64_t numel = std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
+  return numel / sizes[static_cast<size_t>(partitionAxis)] * dtypeSizeBytes(DType::F32);
+}
+
 std::vector<int64_t> staticShape(const Value *value) {
   std::vector<int64_t> shape;
   for (const Dim &d : value->type().shape().dims()) shape.push_back(d.size);
@@ -750,13 +755,6 @@ std::string checkFitsHbm(const Node &node, const MachineProfile &profile) {
   return "";
 }
 
-/// The least bytes per partition one partition block of `sizes` takes, in f32: its largest axis on
-/// the partitions, every other one on the free dim.
-int64_t leastBlockBytes(const std::vector<int64_t> &sizes) {
-  const int64_t numel = std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
-  return numel / *std::max_element(sizes.begin(), sizes.end()) * dtypeSizeBytes(DType::F32);
-}
-
 /// An instruction of a node reads a block of each input and writes a block of its output, all in
 /// SBUF at once (the tile allocator spills the other blocks): a node whose blocks cannot fit together
 /// even in their most spread layouts cannot run.
@@ -770,7 +768,8 @@ std::string checkFitsSbuf(const Node &node, const MachineProfile &profile) {
     if (out) values.push_back(out);
   for (const Value *v : values) {
     const std::vector<int64_t> sizes = v->type().shape().sizes().value_or(std::vector<int64_t>{});
-    if (!sizes.empty()) bytes += leastBlockBytes(sizes);
+    // The most spread layout: the largest axis on the partitions.
+    if (!sizes.empty()) bytes += f32BlockBytes(sizes, std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
   }
   const int64_t sbuf = profile.sbuf.bytesPerPartition;
   if (bytes <= sbuf) return "";

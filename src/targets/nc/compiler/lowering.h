@@ -214,6 +214,11 @@ class LoweringContext {
 
 /// The sizes of a value of static shape (partitioning admits no other on the device).
 std::vector<int64_t> staticShape(const Value *value);
+
+/// Bytes per partition of one partition block of a tensor of `sizes` with `partitionAxis` on the
+/// partitions, in f32 (the widest dtype an activation is stored in): every other axis is on the free
+/// dim. What the partition's SBUF checks add up.
+int64_t f32BlockBytes(const std::vector<int64_t> &sizes, int64_t partitionAxis);
 /// The shape of a value's HBM tensor: its own, [1] for a 0-d value, leading dims merged for one of
 /// more than 4 dims (an HBM tensor has 1..4 dims; in SBUF a 0-d value is one element on one partition).
 std::vector<int64_t> hbmShape(const std::vector<int64_t> &shape);
