@@ -19,6 +19,7 @@
 #include "passes/recognize_gelu.h"
 #include "passes/recognize_layer_norm.h"
 #include "passes/recognize_rotary_embedding.h"
+#include "passes/float_dynamic_quantization.h"
 #include "passes/kv_cache_in_place.h"
 #include "passes/last_position_logits.h"
 #include "passes/recognize_softmax.h"

@@ -596,6 +596,13 @@ Status inferQLinearAdd(Node &node, int64_t) {
   return Status::success();
 }
 
+Status inferDynamicQuantizeCentered(Node &node, int64_t) {
+  const Type *x = tensorInput(node, 0);
+  if (x) setInferred(node, Type::tensor(DType::Float32, x->shape()));
+  if (Value *scale = node.output(1)) scale->setType(Type::tensor(DType::Float32, Shape::scalar()));
+  return Status::success();
+}
+
 Status inferTesselPool(Node &node, int64_t) {
   const Type *x = tensorInput(node, 0);
   if (!x || !x->shape().rankKnown() || x->shape().rank() < 3) return Status::success();

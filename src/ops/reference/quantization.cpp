@@ -104,25 +104,52 @@ Status refDequantizeLinear(KernelContext &ctx) {
   return Status::success();
 }
 
+namespace {
+
+/// DynamicQuantizeLinear of `x` to uint8, as ONNX defines it: the range widened to include 0 (so
+/// that 0 quantizes exactly), scale = range / 255 and the zero point in float32 (as its test data
+/// has it); the values as doubles. A zero range (x all zeros) quantizes to the zero point, 0.
+struct DynamicQuantized {
+  float scale = 0.0f;
+  float zeroPoint = 0.0f;
+  std::vector<double> values;
+};
+
+DynamicQuantized quantizeDynamic(const Tensor &x) {
+  float lo = 0.0f, hi = 0.0f;
+  for (float v : x.span<float>()) lo = std::min(lo, v), hi = std::max(hi, v);
+  DynamicQuantized q;
+  q.scale = (hi - lo) / 255.0f;
+  if (q.scale != 0.0f) q.zeroPoint = std::clamp(std::nearbyint((0.0f - lo) / q.scale), 0.0f, 255.0f);
+  q.values.assign(static_cast<size_t>(x.numel()), q.zeroPoint);
+  if (q.scale != 0.0f) {
+    const float *in = x.data<float>();
+    for (size_t i = 0; i < q.values.size(); ++i) q.values[i] = saturate(in[i] / q.scale, q.zeroPoint, DType::UInt8);
+  }
+  return q;
+}
+
+}  // namespace
+
 Status refDynamicQuantizeLinear(KernelContext &ctx) {
   TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
   TESSEL_RETURN_IF_ERROR(expectDType(ctx, 0, {DType::Float32}));
   const Tensor &x = ctx.tensor(0);
-  // The range always includes 0 so that 0 quantizes exactly; all arithmetic is float32 as the
-  // ONNX definition (and its test data) has it.
-  float lo = 0.0f, hi = 0.0f;
-  for (float v : x.span<float>()) lo = std::min(lo, v), hi = std::max(hi, v);
-  const float scale = (hi - lo) / 255.0f;
-  float zeroPoint = 0.0f;
-  if (scale != 0.0f) zeroPoint = std::clamp(std::nearbyint((0.0f - lo) / scale), 0.0f, 255.0f);
-  std::vector<double> y(static_cast<size_t>(x.numel()), zeroPoint);
-  if (scale != 0.0f) {
-    const float *in = x.data<float>();
-    for (size_t i = 0; i < y.size(); ++i) y[i] = saturate(in[i] / scale, zeroPoint, DType::UInt8);
-  }
-  ctx.setOutput(0, fromDoubles(DType::UInt8, x.sizes(), y));
-  ctx.setOutput(1, Tensor::scalar<float>(scale));
-  ctx.setOutput(2, Tensor::scalar<uint8_t>(static_cast<uint8_t>(zeroPoint)));
+  DynamicQuantized q = quantizeDynamic(x);
+  ctx.setOutput(0, fromDoubles(DType::UInt8, x.sizes(), q.values));
+  ctx.setOutput(1, Tensor::scalar<float>(q.scale));
+  ctx.setOutput(2, Tensor::scalar<uint8_t>(static_cast<uint8_t>(q.zeroPoint)));
+  return Status::success();
+}
+
+Status refDynamicQuantizeCentered(KernelContext &ctx) {
+  TESSEL_RETURN_IF_ERROR(requireInputs(ctx, 1));
+  TESSEL_RETURN_IF_ERROR(expectDType(ctx, 0, {DType::Float32}));
+  const Tensor &x = ctx.tensor(0);
+  DynamicQuantized q = quantizeDynamic(x);
+  for (double &v : q.values) v -= q.zeroPoint;
+  ctx.setOutput(0, fromDoubles(DType::Float32, x.sizes(), q.values));
+  ctx.setOutput(1, Tensor::scalar<float>(q.scale));
   return Status::success();
 }
 

@@ -52,6 +52,9 @@ constexpr std::string_view kRefTraining = "a training-update op; the reference k
 constexpr std::string_view kRefFoldedByPasses =
     "folded into its neighbouring convolution or matmul by the graph passes; one with no such "
     "neighbour runs on the reference kernel";
+constexpr std::string_view kRefAcceleratorForm =
+    "made only by the accelerator's passes (the cpu runs the op it replaces on its own kernels); an "
+    "accelerator's host stage runs the reference kernel";
 constexpr std::string_view kRefDataDependentShape =
     "its output shape depends on the data; the reference kernel runs it";
 

@@ -48,14 +48,21 @@ Expected<std::unique_ptr<NcExecutable>> compileNc(Model model, const NcCompileOp
 
   // The pass pipeline minus two cpu choices: assign-layout (the accelerator picks layouts per
   // tensor while lowering) and fuse-qdq (the int8 products are the cpu's VNNI kernels; the
-  // accelerator computes a QDQ model's products in float, its weights folded).
+  // accelerator computes a QDQ model's products in float, its weights folded). After the first
+  // shape inference, a dynamically quantized model's integer products become float ones
+  // (float-dynamic-quantization), before the fusions that take the Mul and Add after them.
+  std::vector<std::string> passes;
   for (const PipelineStep &step : pipelineForLevel(options.optLevel)) {
     if (step.pass == "assign-layout" || step.pass == "fuse-qdq") continue;
+    passes.emplace_back(step.pass);
+    if (passes.size() == 1 && options.optLevel > 0) passes.emplace_back("float-dynamic-quantization");
+  }
+  for (const std::string &pass : passes) {
     const Clock::time_point t0 = Clock::now();
     PassManager manager;
-    TESSEL_RETURN_IF_ERROR(manager.addPass(step.pass));
+    TESSEL_RETURN_IF_ERROR(manager.addPass(pass));
     TESSEL_RETURN_IF_ERROR(manager.run(model).status());
-    exe->passTimes_.push_back(PassTime{std::string(step.pass), msSince(t0)});
+    exe->passTimes_.push_back(PassTime{pass, msSince(t0)});
   }
   Clock::time_point t0 = Clock::now();
   inlineConstantNodes(*model.graph);

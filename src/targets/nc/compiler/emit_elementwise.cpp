@@ -4,8 +4,8 @@
 // keeps its intermediates in SBUF. This file decides the layout and the operands' forms.
 //
 // Operands are full tiles (activations, in the output's layout), per-partition scalars (a constant that
-// varies only along the partition axis: ACT and DVE take a [P, 1] operand), or immediates (one-element
-// constants). Other constants are broadcast to the output's shape at compile time and loaded.
+// varies only along the partition axis, or an activation of one element broadcast to every partition:
+// ACT and DVE take a [P, 1] operand), or immediates (one-element constants). Other constants are broadcast to the output's shape at compile time and loaded.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -72,6 +72,13 @@ bool isScalarConstant(const Node &node, const Value *v) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()) == 1;
 }
 
+/// Whether `v` has one element: an activation of one element (a scale computed at run time) is read
+/// as a per-partition scalar, broadcast to every partition.
+bool isOneElement(const Value *v) {
+  const std::vector<int64_t> shape = staticShape(v);
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()) == 1;
+}
+
 std::string checkElementwise(const Node &node, const LoweringOptions &) {
   // Which values derive from an activation (the rest from constants alone): every op needs one such
   // operand, so that the emitter writes the output from a tile; ops on constants alone are left to
@@ -92,7 +99,7 @@ std::string checkElementwise(const Node &node, const LoweringOptions &) {
   }
   const std::vector<int64_t> outShape = staticShape(node.output(0));
   for (const Value *in : node.inputs()) {
-    if (!in || in->hasInitializer()) continue;
+    if (!in || in->hasInitializer() || isOneElement(in)) continue;
     if (staticShape(in) != outShape) return fmt::format("input '{}' broadcasts to the output's shape", in->name());
   }
   return "";
@@ -130,6 +137,20 @@ class Evaluator {
     for (size_t i = 0; i < node_.inputs().size(); ++i) {
       const Value *in = node_.input(i);
       if (!in) continue;
+      if (!in->hasInitializer() && isOneElement(in) && rank > 0 && !isOneElement(y)) {
+        TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx_.activation(in));
+        TileView row = t.partitions(t.partitionBase, 1).cols(t.freeBase, 1);
+        if (row.dtype() != DType::F32) {
+          TileView f32 = b_.sbuf(fmt::format("{}/s{}", node_.name(), i), DType::F32, 1, {1});
+          b_.copy(f32, row);
+          row = f32;
+        }
+        const TileView everywhere = ctx_.broadcastRow(row, fmt::format("{}/s{}", node_.name(), i));
+        for (int64_t start = 0; start < shape[axis]; start += P)
+          perPartition[i].push_back(everywhere.partitionSlice(0, std::min(P, shape[axis] - start)));
+        fixed[i].kind = Operand::PartitionScalar;
+        continue;
+      }
       if (!in->hasInitializer()) {
         TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx_.standard(in, axis));
         full[i] = t;

@@ -5,7 +5,8 @@
 // A window pool is a reduction over the taps of the kernel, each tap a strided view of X: for a chunk
 // of output positions, acc = op(acc, window of tap) per tap (DVE or POOL). Padding needs no padded
 // copy of X: tap (kh, kw) only touches the rectangle of outputs whose window lies inside X, which is
-// exact for max (padding never wins) and for sums (padding adds zeros). AveragePool then divides by
+// exact for max (padding never wins) and for sums (padding adds zeros); MaxPool's ceil_mode is more
+// padding at the end. AveragePool then divides by
 // the kernel size (count_include_pad = 1, or no padding) or by the number of taps inside X, which is
 // rows-inside(oh) * cols-inside(ow): a constant [OH, OW] table of reciprocals, broadcast over the
 // partitions. GlobalAveragePool reduces each image's H*W elements of every partition and scales.
@@ -62,6 +63,21 @@ std::string readPoolShape(const Node &node, PoolShape &s) {
   s.strideH = strides[0], s.strideW = strides[1];
   s.padTop = pads[0], s.padLeft = pads[1], s.padBottom = pads[2], s.padRight = pads[3];
   s.OH = y[2], s.OW = y[3];
+  if (node.attrInt("ceil_mode", 0) != 0) {
+    // ceil_mode keeps a last window that runs past the padded end when it starts inside X or the
+    // leading pad: for a max that is padding the end further (padding never wins), as far as the last
+    // window reaches. Not for AveragePool, whose divisor would count that padding differently.
+    if (node.opType() != "MaxPool") return "ceil_mode = 1 (MaxPool only)";
+    auto ceilOutputs = [](int64_t size, int64_t padded, int64_t kernel, int64_t stride, int64_t padBegin) {
+      int64_t out = ceilDiv(padded - kernel, stride) + 1;
+      return (out - 1) * stride >= size + padBegin ? out - 1 : out;
+    };
+    if (s.OH != ceilOutputs(s.H, s.H + s.padTop + s.padBottom, s.KH, s.strideH, s.padTop) ||
+        s.OW != ceilOutputs(s.W, s.W + s.padLeft + s.padRight, s.KW, s.strideW, s.padLeft))
+      return fmt::format("Y's shape [{}] does not follow from X and the attributes (ceil_mode)", fmt::join(y, ","));
+    s.padBottom = std::max(s.padBottom, (s.OH - 1) * s.strideH + s.KH - s.H - s.padTop);
+    s.padRight = std::max(s.padRight, (s.OW - 1) * s.strideW + s.KW - s.W - s.padLeft);
+  }
   // A window wholly in the padding has no element to pool (the reference reports it).
   if (s.padTop >= s.KH || s.padBottom >= s.KH || s.padLeft >= s.KW || s.padRight >= s.KW)
     return "a pad as large as the window leaves windows with no element";
@@ -72,19 +88,30 @@ std::string readPoolShape(const Node &node, PoolShape &s) {
   return "";
 }
 
-std::string checkPool(const Node &node, const LoweringOptions &) {
+/// Why X and Y, in standard form with channels on partitions (what the pool reads and writes), cannot
+/// fit SBUF together: the partition's general check allows any layout, this emitter takes one.
+std::string poolSbufReason(const Node &node, const LoweringOptions &options) {
+  if (!options.profile) return "";
+  const int64_t bytes = f32BlockBytes(staticShape(node.input(0)), 1) + f32BlockBytes(staticShape(node.output(0)), 1);
+  if (bytes <= options.profile->sbuf.bytesPerPartition) return "";
+  return fmt::format("a block of its input and output with channels on partitions needs {} bytes per partition of "
+                     "SBUF; {} has {}",
+                     bytes, options.profile->name, options.profile->sbuf.bytesPerPartition);
+}
+
+std::string checkPool(const Node &node, const LoweringOptions &options) {
   if (node.attrInt("channels_last", 0) != 0) return "channels_last = 1 (the accelerator keeps channels on partitions)";
   if (node.opType() == "GlobalAveragePool")
-    return staticShape(node.input(0)).size() == 4 ? "" : "not a 2-D pool";
+    return staticShape(node.input(0)).size() == 4 ? poolSbufReason(node, options) : "not a 2-D pool";
   const std::string autoPad = node.attrString("auto_pad", "NOTSET");
   if (!autoPad.empty() && autoPad != "NOTSET") return "auto_pad = " + autoPad + " (only explicit pads)";
-  if (node.attrInt("ceil_mode", 0) != 0) return "ceil_mode = 1";
   if (node.attrInt("storage_order", 0) != 0) return "storage_order = 1";
   for (int64_t d : node.attrInts("dilations"))
     if (d != 1) return "dilations other than 1";
   if (node.outputs().size() > 1 && node.output(1)) return "MaxPool's Indices output";
   PoolShape s;
-  return readPoolShape(node, s);
+  if (std::string why = readPoolShape(node, s); !why.empty()) return why;
+  return poolSbufReason(node, options);
 }
 
 // ---- Chunks and tap rectangles ------------------------------------------------------------------------

@@ -647,6 +647,15 @@ TileView LoweringContext::constantTile(float value, DType dtype) {
   return t;
 }
 
+TileView LoweringContext::broadcastRow(const TileView &row, const std::string &name) {
+  const int64_t P = profile().partitions, n = row.freeSize();
+  TileView sums = builder_.psum(name + "/broadcast", DType::F32, P, {n});
+  builder_.matmul(sums, constantTile(1.0f, DType::F32).partitionSlice(0, 1), row, /*accumulate=*/false);
+  TileView everywhere = builder_.sbuf(name + "/everywhere", DType::F32, P, {n});
+  builder_.copy(everywhere, sums);
+  return everywhere;
+}
+
 TileView LoweringContext::identity(DType dtype) {
   if (auto it = identities_.find(dtype); it != identities_.end()) return it->second;
   return identities_[dtype] = kernels::makeIdentity(builder_, fmt::format("identity.{}", dtypeName(dtype)), dtype);

@@ -141,6 +141,10 @@ class LoweringContext {
   std::vector<tile::TileView> channelVector(const std::vector<float> &values);
   /// A [partitions, partitions] tile of `value` in `dtype` (e.g. all ones for PE reductions), cached.
   tile::TileView constantTile(float value, DType dtype);
+  /// `row` ([1, n] f32 on one partition, n <= a PSUM bank) on every partition, as a new [P, n] f32 SBUF
+  /// tile: an all-ones matmul of one contraction row. What a value computed at run time (a scale)
+  /// becomes to act as per-partition scalars.
+  tile::TileView broadcastRow(const tile::TileView &row, const std::string &name);
   /// The [partitions, partitions] identity in `dtype`, made once per program (makeIdentity) for the
   /// depthwise diagonals. Attention makes its own per node: one tile live across a whole transformer
   /// moved its allocation and cost BERT-base 2% on nc-v2 and GPT-2 3% on nc-v3.
