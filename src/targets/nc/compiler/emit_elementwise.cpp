@@ -4,8 +4,8 @@
 // keeps its intermediates in SBUF. This file decides the layout and the operands' forms.
 //
 // Operands are full tiles (activations, in the output's layout), per-partition scalars (a constant that
-// varies only along the partition axis, or an activation of one element broadcast to every partition:
-// ACT and DVE take a [P, 1] operand), or immediates (one-element constants). Other constants are broadcast to the output's shape at compile time and loaded.
+// varies only along the partition axis; an activation of one element broadcast to every partition; a
+// per-channel activation [1, C, 1, 1], channels then on partitions: ACT and DVE take a [P, 1] operand), or immediates (one-element constants). Other constants are broadcast to the output's shape at compile time and loaded.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -79,7 +79,15 @@ bool isOneElement(const Value *v) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()) == 1;
 }
 
-std::string checkElementwise(const Node &node, const LoweringOptions &) {
+/// Whether activation `v` is one value per channel of a [1, C, H, W] output (a squeeze-excitation
+/// gate [1, C, 1, 1]): with the channels on partitions it is a per-partition scalar.
+bool isChannelVector(const Value *v, const std::vector<int64_t> &outShape) {
+  const std::vector<int64_t> shape = staticShape(v);
+  return outShape.size() == 4 && outShape[0] == 1 && outShape[2] * outShape[3] > 1 && shape.size() == 4 &&
+         shape[0] == 1 && shape[1] == outShape[1] && shape[2] == 1 && shape[3] == 1;
+}
+
+std::string checkElementwise(const Node &node, const LoweringOptions &options) {
   // Which values derive from an activation (the rest from constants alone): every op needs one such
   // operand, so that the emitter writes the output from a tile; ops on constants alone are left to
   // constant folding.
@@ -98,9 +106,24 @@ std::string checkElementwise(const Node &node, const LoweringOptions &) {
     fromActivation.insert(op->output(0));
   }
   const std::vector<int64_t> outShape = staticShape(node.output(0));
+  bool channelVector = false;
   for (const Value *in : node.inputs()) {
     if (!in || in->hasInitializer() || isOneElement(in)) continue;
+    if (isChannelVector(in, outShape)) {
+      channelVector = true;
+      continue;
+    }
     if (staticShape(in) != outShape) return fmt::format("input '{}' broadcasts to the output's shape", in->name());
+  }
+  // A channel vector fixes the layout: channels on partitions, for the other inputs and the output too.
+  if (channelVector && options.profile) {
+    int64_t bytes = f32BlockBytes(outShape, 1);
+    for (const Value *in : node.inputs())
+      if (in && !in->hasInitializer() && staticShape(in) == outShape) bytes += f32BlockBytes(outShape, 1);
+    if (bytes > options.profile->sbuf.bytesPerPartition)
+      return fmt::format("with a per-channel input, a block of its inputs and output with channels on partitions needs "
+                         "{} bytes per partition of SBUF; {} has {}",
+                         bytes, options.profile->name, options.profile->sbuf.bytesPerPartition);
   }
   return "";
 }
@@ -128,6 +151,8 @@ class Evaluator {
       break;
     }
     if (rank == 0) axis = 0;
+    for (const Value *in : node_.inputs())
+      if (in && !in->hasInitializer() && isChannelVector(in, shape)) axis = 1;
     const int64_t P = ctx_.profile().partitions;
 
     // Per input: its device form, or how the constant is read.
@@ -148,6 +173,20 @@ class Evaluator {
         const TileView everywhere = ctx_.broadcastRow(row, fmt::format("{}/s{}", node_.name(), i));
         for (int64_t start = 0; start < shape[axis]; start += P)
           perPartition[i].push_back(everywhere.partitionSlice(0, std::min(P, shape[axis] - start)));
+        fixed[i].kind = Operand::PartitionScalar;
+        continue;
+      }
+      if (!in->hasInitializer() && isChannelVector(in, shape)) {
+        TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx_.standard(in, 1));
+        for (int64_t start = 0; start < shape[1]; start += P) {
+          TileView column = t.partitions(start, std::min(P, shape[1] - start));
+          if (column.dtype() != DType::F32) {
+            TileView f32 = b_.sbuf(fmt::format("{}/v{}", node_.name(), i), DType::F32, column.partitions(), {1});
+            b_.copy(f32, column);
+            column = f32;
+          }
+          perPartition[i].push_back(column);
+        }
         fixed[i].kind = Operand::PartitionScalar;
         continue;
       }

@@ -83,5 +83,21 @@ func @main(%x: f32[1,1,320,320]) -> (%y: f32[1,1,320,320]) {
 })");
 }
 
+TEST(ElementwiseLowering, SqueezeExcitationGateIsAPerPartitionScalar) {
+  // x * gate(GlobalAveragePool(x)) as PP-OCR and MobileNetV3 have it: the [1, C, 1, 1] gate is read as
+  // one scalar per partition (160 channels: two blocks, one ragged), on its own and inside a fused
+  // chain (-O3 fuses the Mul with the Add after it).
+  expectOnDeviceAndMatches(R"(model opset(ai.onnx=17) ir_version=8 {
+func @main(%x: f32[1,160,6,6]) -> (%y: f32[1,160,6,6]) {
+  const %half = dense<f32[]: 0.5>
+  %p = GlobalAveragePool(%x)
+  %g = HardSigmoid(%p) {alpha = 0.2, beta = 0.5}
+  %m = Mul(%x, %g)
+  %y = Add(%m, %half)
+  return %y
+}
+})");
+}
+
 }  // namespace
 }  // namespace tessel::nc::compiler
