@@ -1,5 +1,8 @@
 #include "ops/resize_geometry.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace tessel {
 
 Expected<std::optional<double>> resizeInputCoordinate(double x, int64_t inSize, double scale, double roiStart,
@@ -28,6 +31,47 @@ bool nearestPicksRight(double ratio, std::string_view mode) {
   if (mode == "round_prefer_ceil") return ratio >= 0.5;
   if (mode == "floor") return false;
   return true;  // ceil
+}
+
+std::optional<ResizeTwoTaps> resizeTwoTaps(int64_t inSize, int64_t outSize, double scale, std::string_view mode,
+                                           std::string_view coordinateMode, std::string_view nearestMode) {
+  // tf_crop_and_resize reads a region of interest: not two taps inside the input.
+  if (coordinateMode == "tf_crop_and_resize") return std::nullopt;
+  ResizeTwoTaps axis;
+  for (int64_t x = 0; x < outSize; ++x) {
+    auto coordinate = resizeInputCoordinate(static_cast<double>(x), inSize, scale, 0, 1, coordinateMode);
+    if (!coordinate.ok() || !*coordinate) return std::nullopt;
+    const double original = **coordinate;
+    double left = std::floor(original);
+    if (left == original) left -= 1;
+    const double ratio = original - left;
+    double w0 = 0, w1 = 0;
+    if (mode == "linear") {
+      w0 = 1 - ratio;
+      w1 = ratio;
+    } else {
+      (nearestPicksRight(ratio, nearestMode) ? w1 : w0) = 1;
+    }
+    const int64_t first = static_cast<int64_t>(left);
+    int64_t i0 = std::clamp<int64_t>(first, 0, inSize - 1), i1 = std::clamp<int64_t>(first + 1, 0, inSize - 1);
+    // Both taps clamped onto one element (an axis of size 1) read it once.
+    if (i0 == i1) {
+      w0 += w1;
+      w1 = 0;
+    }
+    // A zero-weight tap is dropped, as in the reference; keep the live one in slot 0.
+    if (w0 == 0) {
+      i0 = i1;
+      w0 = w1;
+      w1 = 0;
+    }
+    if (w1 == 0) i1 = i0;
+    axis.index0.push_back(i0);
+    axis.index1.push_back(i1);
+    axis.weight0.push_back(static_cast<float>(w0));
+    axis.weight1.push_back(static_cast<float>(w1));
+  }
+  return axis;
 }
 
 }  // namespace tessel

@@ -38,45 +38,14 @@ class ResizeStep final : public Step {
   ResizePlan plan_;
 };
 
-/// The taps of every output coordinate along one axis, or nullopt for a mode not covered.
+/// The taps of every output coordinate along one axis (ops/resize_geometry.h), or nullopt for a mode
+/// not covered.
 std::optional<ResizeAxis> axisTable(int64_t inSize, int64_t outSize, double scale, const Options &options) {
-  // tf_crop_and_resize reads a region of interest: the reference kernel's.
-  if (options.coordinateMode == "tf_crop_and_resize") return std::nullopt;
-  ResizeAxis axis;
-  for (int64_t x = 0; x < outSize; ++x) {
-    auto coordinate = resizeInputCoordinate(static_cast<double>(x), inSize, scale, 0, 1, options.coordinateMode);
-    if (!coordinate.ok() || !*coordinate) return std::nullopt;
-    const std::optional<double> original = *coordinate;
-    double left = std::floor(*original);
-    if (left == *original) left -= 1;
-    const double ratio = *original - left;
-    double w0 = 0, w1 = 0;
-    if (options.mode == "linear") {
-      w0 = 1 - ratio;
-      w1 = ratio;
-    } else {
-      (nearestPicksRight(ratio, options.nearestMode) ? w1 : w0) = 1;
-    }
-    const int64_t first = static_cast<int64_t>(left);
-    int64_t i0 = std::clamp<int64_t>(first, 0, inSize - 1), i1 = std::clamp<int64_t>(first + 1, 0, inSize - 1);
-    // Both taps clamped onto one element (an axis of size 1) read it once.
-    if (i0 == i1) {
-      w0 += w1;
-      w1 = 0;
-    }
-    // A zero-weight tap is dropped, as in the reference; keep the live one in slot 0.
-    if (w0 == 0) {
-      i0 = i1;
-      w0 = w1;
-      w1 = 0;
-    }
-    if (w1 == 0) i1 = i0;
-    axis.index0.push_back(i0);
-    axis.index1.push_back(i1);
-    axis.weight0.push_back(static_cast<float>(w0));
-    axis.weight1.push_back(static_cast<float>(w1));
-  }
-  return axis;
+  std::optional<ResizeTwoTaps> taps =
+      resizeTwoTaps(inSize, outSize, scale, options.mode, options.coordinateMode, options.nearestMode);
+  if (!taps) return std::nullopt;
+  return ResizeAxis{std::move(taps->index0), std::move(taps->index1), std::move(taps->weight0),
+                    std::move(taps->weight1)};
 }
 
 /// Whether the axis keeps its size and maps each coordinate to itself.

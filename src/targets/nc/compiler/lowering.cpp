@@ -816,8 +816,10 @@ std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &opt
                            in->name(), in->type().str());
       continue;
     }
-    // Integer shape operands (Reshape's shape, ...) are constants the emitter reads at compile time.
-    if (in && in->hasInitializer() && in->type().dtype() != tessel::DType::Float32) continue;
+    // Integer shape operands (Reshape's shape, ...) and empty constants (Resize's absent roi) are read at
+    // compile time, if at all.
+    if (in && in->hasInitializer() && (in->type().dtype() != tessel::DType::Float32 || in->initializer().numel() == 0))
+      continue;
     if (std::string why = checkValue(in, "input"); !why.empty()) return why;
   }
   for (const Value *out : node.outputs())
