@@ -39,7 +39,8 @@ TEST(PassManager, RejectsUnknownNamesListingTheKnownOnes) {
   Status status = manager.addPipeline("infer-shapes,fold-everything");
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.diag().code, ErrorCode::InvalidArgument);
-  EXPECT_EQ(status.diag().message, "unknown pass 'fold-everything'; the passes are: infer-shapes, promote-half, fuse-qdq, fold-shapes, fold-constants, "
+  EXPECT_EQ(status.diag().message, "unknown pass 'fold-everything'; the passes are: infer-shapes, promote-half, fuse-qdq, "
+            "float-dynamic-quantization, fold-shapes, fold-constants, "
             "eliminate-common-subexpressions, eliminate-dead-code, fold-batch-norm, fold-conv-affine, recognize-gelu, "
             "recognize-layer-norm, recognize-softmax, recognize-attention, recognize-rotary-embedding, kv-cache-in-place, "
             "last-position-logits, fuse-epilogues, fold-conv-input-affine, fuse-elementwise, "

@@ -85,7 +85,8 @@ TEST_F(OptCommand, ReportsUnknownPassesAndFailingPasses) {
   CommandResult unknown = runTool("opt " + path + " --passes=infer-shapes,make-it-fast");
   EXPECT_EQ(unknown.exitCode, 1);
   EXPECT_EQ(unknown.output,
-            "tessel: error: unknown pass 'make-it-fast'; the passes are: infer-shapes, promote-half, fuse-qdq, fold-shapes, fold-constants, "
+            "tessel: error: unknown pass 'make-it-fast'; the passes are: infer-shapes, promote-half, fuse-qdq, "
+            "float-dynamic-quantization, fold-shapes, fold-constants, "
             "eliminate-common-subexpressions, eliminate-dead-code, fold-batch-norm, fold-conv-affine, recognize-gelu, "
             "recognize-layer-norm, recognize-softmax, recognize-attention, recognize-rotary-embedding, kv-cache-in-place, "
             "last-position-logits, fuse-epilogues, fold-conv-input-affine, fuse-elementwise, "
