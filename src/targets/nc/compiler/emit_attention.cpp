@@ -159,18 +159,64 @@ Expected<DeviceTensor> headMajor(LoweringContext &ctx, const Value *value) {
   return ctx.standard(value, 3);
 }
 
-/// A copy of `t`'s storage in `dtype`, times `scale` (the same placement, new tiles).
-DeviceTensor scaledCopy(KernelBuilder &b, const DeviceTensor &t, DType dtype, float scale, const std::string &name) {
+/// A copy of `t`'s storage in `dtype`, times `scale` (the same placement, new tiles); of a tensor split
+/// over the cores, this core's blocks (`core`).
+DeviceTensor scaledCopy(KernelBuilder &b, const DeviceTensor &t, DType dtype, float scale, const std::string &name,
+                        int core) {
   if (t.dtype == dtype && scale == 1.0f) return t;
   DeviceTensor copy = t;
   copy.dtype = dtype;
-  for (TileView &block : copy.blocks) {
+  for (size_t k = 0; k < copy.blocks.size(); ++k) {
+    TileView &block = copy.blocks[k];
     TileView tile = b.sbuf(name, dtype, block.partitions(), {block.freeSize()});
-    if (scale == 1.0f) b.copy(tile, block);
-    else b.tensorScalar(tile, block, AluOp::Multiply, scale);
+    if (t.shardedCores == 1 || static_cast<int>(k) % t.shardedCores == core) {
+      if (scale == 1.0f) b.copy(tile, block);
+      else b.tensorScalar(tile, block, AluOp::Multiply, scale);
+    }
     block = tile;
   }
   return copy;
+}
+
+/// The 128-feature tile (the producer's block) holding head h of a head-major tensor.
+int64_t headTile(const DeviceTensor &t, int64_t h, int64_t partitions) {
+  return (t.partitionBase + h * t.axes[1].partitionStride) / partitions;
+}
+
+/// Tensor parallelism by heads: with Q split over the cores in 128-feature tiles, this core computes the
+/// heads of its tiles, when each one's output lands in a tile it owns (the packed output) and its K and V
+/// heads are here (whole, or split the same way). Returns the heads' groups of `plan` to compute and
+/// whether the output is split; K or V split another way is gathered first, and so is Q when its heads
+/// do not line up with their outputs.
+Expected<std::pair<std::vector<std::vector<int64_t>>, bool>> headsOfThisCore(LoweringContext &ctx, const Node &node,
+                                                                             const kernels::HeadsProblem &problem,
+                                                                             const kernels::HeadsPlan &plan,
+                                                                             DeviceTensor &q, DeviceTensor &k,
+                                                                             DeviceTensor &v) {
+  const int64_t P = ctx.profile().partitions;
+  const int core = ctx.options().core, cores = q.shardedCores;
+  auto owned = [&](int64_t tile, int splitCores) { return splitCores == 1 || tile % splitCores == core; };
+  bool split = cores > 1 && attentionSplitsByHeads(ctx.profile(), node);
+  for (int64_t h = 0; split && h < problem.H; ++h)
+    split = (headTile(q, h, P) - h * problem.Dv / P) % cores == 0;
+  if (!split && q.shardedCores > 1) {
+    TESSEL_ASSIGN_OR_RETURN(q, ctx.unsplit(node.input(0)));
+  }
+  const int64_t perKv = problem.H / problem.Hkv;
+  // Every core decides alike (their collectives must match): K and V are here when whole, or split
+  // so that each query head's K/V head lies on the core of the query head.
+  for (auto [t, input] : {std::pair{&k, 1}, std::pair{&v, 2}}) {
+    bool here = t->shardedCores == 1 || (split && t->shardedCores == cores);
+    for (int64_t h = 0; t->shardedCores > 1 && here && h < problem.H; ++h)
+      here = headTile(q, h, P) % cores == headTile(*t, h / perKv, P) % cores;
+    if (!here) {
+      TESSEL_ASSIGN_OR_RETURN(*t, ctx.unsplit(node.input(static_cast<size_t>(input))));
+    }
+  }
+  std::vector<std::vector<int64_t>> groups;
+  for (const std::vector<int64_t> &group : plan.groups)
+    if (!split || owned(headTile(q, group.front(), P), cores)) groups.push_back(group);
+  return std::make_pair(std::move(groups), split);
 }
 
 /// `value` [B, H, S, D] row-major in HBM as bf16, the flash form's dtype: its own HBM form when that
@@ -239,15 +285,18 @@ Status emitAttention(LoweringContext &ctx, const Node &node) {
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor q, headMajor(ctx, node.input(0)));
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor k, headMajor(ctx, node.input(1)));
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor v, headMajor(ctx, node.input(2)));
+  kernels::HeadsPlan plan = kernels::planHeads(profile, problem, mm, v.dtype);
+  TESSEL_ASSIGN_OR_RETURN(auto heads, headsOfThisCore(ctx, node, problem, plan, q, k, v));
+  plan.groups = std::move(heads.first);
   // The scale rides on Q's cast to the matmul dtype, so the mask adds to the scaled scores in PSUM.
-  const HeadMatrices qHeads{scaledCopy(b, q, mm, problem.scale, name("q"))};
-  const HeadMatrices kHeads{scaledCopy(b, k, mm, 1.0f, name("k"))};
+  const int core = ctx.options().core;
+  const HeadMatrices qHeads{scaledCopy(b, q, mm, problem.scale, name("q"), core)};
+  const HeadMatrices kHeads{scaledCopy(b, k, mm, 1.0f, name("k"), core)};
   const HeadMatrices vHeads{v};  // Transposed per head by PE, which casts on the eviction.
   kernels::HeadsOperands operands;
   if (node.input(3)) {
     TESSEL_ASSIGN_OR_RETURN(operands.mask, ctx.hbmOf(node.input(3)));
   }
-  const kernels::HeadsPlan plan = kernels::planHeads(profile, problem, mm, v.dtype);
   const int64_t B = problem.B, H = problem.H, Sq = problem.Sq, Dv = problem.Dv;
   DeviceTensor output, storage;
   if (plan.packedOutput) {
@@ -271,9 +320,20 @@ Status emitAttention(LoweringContext &ctx, const Node &node) {
   operands.ones = [&] { return ctx.constantTile(1.0f, mm); };
   operands.tilePrefix = node.name() + "/";
   kernels::emitHeadsAttention(b, problem, plan, operands);
+  if (heads.second) output.shardedCores = q.shardedCores;
   ctx.define(node.output(0), output);
   return Status::success();
 }
+
+}  // namespace
+
+bool attentionSplitsByHeads(const MachineProfile &profile, const Node &node) {
+  const kernels::HeadsProblem problem = describeAttention(node);
+  return problem.H > 0 && problem.D == problem.Dv && problem.Sk <= kernels::kHeadsMaxKeys &&
+         kernels::headsPackIntoBlocks(profile.partitions, problem.H, problem.Dv) && checkAttention(node, {}).empty();
+}
+
+namespace {
 
 // ---- RotaryEmbedding --------------------------------------------------------------------------------
 //
@@ -374,6 +434,8 @@ Status emitRotaryEmbedding(LoweringContext &ctx, const Node &node) {
   std::optional<TileView> cosT, sinT;
   int64_t tablesBatch = -1;
   for (const HeadRun &run : runs) {
+    // X split over the cores by 128-feature tiles (Q heads for an attention split by heads): this core's.
+    if (x.shardedCores > 1 && run.start / P % x.shardedCores != ctx.options().core) continue;
     if (!cosT || (r.table[0] > 1 && run.batch != tablesBatch)) {
       cosT = loadTable(cosines, run.batch, "cos");
       sinT = loadTable(sines, run.batch, "sin");

@@ -271,14 +271,29 @@ bool isElementwiseOnSplit(const Node &node) {
   return kOps.count(node.opType()) > 0;
 }
 
+/// Ops whose output is a view of their input's storage (emit_shape.cpp), so a split tensor stays split through them.
+bool isViewOnSplit(const Node &node) {
+  static const std::set<std::string> kOps = {"Reshape", "Transpose", "Split", "Slice", "Squeeze", "Unsqueeze",
+                                             "Flatten", "Identity"};
+  return node.domain().empty() && kOps.count(node.opType()) > 0;
+}
+
 /// Whether `y` may stay split over the cores: every reader is a matmul on the device that takes it as its left operand
 /// with a constant weight it will split by rows (the row-parallel half of a column-parallel / row-parallel pair, which
-/// needs one all_reduce instead of two gathers), or an elementwise op of same-shaped activations and one-value
-/// constants (an MLP's activation or SwiGLU between the pair) whose own readers take its output split. Returns the
-/// row-parallel readers' weight elements and their widest output, or nullopt.
-std::optional<std::pair<int64_t, int64_t>> readersTakeSharded(const LoweringContext &ctx, const Value *y, int depth = 0) {
-  if (y->uses().empty()) return std::nullopt;
+/// needs one all_reduce instead of two gathers); an elementwise op of same-shaped activations and one-value
+/// constants (an MLP's activation or SwiGLU between the pair), a view (the head split) or a rotary embedding whose
+/// own readers take its output split; or attention's Q, K or V when it computes this core's heads only (attentionSplitsByHeads) and its
+/// output's readers take it split (the attention block's projections). Returns what the split readers are, or nullopt.
+struct SplitReaders {
+  int64_t weights = 0;     // The row-parallel readers' weight elements.
+  int64_t widest = 0;      // Their widest output.
+  bool attention = false;  // Attention reads it, computing this core's heads only.
+};
+
+std::optional<SplitReaders> readersTakeSharded(const LoweringContext &ctx, const Value *y, int depth = 0) {
+  if (y->uses().empty() || ctx.isStageOutput(y)) return std::nullopt;
   int64_t weights = 0, widest = 0;
+  bool attention = false;
   for (const Value *out : y->graph()->outputs())
     if (out == y) return std::nullopt;
   for (const Use &use : y->uses()) {
@@ -294,17 +309,34 @@ std::optional<std::pair<int64_t, int64_t>> readersTakeSharded(const LoweringCont
       widest = std::max(widest, n);
       continue;
     }
-    if (depth >= 4 || !isElementwiseOnSplit(*reader) || reader->outputs().size() != 1) return std::nullopt;
-    for (const Value *in : reader->inputs()) {
-      if (!in) return std::nullopt;
-      if (in->hasInitializer() ? in->initializer().numel() != 1 : staticShape(in) != staticShape(y)) return std::nullopt;
+    if (depth >= 8) return std::nullopt;
+    std::vector<const Value *> passedOn;
+    if (isViewOnSplit(*reader)) {
+      for (const Value *out : reader->outputs())
+        if (out) passedOn.push_back(out);
+    } else if (reader->domain() == "tessel" && reader->opType() == "RotaryEmbedding" && use.inputIndex == 0) {
+      passedOn.push_back(reader->output(0));  // Per head, on each head's partitions (emit_attention.cpp).
+    } else if (reader->domain() == "tessel" && reader->opType() == "Attention" && use.inputIndex <= 2) {
+      if (!attentionSplitsByHeads(ctx.profile(), *reader)) return std::nullopt;
+      attention = true;
+      passedOn.push_back(reader->output(0));
+    } else {
+      if (!isElementwiseOnSplit(*reader) || reader->outputs().size() != 1) return std::nullopt;
+      for (const Value *in : reader->inputs()) {
+        if (!in) return std::nullopt;
+        if (in->hasInitializer() ? in->initializer().numel() != 1 : staticShape(in) != staticShape(y)) return std::nullopt;
+      }
+      passedOn.push_back(reader->output(0));
     }
-    auto further = readersTakeSharded(ctx, reader->output(0), depth + 1);
-    if (!further) return std::nullopt;
-    weights += further->first;
-    widest = std::max(widest, further->second);
+    for (const Value *out : passedOn) {
+      auto further = readersTakeSharded(ctx, out, depth + 1);
+      if (!further) return std::nullopt;
+      weights += further->weights;
+      widest = std::max(widest, further->widest);
+      attention = attention || further->attention;
+    }
   }
-  return std::make_pair(weights, widest);
+  return SplitReaders{weights, widest, attention};
 }
 
 Status lowerMatmul(LoweringContext &ctx, const Node &node) {
@@ -338,13 +370,16 @@ Status lowerMatmul(LoweringContext &ctx, const Node &node) {
   const int core = ctx.options().core;
   if (a.shardedCores > 1) return emitRowParallel(ctx, node, m, a, weights, wAt, K, N);
   // A column-parallel matmul whose readers take its output split pays for one all_reduce (theirs) instead of a
-  // collective of its own; it is worth splitting when the two matmuls' saved weight DMA beats it.
+  // collective of its own; it is worth splitting when the two matmuls' saved weight DMA beats it. Through an
+  // attention (a Q, K or V projection) it always is: the heads' work splits too, and the output projection would
+  // need a collective of its own anyway; so every projection of one attention decides alike.
   OutputSplit split = OutputSplit::None;
   if (splitsWholeTiles(ctx.profile(), cores, K, N)) {
     if (auto readers = readersTakeSharded(ctx, y)) {
       const double saved = dmaNs(
-          ctx.profile(), static_cast<double>((K * N + readers->first) * dtypeSizeBytes(dtype)) * (cores - 1) / cores);
-      if (saved > costCollectiveNs(ctx.profile(), Collective::AllReduce, rows * readers->second * 4, cores))
+          ctx.profile(), static_cast<double>((K * N + readers->weights) * dtypeSizeBytes(dtype)) * (cores - 1) / cores);
+      if (readers->attention ||
+          saved > costCollectiveNs(ctx.profile(), Collective::AllReduce, rows * readers->widest * 4, cores))
         split = OutputSplit::WholeTilesKept;
     }
   }

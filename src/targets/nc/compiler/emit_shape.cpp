@@ -53,7 +53,8 @@ Status emitReshape(LoweringContext &ctx, const Node &node) {
     ctx.define(node.output(0), *view);
     return Status::success();
   }
-  // Through HBM: row-major storage reshapes for free.
+  // Through HBM: row-major storage reshapes for free (of a whole tensor).
+  if (t.shardedCores > 1) TESSEL_RETURN_IF_ERROR(ctx.unsplit(node.input(0)).status());
   TESSEL_ASSIGN_OR_RETURN(tile::HbmView hbm, ctx.hbmOf(node.input(0)));
   std::vector<FreeDim> dims(shape.size());
   int64_t stride = 1;

@@ -39,6 +39,7 @@ Expected<DeviceProgram> lowerStage(const Stage &stage, size_t stageIndex, const 
     for (const Value *in : stage.nodes[i]->inputs())
       if (in) lastUse[in] = i;
   for (const Value *out : stage.outputs) lastUse[out] = stage.nodes.size();
+  ctx.setStageOutputs(std::set<const Value *>(stage.outputs.begin(), stage.outputs.end()));
   auto nextUse = [&](const Value *v, size_t after) {
     for (size_t i = after + 1; i < stage.nodes.size(); ++i)
       for (const Value *in : stage.nodes[i]->inputs())

@@ -369,6 +369,10 @@ Expected<DeviceTensor> LoweringContext::standard(const Value *value, int64_t axi
   TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, activation(value));
   axis = normalizeAxis(axis, t.rank());
   if (t.rank() == 0 || t.isStandard(axis)) return t;
+  // The relayouts move blocks to other places: whole ones.
+  if (t.shardedCores > 1) {
+    TESSEL_ASSIGN_OR_RETURN(t, unsplit(value));
+  }
   auto key = std::make_pair(value, axis);
   if (auto it = standardCache_.find(key); it != standardCache_.end()) return it->second;
   DeviceTensor out;
@@ -407,6 +411,19 @@ Expected<DeviceTensor> LoweringContext::standardAs(const Value *value, int64_t a
     if (t.shardedCores == 1 || static_cast<int>(k) % t.shardedCores == options_.core) builder_.copy(out.blocks[k], t.blocks[k]);
   castCache_[key] = out;
   return out;
+}
+
+Expected<DeviceTensor> LoweringContext::unsplit(const Value *value) {
+  TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, activation(value));
+  if (t.shardedCores <= 1) return t;
+  for (size_t k = 0; k < t.blocks.size(); ++k) {
+    if (static_cast<int>(k) % t.shardedCores != options_.core) builder_.memset(t.blocks[k], 0.0f);
+    builder_.allReduce(t.blocks[k], AluOp::Add, t.shardedCores);
+  }
+  noteLayout(fmt::format("{} gathered from its {} cores (all_reduce per block)", value->name(), t.shardedCores));
+  t.shardedCores = 1;
+  activations_[value] = t;
+  return t;
 }
 
 void LoweringContext::define(const Value *value, DeviceTensor tensor) {

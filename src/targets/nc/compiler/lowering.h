@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -109,6 +110,11 @@ class LoweringContext {
   DeviceTensor allocate(const Value *value, int64_t partitionAxis, std::optional<DType> dtype = std::nullopt);
   /// The row-major HBM form of an activation (segment inputs as fed; others stored once to scratch).
   Expected<tile::HbmView> hbmOf(const Value *value);
+  /// `value` whole on every core: when it is split over the cores (DeviceTensor::shardedCores), each
+  /// core zeroes the blocks it does not own and an all_reduce per block completes them (the storage
+  /// is shared with the views of the same producer, which stay correct). For a reader that cannot take
+  /// it split.
+  Expected<DeviceTensor> unsplit(const Value *value);
   /// Spills an activation: stores it to HBM once and forgets its SBUF form, so that the allocator can
   /// reuse its space; the next reader reloads it. A split (sharded) tensor is not spilled.
   Status spill(const Value *value);
@@ -175,6 +181,9 @@ class LoweringContext {
   void bindLaunchRegister(const Value *value, int index) { launchRegisters_[value] = index; }
   /// Whether a value is read after the node being lowered (by a later node, or as a segment output).
   void setReadAfter(std::function<bool(const Value *)> readAfter) { readAfter_ = std::move(readAfter); }
+  /// The values the stage stores for the host or a later stage: whole ones (a split tensor stays inside).
+  void setStageOutputs(std::set<const Value *> outputs) { stageOutputs_ = std::move(outputs); }
+  bool isStageOutput(const Value *value) const { return stageOutputs_.count(value) > 0; }
   struct ConstantData {
     int32_t tensor = -1;          // HBM tensor id in the kernel.
     DType dtype = DType::F32;
@@ -205,6 +214,7 @@ class LoweringContext {
   std::map<DType, tile::TileView> identities_;
   std::vector<ConstantData> constants_;
   std::function<bool(const Value *)> readAfter_;
+  std::set<const Value *> stageOutputs_;
   int scratchCount_ = 0;
   std::string currentNode_;
   std::vector<LayoutNote> layoutNotes_;
@@ -257,6 +267,12 @@ std::string_view hostOnlyReason(std::string_view domain, std::string_view opType
 
 /// Whether `value` can be a launch register: a graph input of one int64 element.
 bool isLaunchValue(const Value &value);
+
+/// Whether tessel Attention `node` can compute only the heads of this core when its Q arrives split
+/// over the cores by 128-feature tiles (tensor parallelism by heads): its heads form packs the heads'
+/// outputs into the same tiles (D = Dv dividing the partitions), so the output stays split for a
+/// row-parallel matmul after it (emit_attention.cpp).
+bool attentionSplitsByHeads(const MachineProfile &profile, const Node &node);
 
 /// Why `node` must run on the host ("" when the accelerator can run it).
 std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options);

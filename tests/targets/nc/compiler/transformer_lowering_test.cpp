@@ -262,6 +262,41 @@ func @main(%x: f32[1,1,4096]) -> (%k: f32[1,1,384]) {{
   expectMatchesOnCores(ir, {8}, [](int) { return 1; });
 }
 
+TEST(TransformerLowering, AttentionSplitsByHeadsOverTheCores) {
+  // GPT-2's attention block in small: one QKV projection split into Q, K and V, 8 heads of 64, causal
+  // attention, the output projection. On 2 and 4 cores each core owns every 2nd (4th) 128-feature
+  // tile of the QKV projection, so the heads of its Q tiles with their K and V (the same tiles'
+  // heads): it computes those heads only, and the output projection, row-parallel over the same
+  // tiles, needs the one all_reduce. On 8 cores K's tiles are not on the cores of their Q heads: the
+  // attention gathers Q, K and V first (an all_reduce per block), and still matches.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
+func @main(%x: f32[1,16,512]) -> (%y: f32[1,16,512]) {{
+  const %w = {}
+  const %b = {}
+  const %wo = {}
+  const %heads = dense<i64[4]: 1, 16, 8, 64>
+  const %merged = dense<i64[3]: 1, 16, 512>
+  %qkv = MatMul(%x, %w)
+  %qkvb = Add(%qkv, %b)
+  %q, %k, %v = Split(%qkvb) {{axis = 2, split = [512, 512, 512]}}
+  %q4 = Reshape(%q, %heads)
+  %k4 = Reshape(%k, %heads)
+  %v4 = Reshape(%v, %heads)
+  %qh = Transpose(%q4) {{perm = [0, 2, 1, 3]}}
+  %kh = Transpose(%k4) {{perm = [0, 2, 1, 3]}}
+  %vh = Transpose(%v4) {{perm = [0, 2, 1, 3]}}
+  %o = tessel.Attention(%qh, %kh, %vh) {{causal = 1}}
+  %ot = Transpose(%o) {{perm = [0, 2, 1, 3]}}
+  %om = Reshape(%ot, %merged)
+  %y = MatMul(%om, %wo)
+  return %y
+}}
+}})",
+                                     denseText({512, 1536}, 41, 0.05f), denseText({1536}, 42),
+                                     denseText({512, 512}, 43, 0.05f));
+  expectMatchesOnCores(ir, {2, 4, 8}, [](int cores) { return cores < 8 ? 1 : 12 + 1; });
+}
+
 TEST(TransformerLowering, AutoCastNoneIsFp32) {
   const std::string ir = fmt::format(R"(model opset(ai.onnx=17, tessel=1) ir_version=8 {{
 func @main(%x: f32[8,200]) -> (%y: f32[8,130]) {{
