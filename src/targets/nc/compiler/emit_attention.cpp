@@ -196,7 +196,7 @@ Expected<std::pair<std::vector<std::vector<int64_t>>, bool>> headsOfThisCore(Low
   const int64_t P = ctx.profile().partitions;
   const int core = ctx.options().core, cores = q.shardedCores;
   auto owned = [&](int64_t tile, int splitCores) { return splitCores == 1 || tile % splitCores == core; };
-  bool split = cores > 1 && attentionSplitsByHeads(ctx.profile(), node);
+  bool split = cores > 1 && attentionSplitsByHeads(ctx.profile(), node, cores);
   for (int64_t h = 0; split && h < problem.H; ++h)
     split = (headTile(q, h, P) - h * problem.Dv / P) % cores == 0;
   if (!split && q.shardedCores > 1) {
@@ -327,10 +327,18 @@ Status emitAttention(LoweringContext &ctx, const Node &node) {
 
 }  // namespace
 
-bool attentionSplitsByHeads(const MachineProfile &profile, const Node &node) {
-  const kernels::HeadsProblem problem = describeAttention(node);
-  return problem.H > 0 && problem.D == problem.Dv && problem.Sk <= kernels::kHeadsMaxKeys &&
-         kernels::headsPackIntoBlocks(profile.partitions, problem.H, problem.Dv) && checkAttention(node, {}).empty();
+bool attentionSplitsByHeads(const MachineProfile &profile, const Node &node, int cores, int input, int64_t offset) {
+  const kernels::HeadsProblem s = describeAttention(node);
+  const int64_t P = profile.partitions;
+  if (cores < 2 || s.H <= 0 || s.Hkv <= 0 || s.D != s.Dv || s.Sk > kernels::kHeadsMaxKeys ||
+      !kernels::headsPackIntoBlocks(P, s.H, s.Dv) || !checkAttention(node, {}).empty() || offset % s.D != 0)
+    return false;
+  // Query head h's output is in tile h * Dv / P; the head of this input that it reads, at `offset`.
+  for (int64_t h = 0; h < s.H; ++h) {
+    const int64_t head = input == 0 ? h : h / (s.H / s.Hkv);
+    if ((offset + head * s.D) / P % cores != h * s.Dv / P % cores) return false;
+  }
+  return true;
 }
 
 namespace {

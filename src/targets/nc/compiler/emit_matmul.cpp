@@ -273,8 +273,8 @@ bool isElementwiseOnSplit(const Node &node) {
 
 /// Ops whose output is a view of their input's storage (emit_shape.cpp), so a split tensor stays split through them.
 bool isViewOnSplit(const Node &node) {
-  static const std::set<std::string> kOps = {"Reshape", "Transpose", "Split", "Slice", "Squeeze", "Unsqueeze",
-                                             "Flatten", "Identity"};
+  static const std::set<std::string> kOps = {"Reshape", "Transpose", "Split", "Squeeze", "Unsqueeze", "Flatten",
+                                             "Identity"};
   return node.domain().empty() && kOps.count(node.opType()) > 0;
 }
 
@@ -290,7 +290,8 @@ struct SplitReaders {
   bool attention = false;  // Attention reads it, computing this core's heads only.
 };
 
-std::optional<SplitReaders> readersTakeSharded(const LoweringContext &ctx, const Value *y, int depth = 0) {
+std::optional<SplitReaders> readersTakeSharded(const LoweringContext &ctx, const Value *y, int depth = 0,
+                                               int64_t offset = 0) {
   if (y->uses().empty() || ctx.isStageOutput(y)) return std::nullopt;
   int64_t weights = 0, widest = 0;
   bool attention = false;
@@ -304,32 +305,42 @@ std::optional<SplitReaders> readersTakeSharded(const LoweringContext &ctx, const
       const Value *w = reader->input(1);
       if (!w->hasInitializer() || w->initializer().rank() != 2) return std::nullopt;
       const int64_t k = w->initializer().size(0), n = w->initializer().size(1);
-      if (k % ctx.profile().partitions != 0) return std::nullopt;  // Its rows split in the producer's whole tiles.
+      // Its rows split in the producer's whole tiles, tile t of them on core t % cores.
+      if (k % ctx.profile().partitions != 0 || offset != 0) return std::nullopt;
       weights += k * n;
       widest = std::max(widest, n);
       continue;
     }
     if (depth >= 8) return std::nullopt;
-    std::vector<const Value *> passedOn;
+    // What the reader passes on, with the feature offset of y's features in it (a Split of the
+    // features moves it; the head split's views keep it: head h of a part at `offset` is at offset + h * D).
+    std::vector<std::pair<const Value *, int64_t>> passedOn;
     if (isViewOnSplit(*reader)) {
-      for (const Value *out : reader->outputs())
-        if (out) passedOn.push_back(out);
+      const int64_t last = static_cast<int64_t>(staticShape(y).size()) - 1;
+      const bool features = reader->opType() == "Split" && normalizeAxis(reader->attrInt("axis", 0), last + 1) == last;
+      int64_t start = offset;
+      for (const Value *out : reader->outputs()) {
+        if (!out) continue;
+        passedOn.emplace_back(out, start);
+        if (features) start += staticShape(out).back();
+      }
     } else if (reader->domain() == "tessel" && reader->opType() == "RotaryEmbedding" && use.inputIndex == 0) {
-      passedOn.push_back(reader->output(0));  // Per head, on each head's partitions (emit_attention.cpp).
+      passedOn.emplace_back(reader->output(0), offset);  // Per head, on each head's partitions (emit_attention.cpp).
     } else if (reader->domain() == "tessel" && reader->opType() == "Attention" && use.inputIndex <= 2) {
-      if (!attentionSplitsByHeads(ctx.profile(), *reader)) return std::nullopt;
+      if (!attentionSplitsByHeads(ctx.profile(), *reader, ctx.options().cores, static_cast<int>(use.inputIndex), offset))
+        return std::nullopt;
       attention = true;
-      passedOn.push_back(reader->output(0));
+      passedOn.emplace_back(reader->output(0), 0);
     } else {
       if (!isElementwiseOnSplit(*reader) || reader->outputs().size() != 1) return std::nullopt;
       for (const Value *in : reader->inputs()) {
         if (!in) return std::nullopt;
         if (in->hasInitializer() ? in->initializer().numel() != 1 : staticShape(in) != staticShape(y)) return std::nullopt;
       }
-      passedOn.push_back(reader->output(0));
+      passedOn.emplace_back(reader->output(0), offset);
     }
-    for (const Value *out : passedOn) {
-      auto further = readersTakeSharded(ctx, out, depth + 1);
+    for (const auto &[out, at] : passedOn) {
+      auto further = readersTakeSharded(ctx, out, depth + 1, at);
       if (!further) return std::nullopt;
       weights += further->weights;
       widest = std::max(widest, further->widest);

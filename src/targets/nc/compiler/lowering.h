@@ -268,11 +268,14 @@ std::string_view hostOnlyReason(std::string_view domain, std::string_view opType
 /// Whether `value` can be a launch register: a graph input of one int64 element.
 bool isLaunchValue(const Value &value);
 
-/// Whether tessel Attention `node` can compute only the heads of this core when its Q arrives split
-/// over the cores by 128-feature tiles (tensor parallelism by heads): its heads form packs the heads'
-/// outputs into the same tiles (D = Dv dividing the partitions), so the output stays split for a
-/// row-parallel matmul after it (emit_attention.cpp).
-bool attentionSplitsByHeads(const MachineProfile &profile, const Node &node);
+/// Whether tessel Attention `node` can compute only the heads of each core when its Q arrives split
+/// over `cores` cores by 128-feature tiles, tile t on core t % cores (tensor parallelism by heads): its
+/// heads form packs the heads' outputs into tiles (D = Dv dividing the partitions), each on the core
+/// of its Q head, so the output stays split for a row-parallel matmul after it (emit_attention.cpp).
+/// With `input` (0, 1 or 2: Q, K or V) at feature `offset` of a split producer's output, also whether
+/// that input's heads lie on the cores of the query heads that read them.
+bool attentionSplitsByHeads(const MachineProfile &profile, const Node &node, int cores, int input = 0,
+                            int64_t offset = 0);
 
 /// Why `node` must run on the host ("" when the accelerator can run it).
 std::string deviceUnsupportedReason(const Node &node, const LoweringOptions &options);
