@@ -11,6 +11,7 @@
 // tile][k-tile][column] tensor per (m-block, k-chunk), so each chunk is one DMA with one long contiguous run per
 // partition, and the whole segment's list scheduler starts these loads early, under earlier layers' work (the plan's
 // per-block stationary buffers).
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -278,10 +279,36 @@ bool isViewOnSplit(const Node &node) {
   return node.domain().empty() && kOps.count(node.opType()) > 0;
 }
 
+/// The first feature (last axis) a Slice of constant bounds and step 1 keeps of a value of `shape`: 0 when it slices
+/// other axes only; nullopt for other bounds.
+std::optional<int64_t> featureSliceStart(const Node &slice, const std::vector<int64_t> &shape) {
+  auto ints = [&](size_t i) -> std::optional<std::vector<int64_t>> {
+    const Value *v = slice.input(i);
+    if (!v) return std::vector<int64_t>{};
+    if (!v->hasInitializer()) return std::nullopt;
+    std::vector<int64_t> values;
+    for (int64_t k = 0; k < v->initializer().numel(); ++k) values.push_back(v->initializer().scalarAsInt64(k));
+    return values;
+  };
+  const auto starts = ints(1), axes = ints(3), steps = ints(4);
+  if (slice.inputs().size() < 3 || !starts || !axes || !steps) return std::nullopt;
+  for (int64_t step : *steps)
+    if (step != 1) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  for (size_t i = 0; i < starts->size(); ++i) {
+    const int64_t axis = axes->empty() ? static_cast<int64_t>(i) : normalizeAxis((*axes)[i], rank);
+    if (axis != rank - 1) continue;
+    const int64_t start = (*starts)[i] < 0 ? (*starts)[i] + shape.back() : (*starts)[i];
+    return std::clamp<int64_t>(start, 0, shape.back());
+  }
+  return 0;
+}
+
 /// Whether `y` may stay split over the cores: every reader is a matmul on the device that takes it as its left operand
 /// with a constant weight it will split by rows (the row-parallel half of a column-parallel / row-parallel pair, which
 /// needs one all_reduce instead of two gathers); an elementwise op of same-shaped activations and one-value
-/// constants (an MLP's activation or SwiGLU between the pair), a view (the head split) or a rotary embedding whose
+/// constants (an MLP's activation or SwiGLU between the pair), a view (the head split, a Split or Slice of the
+/// features) or a rotary embedding whose
 /// own readers take its output split; or attention's Q, K or V when it computes this core's heads only (attentionSplitsByHeads) and its
 /// output's readers take it split (the attention block's projections). Returns what the split readers are, or nullopt.
 struct SplitReaders {
@@ -324,6 +351,11 @@ std::optional<SplitReaders> readersTakeSharded(const LoweringContext &ctx, const
         passedOn.emplace_back(out, start);
         if (features) start += staticShape(out).back();
       }
+    } else if (op == "Slice" && reader->domain().empty()) {
+      // A Slice of constant bounds (torch's in_proj split): of the features, it moves the offset.
+      std::optional<int64_t> start = featureSliceStart(*reader, staticShape(y));
+      if (!start) return std::nullopt;
+      passedOn.emplace_back(reader->output(0), offset + *start);
     } else if (reader->domain() == "tessel" && reader->opType() == "RotaryEmbedding" && use.inputIndex == 0) {
       passedOn.emplace_back(reader->output(0), offset);  // Per head, on each head's partitions (emit_attention.cpp).
     } else if (reader->domain() == "tessel" && reader->opType() == "Attention" && use.inputIndex <= 2) {
