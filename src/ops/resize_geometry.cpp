@@ -74,4 +74,12 @@ std::optional<ResizeTwoTaps> resizeTwoTaps(int64_t inSize, int64_t outSize, doub
   return axis;
 }
 
+bool resizeKeepsAxis(const ResizeTwoTaps &taps, int64_t inSize) {
+  if (static_cast<int64_t>(taps.index0.size()) != inSize) return false;
+  for (size_t i = 0; i < taps.index0.size(); ++i) {
+    if (taps.index0[i] != static_cast<int64_t>(i) || taps.weight0[i] != 1.0f || taps.weight1[i] != 0.0f) return false;
+  }
+  return true;
+}
+
 }  // namespace tessel

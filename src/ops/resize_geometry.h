@@ -37,4 +37,7 @@ struct ResizeTwoTaps {
 std::optional<ResizeTwoTaps> resizeTwoTaps(int64_t inSize, int64_t outSize, double scale, std::string_view mode,
                                            std::string_view coordinateMode, std::string_view nearestMode);
 
+/// Whether the taps keep an axis of `inSize` as it is: each coordinate reads itself with weight 1.
+bool resizeKeepsAxis(const ResizeTwoTaps &taps, int64_t inSize);
+
 }  // namespace tessel

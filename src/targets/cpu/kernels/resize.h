@@ -8,16 +8,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/resize_geometry.h"
 #include "support/thread_pool.h"
 
 namespace tessel::cpu {
 
 /// Along one axis, output coordinate i reads inputs index0[i] and index1[i] with weights
 /// weight0[i] and weight1[i] (nearest: index1 = index0, weight0 = 1, weight1 = 0).
-struct ResizeAxis {
-  std::vector<int64_t> index0, index1;
-  std::vector<float> weight0, weight1;
-};
+using ResizeAxis = ResizeTwoTaps;
 
 struct ResizePlan {
   int64_t planes = 1;  // Product of the leading (unresized) axes.

@@ -38,25 +38,6 @@ class ResizeStep final : public Step {
   ResizePlan plan_;
 };
 
-/// The taps of every output coordinate along one axis (ops/resize_geometry.h), or nullopt for a mode
-/// not covered.
-std::optional<ResizeAxis> axisTable(int64_t inSize, int64_t outSize, double scale, const Options &options) {
-  std::optional<ResizeTwoTaps> taps =
-      resizeTwoTaps(inSize, outSize, scale, options.mode, options.coordinateMode, options.nearestMode);
-  if (!taps) return std::nullopt;
-  return ResizeAxis{std::move(taps->index0), std::move(taps->index1), std::move(taps->weight0),
-                    std::move(taps->weight1)};
-}
-
-/// Whether the axis keeps its size and maps each coordinate to itself.
-bool isIdentity(const ResizeAxis &axis, int64_t inSize) {
-  if (int64_t(axis.index0.size()) != inSize) return false;
-  for (size_t i = 0; i < axis.index0.size(); ++i) {
-    if (axis.index0[i] != int64_t(i) || axis.weight0[i] != 1.0f || axis.weight1[i] != 0.0f) return false;
-  }
-  return true;
-}
-
 /// Constant input `index` as doubles; an empty vector when absent or empty, nullopt when not constant.
 std::optional<std::vector<double>> constantDoubles(LowerContext &ctx, size_t index) {
   if (ctx.numInputs() <= index || !ctx.hasInput(index)) return std::vector<double>{};
@@ -112,19 +93,20 @@ Expected<std::unique_ptr<Step>> lowerResize(LowerContext &ctx) {
   std::vector<ResizeAxis> tables;
   for (size_t a = 0; a < rank; ++a) {
     const double scale = scales->empty() ? double(out[a]) / double(in[a]) : (*scales)[a];
-    std::optional<ResizeAxis> table = axisTable(in[a], out[a], scale, options);
+    std::optional<ResizeAxis> table =
+        resizeTwoTaps(in[a], out[a], scale, options.mode, options.coordinateMode, options.nearestMode);
     if (!table) return std::unique_ptr<Step>();
     tables.push_back(std::move(*table));
   }
   // The kernel's column axis: the last one when it is resized, else the one before it (the last
   // is then the per-pixel block), given a row axis before it.
-  const size_t columnAxis = rank >= 3 && isIdentity(tables[rank - 1], in[rank - 1]) &&
-                                   !isIdentity(tables[rank - 2], in[rank - 2]) ? rank - 2
-                                                                                                      : rank - 1;
+  const bool lastIsPixelBlock = rank >= 3 && resizeKeepsAxis(tables[rank - 1], in[rank - 1]) &&
+                                !resizeKeepsAxis(tables[rank - 2], in[rank - 2]);
+  const size_t columnAxis = lastIsPixelBlock ? rank - 2 : rank - 1;
   if (columnAxis < 1) return std::unique_ptr<Step>();
   for (size_t a = 0; a + 1 < columnAxis; ++a) {
     // Axes before the row axis must map each coordinate to itself: they are the kernel's planes.
-    if (!isIdentity(tables[a], in[a])) return std::unique_ptr<Step>();
+    if (!resizeKeepsAxis(tables[a], in[a])) return std::unique_ptr<Step>();
     plan.planes *= in[a];
   }
   for (size_t a = columnAxis + 1; a < rank; ++a) plan.inner *= in[a];

@@ -24,10 +24,6 @@ namespace {
 
 using tile::TileView;
 
-/// Columns per instruction (well under the 64K-element limit of section 4.2, so that the chunks of
-/// one block pipeline across engines).
-constexpr int64_t kColumnChunk = 8192;
-
 /// The ops of `node`'s computation: its body for FusedElementwise, else the node itself.
 std::vector<const Node *> opsOf(const Node &node) {
   std::vector<const Node *> ops;

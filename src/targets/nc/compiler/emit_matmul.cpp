@@ -308,37 +308,37 @@ std::optional<int64_t> featureSliceStart(const Node &slice, const std::vector<in
 /// with a constant weight it will split by rows (the row-parallel half of a column-parallel / row-parallel pair, which
 /// needs one all_reduce instead of two gathers); an elementwise op of same-shaped activations and one-value
 /// constants (an MLP's activation or SwiGLU between the pair), a view (the head split, a Split or Slice of the
-/// features) or a rotary embedding whose
-/// own readers take its output split; or attention's Q, K or V when it computes this core's heads only (attentionSplitsByHeads) and its
-/// output's readers take it split (the attention block's projections). Returns what the split readers are, or nullopt.
+/// features) or a rotary embedding whose own readers take its output split; or attention's Q, K or V when it computes
+/// this core's heads only (attentionSplitsByHeads) and its output's readers take it split (the attention block's
+/// projections). Returns what the split readers are, or nullopt.
 struct SplitReaders {
-  int64_t weights = 0;     // The row-parallel readers' weight elements.
+  int64_t weights = 0;     // The row-parallel readers' weight elements, each reader once.
   int64_t widest = 0;      // Their widest output.
   bool attention = false;  // Attention reads it, computing this core's heads only.
 };
 
-std::optional<SplitReaders> readersTakeSharded(const LoweringContext &ctx, const Value *y, int depth = 0,
-                                               int64_t offset = 0) {
-  if (y->uses().empty() || ctx.isStageOutput(y)) return std::nullopt;
-  int64_t weights = 0, widest = 0;
-  bool attention = false;
+/// readersTakeSharded below `y`, adding to `found`; `counted` holds the row-parallel readers already counted (a
+/// fused QKV reaches its output projection through Q, K and V alike).
+bool collectSplitReaders(const LoweringContext &ctx, const Value *y, int depth, int64_t offset, SplitReaders &found,
+                         std::set<const Node *> &counted) {
+  if (y->uses().empty() || ctx.isStageOutput(y)) return false;
   for (const Value *out : y->graph()->outputs())
-    if (out == y) return std::nullopt;
+    if (out == y) return false;
   for (const Use &use : y->uses()) {
     const Node *reader = use.user;
-    if (!reader || !deviceUnsupportedReason(*reader, ctx.options()).empty()) return std::nullopt;
+    if (!reader || !deviceUnsupportedReason(*reader, ctx.options()).empty()) return false;
     const std::string &op = reader->opType();
     if ((op == "MatMul" || op == "FusedMatMul") && use.inputIndex == 0) {
       const Value *w = reader->input(1);
-      if (!w->hasInitializer() || w->initializer().rank() != 2) return std::nullopt;
+      if (!w->hasInitializer() || w->initializer().rank() != 2) return false;
       const int64_t k = w->initializer().size(0), n = w->initializer().size(1);
       // Its rows split in the producer's whole tiles, tile t of them on core t % cores.
-      if (k % ctx.profile().partitions != 0 || offset != 0) return std::nullopt;
-      weights += k * n;
-      widest = std::max(widest, n);
+      if (k % ctx.profile().partitions != 0 || offset != 0) return false;
+      if (counted.insert(reader).second) found.weights += k * n;
+      found.widest = std::max(found.widest, n);
       continue;
     }
-    if (depth >= 8) return std::nullopt;
+    if (depth >= 8) return false;
     // What the reader passes on, with the feature offset of y's features in it (a Split of the
     // features moves it; the head split's views keep it: head h of a part at `offset` is at offset + h * D).
     std::vector<std::pair<const Value *, int64_t>> passedOn;
@@ -354,32 +354,34 @@ std::optional<SplitReaders> readersTakeSharded(const LoweringContext &ctx, const
     } else if (op == "Slice" && reader->domain().empty()) {
       // A Slice of constant bounds (torch's in_proj split): of the features, it moves the offset.
       std::optional<int64_t> start = featureSliceStart(*reader, staticShape(y));
-      if (!start) return std::nullopt;
+      if (!start) return false;
       passedOn.emplace_back(reader->output(0), offset + *start);
     } else if (reader->domain() == "tessel" && reader->opType() == "RotaryEmbedding" && use.inputIndex == 0) {
       passedOn.emplace_back(reader->output(0), offset);  // Per head, on each head's partitions (emit_attention.cpp).
     } else if (reader->domain() == "tessel" && reader->opType() == "Attention" && use.inputIndex <= 2) {
       if (!attentionSplitsByHeads(ctx.profile(), *reader, ctx.options().cores, static_cast<int>(use.inputIndex), offset))
-        return std::nullopt;
-      attention = true;
+        return false;
+      found.attention = true;
       passedOn.emplace_back(reader->output(0), 0);
     } else {
-      if (!isElementwiseOnSplit(*reader) || reader->outputs().size() != 1) return std::nullopt;
+      if (!isElementwiseOnSplit(*reader) || reader->outputs().size() != 1) return false;
       for (const Value *in : reader->inputs()) {
-        if (!in) return std::nullopt;
-        if (in->hasInitializer() ? in->initializer().numel() != 1 : staticShape(in) != staticShape(y)) return std::nullopt;
+        if (!in) return false;
+        if (in->hasInitializer() ? in->initializer().numel() != 1 : staticShape(in) != staticShape(y)) return false;
       }
       passedOn.emplace_back(reader->output(0), offset);
     }
-    for (const auto &[out, at] : passedOn) {
-      auto further = readersTakeSharded(ctx, out, depth + 1, at);
-      if (!further) return std::nullopt;
-      weights += further->weights;
-      widest = std::max(widest, further->widest);
-      attention = attention || further->attention;
-    }
+    for (const auto &[out, at] : passedOn)
+      if (!collectSplitReaders(ctx, out, depth + 1, at, found, counted)) return false;
   }
-  return SplitReaders{weights, widest, attention};
+  return true;
+}
+
+std::optional<SplitReaders> readersTakeSharded(const LoweringContext &ctx, const Value *y) {
+  SplitReaders found;
+  std::set<const Node *> counted;
+  if (!collectSplitReaders(ctx, y, 0, 0, found, counted)) return std::nullopt;
+  return found;
 }
 
 Status lowerMatmul(LoweringContext &ctx, const Node &node) {

@@ -32,8 +32,6 @@ constexpr float kRoundingBias = 12582912.0f;  // 1.5 * 2^23.
 /// range (x all zeros) quantizes to 0 through it, as in the reference; a nonzero range below
 /// 255 * 2^-42 would quantize as if it were that wide.
 const float kSmallestScale = std::ldexp(1.0f, -42);
-/// Columns per instruction (as the elementwise emitter chunks).
-constexpr int64_t kColumnChunk = 8192;
 
 std::string checkDynamicQuantizeCentered(const Node &node, const LoweringOptions &) {
   if (node.outputs().size() != 2) return "DynamicQuantizeCentered has two outputs";

@@ -59,13 +59,6 @@ std::vector<TapRun> tapRuns(const ResizeTwoTaps &taps, int64_t step) {
   return runs;
 }
 
-bool isIdentity(const ResizeTwoTaps &taps, int64_t inSize) {
-  if (static_cast<int64_t>(taps.index0.size()) != inSize) return false;
-  for (size_t i = 0; i < taps.index0.size(); ++i)
-    if (taps.index0[i] != static_cast<int64_t>(i) || taps.weight0[i] != 1.0f || taps.weight1[i] != 0.0f) return false;
-  return true;
-}
-
 /// The node's geometry: sizes, and the taps of H and W.
 struct ResizeForm {
   int64_t N = 0, C = 0, H = 0, W = 0, OH = 0, OW = 0;
@@ -108,7 +101,7 @@ std::string readResize(const Node &node, ResizeForm &f) {
   std::optional<ResizeTwoTaps> cols = resizeTwoTaps(f.W, f.OW, scaleOf(3), mode, coordinateMode, nearestMode);
   if (!rows || !cols) return fmt::format("coordinate_transformation_mode {}", coordinateMode);
   f.rows = std::move(*rows), f.cols = std::move(*cols);
-  f.rowsKept = isIdentity(f.rows, f.H), f.colsKept = isIdentity(f.cols, f.W);
+  f.rowsKept = resizeKeepsAxis(f.rows, f.H), f.colsKept = resizeKeepsAxis(f.cols, f.W);
   f.rowRuns = tapRuns(f.rows, f.OH % f.H == 0 ? f.OH / f.H : 1);
   f.colRuns = tapRuns(f.cols, f.OW % f.W == 0 ? f.OW / f.W : 1);
   if (f.rowRuns.size() > kMaxRuns || f.colRuns.size() > kMaxRuns)

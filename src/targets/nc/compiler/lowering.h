@@ -30,6 +30,10 @@
 
 namespace tessel::nc::compiler {
 
+/// Columns per vector-engine instruction over one block: well under the 64K-element limit of
+/// section 4.2, so that the chunks of one block pipeline across engines.
+constexpr int64_t kColumnChunk = 8192;
+
 /// --auto-cast: which ops compute in the narrow type. Matmul keeps activations in fp32 in SBUF and
 /// casts the operands of matmuls and convolutions (fp32 accumulation in PSUM); All stores the
 /// activations in the narrow type too; None computes everything in fp32.
