@@ -144,6 +144,16 @@ void generate(const GenerateArgs &args) {
                 decodeMedian(&RunFigures::deviceUs), decodeMedian(&RunFigures::transferUs), host.c_str(),
                 result->simulated.back().boundingEngine.c_str());
   }
+  if (!simulatedUs.empty()) {
+    // The prefill's parts, and what of it left the device (a long prompt's activations may not fit).
+    const RunFigures &prefill = result->simulated.front();
+    const std::string host = args.timingOnly ? "not run (timing only)" : fmt::format("{:.3f} us", prefill.hostUs);
+    std::printf("simulated prefill: device %.3f us, transfers %.3f us, host stages %s (bound: %s); %d of %d nodes on "
+                "the host\n",
+                prefill.deviceUs, prefill.transferUs, host.c_str(), prefill.boundingEngine.c_str(), prefill.hostNodes,
+                prefill.hostNodes + prefill.deviceNodes);
+    for (const std::string &fallback : prefill.fallbacks) std::printf("  on the host: %s\n", fallback.c_str());
+  }
   if (!args.output.empty()) {
     Tensor out(DType::Int64, {batch, args.maxNewTokens});
     for (int64_t b = 0; b < batch; ++b)

@@ -84,13 +84,20 @@ bool isChannelVector(const Value *v, const std::vector<int64_t> &outShape) {
 }
 
 std::string checkElementwise(const Node &node, const LoweringOptions &options) {
-  // Which values derive from an activation (the rest from constants alone): every op needs one such
-  // operand, so that the emitter writes the output from a tile; ops on constants alone are left to
-  // constant folding.
+  // Which values derive from an activation read whole (the rest from constants, or from activations
+  // read as per-partition scalars: one element, or one per channel): every op needs one such operand,
+  // so that the emitter writes the output from a tile; ops on constants alone are left to constant
+  // folding, and a one-element activation times a constant goes to the host.
   const Graph *body = node.opType() == "FusedElementwise" ? node.attrGraph("body") : nullptr;
+  const std::vector<int64_t> outShape = staticShape(node.output(0));
+  const bool oneElementOutput = isOneElement(node.output(0));
   std::set<const Value *> fromActivation;
-  for (size_t i = 0; i < node.inputs().size(); ++i)
-    if (node.input(i) && !node.input(i)->hasInitializer()) fromActivation.insert(body ? body->inputs()[i] : node.input(i));
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    const Value *in = node.input(i);
+    if (!in || in->hasInitializer()) continue;
+    const bool partitionScalar = (isOneElement(in) && !outShape.empty() && !oneElementOutput) || isChannelVector(in, outShape);
+    if (!partitionScalar) fromActivation.insert(body ? body->inputs()[i] : in);
+  }
   for (const Node *op : opsOf(node)) {
     if (std::string why = checkOp(*op); !why.empty()) return why;
     // DVE raises to an immediate power only.
@@ -98,10 +105,11 @@ std::string checkElementwise(const Node &node, const LoweringOptions &options) {
     // A unary op and Pow take their first operand from a tile; another binary op either one.
     const bool eitherOperand = kernels::isBinaryElementwiseOp(op->opType()) && op->opType() != "Pow";
     if (!fromActivation.count(op->input(0)) && !(eitherOperand && fromActivation.count(op->input(1))))
-      return fmt::format("{} '{}' computes on constants only", op->opType(), op->name());
+      return fmt::format("{} '{}' reads no activation whole (only constants, or activations of one element or one "
+                         "per channel, which are per-partition scalars): no tile to compute its output from",
+                         op->opType(), op->name());
     fromActivation.insert(op->output(0));
   }
-  const std::vector<int64_t> outShape = staticShape(node.output(0));
   bool channelVector = false;
   for (const Value *in : node.inputs()) {
     if (!in || in->hasInitializer() || isOneElement(in)) continue;

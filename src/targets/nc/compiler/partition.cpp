@@ -20,6 +20,18 @@ void collectCaptures(const Node &node, const Graph &graph, std::vector<const Val
   }
 }
 
+/// The most elements a node may read and write in all to be pulled back to the host between host
+/// nodes: a few vector instructions' work, far below one transfer's latency over the link.
+constexpr int64_t kHostIslandElements = 16384;
+
+/// A value's elements; past kHostIslandElements where not a tensor of static shape.
+int64_t elementsOf(const Value *value) {
+  if (!value->type().isTensor() || !value->type().shape().isStatic()) return kHostIslandElements + 1;
+  int64_t n = 1;
+  for (const Dim &d : value->type().shape().dims()) n *= d.size;
+  return n;
+}
+
 }  // namespace
 
 std::vector<const Value *> valuesRead(const Node &node, const Graph &graph) {
@@ -49,24 +61,66 @@ Partition partitionGraph(const Graph &graph, const LoweringOptions &options) {
   Partition result;
   std::vector<const Node *> nodes;
   std::map<const Node *, size_t> index;
-  std::vector<bool> device;
+  std::vector<std::string> reasons;
   for (const auto &node : graph.nodes()) {
-    const std::string reason = deviceUnsupportedReason(*node, options);
     index[node.get()] = nodes.size();
     nodes.push_back(node.get());
-    device.push_back(reason.empty());
-    if (reason.empty()) {
+    reasons.push_back(deviceUnsupportedReason(*node, options));
+  }
+  std::vector<std::vector<const Value *>> reads(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) reads[i] = valuesRead(*nodes[i], graph);
+
+  // A small device node between host nodes (the rotary angles' position * frequency between the
+  // host's Cast and Cos, say) would split the device's work into two stages, each value between
+  // them crossing the link twice: it runs on the host with its neighbours instead. Every input is a
+  // constant, a graph input or a host node's result (one at least), and every reader is a host node.
+  std::map<const Value *, std::vector<size_t>> readers;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Value *in : reads[i]) readers[in].push_back(i);
+  const std::set<const Value *> graphOutputs(graph.outputs().begin(), graph.outputs().end());
+  auto onHost = [&](size_t i) { return !reasons[i].empty(); };
+  auto isHostIsland = [&](size_t i) {
+    int64_t elements = 0;
+    bool fromHost = false;
+    for (const Value *in : reads[i]) {
+      elements += elementsOf(in);
+      if (in->hasInitializer() || !in->producer()) continue;
+      if (!onHost(index.at(in->producer()))) return false;
+      fromHost = true;
+    }
+    bool read = false;
+    for (const Value *out : nodes[i]->outputs()) {
+      if (!out) continue;
+      if (graphOutputs.count(out)) return false;
+      elements += elementsOf(out);
+      for (size_t reader : readers[out]) {
+        if (!onHost(reader)) return false;
+        read = true;
+      }
+    }
+    return fromHost && read && elements <= kHostIslandElements;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (onHost(i) || !isHostIsland(i)) continue;
+      reasons[i] = "small, between host nodes: it runs on the host with them, saving two transfers over the link";
+      changed = true;
+    }
+  }
+  std::vector<bool> device;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    device.push_back(!onHost(i));
+    if (device.back()) {
       ++result.deviceNodes;
     } else {
       ++result.hostNodes;
-      result.fallbacks.push_back(Fallback{node->name(), node->opType(), reason});
+      result.fallbacks.push_back(Fallback{nodes[i]->name(), nodes[i]->opType(), reasons[i]});
     }
   }
 
   // List scheduling that stays on one target while it has ready nodes. A subgraph's captures are
   // dependences like inputs: the node that owns the subgraph runs after their producers.
-  std::vector<std::vector<const Value *>> reads(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) reads[i] = valuesRead(*nodes[i], graph);
   std::vector<int> pending(nodes.size(), 0);
   std::vector<std::vector<size_t>> users(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {

@@ -1,8 +1,10 @@
 // Valid models the accelerator cannot run whole still compile and run correctly, checked against the
 // reference: an If whose branches read values a device stage makes (implicit captures), Slice bounds
 // of INT64_MAX, 0-d values and values of more than 4 dims crossing between host and device, an empty
-// tensor, a slice along the partition axis that starts where T6 forbids an access, and a stage whose
-// tensors do not fit SBUF (the node goes to the host with the compile error as its reason).
+// tensor, a slice along the partition axis that starts where T6 forbids an access, a stage whose
+// tensors do not fit SBUF (the node goes to the host with the compile error as its reason), and a
+// small node between host nodes, which runs on the host with them rather than split the device's work,
+// and a one-element activation times a constant (both per-partition scalars on the device).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "ir/parser.h"
+#include "ir/tensor.h"
 #include "targets/nc/compiler/nc_model_check.h"
 
 namespace tessel::nc::compiler {
@@ -187,6 +190,76 @@ func @main(%x: f32[4,8]) -> (%y: f32[4,8]) {
 })";
   expectMatches(ir, /*hostNodes=*/1);
   EXPECT_TRUE(contains(reportOf(ir), "no device program: every node runs on the host")) << reportOf(ir);
+}
+
+/// A decoder's rotary angles: positions (int64, cast on the host) times the frequencies, then Cos and
+/// Sin on the host; `deviceRead` also multiplies x by the angles on the device.
+std::string rotaryAnglesModel(bool deviceRead) {
+  return fmt::format(R"(model opset(ai.onnx=17) ir_version=8 {{
+func @main(%x: f32[1,1,8], %pos: i64[1,1,8]) -> (%y: f32[1,1,16]) {{
+  const %freq = {}
+  const %w = {}
+  %pf = Cast(%pos) {{to = 1}}
+  %angle = Mul(%pf, %freq)
+  %c = Cos(%angle)
+  %s = Sin(%angle)
+  %cs = Concat(%c, %s) {{axis = 2}}
+  %xa = {}
+  %h = MatMul(%xa, %w)
+  %y = Add(%h, %cs)
+  return %y
+}}
+}})",
+                     denseText({1, 1, 8}, 5), denseText({8, 16}, 6), deviceRead ? "Mul(%x, %angle)" : "Relu(%x)");
+}
+
+NamedValues positions() {
+  return {{"pos", RuntimeValue(Tensor::fromVector<int64_t>({1, 1, 8}, {0, 1, 2, 3, 4, 5, 6, 7}))}};
+}
+
+TEST(HostFallback, SmallNodeBetweenHostNodesRunsWithThem) {
+  // On the device the Mul would split the device's work in two, the matmul's input crossing the
+  // link twice; it runs on the host with the Cast, Cos and Sin.
+  const std::string ir = rotaryAnglesModel(/*deviceRead=*/false);
+  auto check = checkModelOnNc(ir, NcCompileOptions{}, 2e-2, 2e-2, positions());
+  ASSERT_TRUE(check.ok()) << check.diag().str();
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+  EXPECT_EQ(check->hostNodes, 4);  // Cast, Mul, Cos, Sin.
+  const std::string report = reportOf(ir);
+  EXPECT_TRUE(contains(report, "(Mul): small, between host nodes")) << report;
+  EXPECT_TRUE(contains(report, "2 stages")) << report;  // One host stage, then one device stage.
+}
+
+TEST(HostFallback, NodeBetweenHostNodesWithADeviceReaderStaysOnTheDevice) {
+  // The same Mul read by a device node too: on the host its result would cross the link all the same.
+  const std::string ir = rotaryAnglesModel(/*deviceRead=*/true);
+  auto check = checkModelOnNc(ir, NcCompileOptions{}, 2e-2, 2e-2, positions());
+  ASSERT_TRUE(check.ok()) << check.diag().str();
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+  EXPECT_EQ(check->hostNodes, 3) << reportOf(ir);  // Cast, Cos, Sin.
+}
+
+TEST(HostFallback, OneElementActivationTimesAConstantRunsOnTheHost) {
+  // A one-element activation is a per-partition scalar on the device, and so is a constant that
+  // varies along the partitions: the Mul has no tile to compute from, and runs on the host.
+  const std::string ir = fmt::format(R"(model opset(ai.onnx=17) ir_version=8 {{
+func @main(%x: f32[1,1,8], %pos: i64[1,1,1]) -> (%y: f32[1,1,8]) {{
+  const %freq = {}
+  const %w = {}
+  %pf = Cast(%pos) {{to = 1}}
+  %angle = Mul(%pf, %freq)
+  %h = MatMul(%x, %w)
+  %y = Add(%h, %angle)
+  return %y
+}}
+}})",
+                                     denseText({1, 1, 8}, 5), denseText({8, 8}, 6));
+  const NamedValues feeds = {{"pos", RuntimeValue(Tensor::fromVector<int64_t>({1, 1, 1}, {3}))}};
+  auto check = checkModelOnNc(ir, NcCompileOptions{}, 2e-2, 2e-2, feeds);
+  ASSERT_TRUE(check.ok()) << check.diag().str();
+  EXPECT_LE(check->maxErrorRatio, 1.0) << check->worst;
+  EXPECT_EQ(check->hostNodes, 2);  // Cast, Mul.
+  EXPECT_TRUE(contains(reportOf(ir), "(Mul): Mul '' reads no activation whole")) << reportOf(ir);
 }
 
 }  // namespace
