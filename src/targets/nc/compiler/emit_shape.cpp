@@ -177,8 +177,31 @@ Status emitGather(LoweringContext &ctx, const Node &node) {
   return Status::success();
 }
 
-/// The output's partition axis: one other than the concatenation axis, the last or the channels.
-int64_t concatPartitionAxis(int64_t rank, int64_t axis) {
+/// Whether every reader of `value` is an attention reading it as K or V, and it is no graph output.
+bool readAsAttentionKv(const Value *value) {
+  for (const Value *out : value->graph()->outputs())
+    if (out == value) return false;
+  for (const Use &use : value->uses())
+    if (!use.user || use.user->domain() != "tessel" || use.user->opType() != "Attention" || use.inputIndex < 1 ||
+        use.inputIndex > 2)
+      return false;
+  return !value->uses().empty();
+}
+
+/// The most new positions for which a KV cache's Concat takes D on partitions (below). Measured on the
+/// 1B-class Llama: a decode step and prefills of 32 and 128 tokens gain; a 256-token prefill loses
+/// (nc-v3: 5.13 -> 5.95 ms for one layer), so longer appends keep the heads on partitions.
+constexpr int64_t kMaxAppendedPositionsOnD = 128;
+
+/// The output's partition axis: one other than the concatenation axis, the last or the channels. An
+/// attention's K or V [B, H, S, D] concatenated along the positions (a KV cache's past and the few new
+/// ones) takes D on partitions, as the attention reads it: with the heads on partitions (8 of a
+/// grouped-query cache) each copy would stream through one DMA engine, and the attention would move
+/// the result through HBM.
+int64_t concatPartitionAxis(const Node &node, int64_t rank, int64_t axis) {
+  if (rank == 4 && axis == 2 && readAsAttentionKv(node.output(0)) &&
+      staticShape(node.inputs().back())[2] <= kMaxAppendedPositionsOnD)
+    return 3;
   const int64_t preferred = rank == 4 ? 1 : rank - 1;
   if (preferred != axis) return preferred;
   return axis == rank - 1 ? rank - 2 : rank - 1;
@@ -191,7 +214,7 @@ std::string checkConcat(const Node &node, const LoweringOptions &options) {
   if (!options.profile) return "";
   // A block of the output and of every input, in standard form on the partition axis, are in SBUF
   // together, and each copy walks the free axes with int16 strides.
-  const int64_t partitionAxis = concatPartitionAxis(rank, normalizeAxis(node.attrInt("axis", 0), rank));
+  const int64_t partitionAxis = concatPartitionAxis(node, rank, normalizeAxis(node.attrInt("axis", 0), rank));
   int64_t bytes = f32BlockBytes(shape, partitionAxis);
   for (const Value *in : node.inputs()) bytes += f32BlockBytes(staticShape(in), partitionAxis);
   if (bytes > options.profile->sbuf.bytesPerPartition)
@@ -212,7 +235,7 @@ Status emitConcat(LoweringContext &ctx, const Node &node) {
   const std::vector<int64_t> shape = staticShape(node.output(0));
   const int64_t rank = static_cast<int64_t>(shape.size());
   const int64_t axis = normalizeAxis(node.attrInt("axis", 0), rank);
-  const int64_t partitionAxis = concatPartitionAxis(rank, axis);
+  const int64_t partitionAxis = concatPartitionAxis(node, rank, axis);
   DeviceTensor out = ctx.allocate(node.output(0), partitionAxis);
   int64_t offset = 0;
   for (const Value *in : node.inputs()) {
