@@ -83,6 +83,12 @@ bool isChannelVector(const Value *v, const std::vector<int64_t> &outShape) {
          shape[0] == 1 && shape[1] == outShape[1] && shape[2] == 1 && shape[3] == 1;
 }
 
+/// Whether activation `in` is read as a one-element per-partition scalar of output `y` (a scale
+/// computed at run time), broadcast to every partition: the Evaluator's rule, which the check repeats.
+bool isScalarOfOutput(const Value *in, const Value *y) {
+  return !in->hasInitializer() && isOneElement(in) && !staticShape(y).empty() && !isOneElement(y);
+}
+
 std::string checkElementwise(const Node &node, const LoweringOptions &options) {
   // Which values derive from an activation read whole (the rest from constants, or from activations
   // read as per-partition scalars: one element, or one per channel): every op needs one such operand,
@@ -90,13 +96,11 @@ std::string checkElementwise(const Node &node, const LoweringOptions &options) {
   // folding, and a one-element activation times a constant goes to the host.
   const Graph *body = node.opType() == "FusedElementwise" ? node.attrGraph("body") : nullptr;
   const std::vector<int64_t> outShape = staticShape(node.output(0));
-  const bool oneElementOutput = isOneElement(node.output(0));
   std::set<const Value *> fromActivation;
   for (size_t i = 0; i < node.inputs().size(); ++i) {
     const Value *in = node.input(i);
-    if (!in || in->hasInitializer()) continue;
-    const bool partitionScalar = (isOneElement(in) && !outShape.empty() && !oneElementOutput) || isChannelVector(in, outShape);
-    if (!partitionScalar) fromActivation.insert(body ? body->inputs()[i] : in);
+    if (!in || in->hasInitializer() || isScalarOfOutput(in, node.output(0)) || isChannelVector(in, outShape)) continue;
+    fromActivation.insert(body ? body->inputs()[i] : in);
   }
   for (const Node *op : opsOf(node)) {
     if (std::string why = checkOp(*op); !why.empty()) return why;
@@ -166,7 +170,7 @@ class Evaluator {
     for (size_t i = 0; i < node_.inputs().size(); ++i) {
       const Value *in = node_.input(i);
       if (!in) continue;
-      if (!in->hasInitializer() && isOneElement(in) && rank > 0 && !isOneElement(y)) {
+      if (isScalarOfOutput(in, y)) {
         TESSEL_ASSIGN_OR_RETURN(DeviceTensor t, ctx_.activation(in));
         TileView row = t.partitions(t.partitionBase, 1).cols(t.freeBase, 1);
         if (row.dtype() != DType::F32) {

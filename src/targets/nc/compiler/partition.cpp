@@ -74,6 +74,7 @@ Partition partitionGraph(const Graph &graph, const LoweringOptions &options) {
   // host's Cast and Cos, say) would split the device's work into two stages, each value between
   // them crossing the link twice: it runs on the host with its neighbours instead. Every input is a
   // constant, a graph input or a host node's result (one at least), and every reader is a host node.
+  // One pass: such a node's neighbours are all on the host already, so moving it frees no other.
   std::map<const Value *, std::vector<size_t>> readers;
   for (size_t i = 0; i < nodes.size(); ++i)
     for (const Value *in : reads[i]) readers[in].push_back(i);
@@ -100,14 +101,9 @@ Partition partitionGraph(const Graph &graph, const LoweringOptions &options) {
     }
     return fromHost && read && elements <= kHostIslandElements;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (onHost(i) || !isHostIsland(i)) continue;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!onHost(i) && isHostIsland(i))
       reasons[i] = "small, between host nodes: it runs on the host with them, saving two transfers over the link";
-      changed = true;
-    }
-  }
   std::vector<bool> device;
   for (size_t i = 0; i < nodes.size(); ++i) {
     device.push_back(!onHost(i));
